@@ -1,0 +1,26 @@
+#include "policies/direct.hpp"
+
+namespace allocsim {
+
+DirectPolicy::DirectPolicy(const Params&, Device& device) : device_(device) {}
+
+std::optional<Block> DirectPolicy::allocate(const Request& request) {
+  if (request.bytes == 0) return Block{0, 0, 0, request.stream};
+  const Bytes size = align_up(request.bytes, device_.granularity());
+  const auto segment = device_.malloc(size);
+  if (!segment) return std::nullopt;
+  allocated_ += size;
+  return Block{segment->addr, size, request.bytes, request.stream};
+}
+
+void DirectPolicy::deallocate(const Block& block, Nanos) {
+  if (block.size == 0) return;
+  device_.free(Segment{block.addr, block.size});
+  allocated_ -= block.size;
+}
+
+PolicyStats DirectPolicy::stats() const {
+  return PolicyStats{.allocated = allocated_, .reserved = allocated_};
+}
+
+}  // namespace allocsim

@@ -1,0 +1,36 @@
+// direct: no allocator at all. Every request goes to the device and every free back.
+//
+// Models what frameworks do with caching off: TensorFlow's `cuda_malloc` allocator
+// (TF_GPU_ALLOCATOR=cuda_malloc), JAX's `platform` allocator
+// (XLA_PYTHON_CLIENT_ALLOCATOR=platform), PyTorch with PYTORCH_NO_CUDA_MEMORY_CACHING=1.
+// - a request of B bytes is one device malloc of B rounded up to the device granularity;
+// - a free is one device free; nothing is cached, so reserved == allocated always;
+// - a zero-byte request gets a zero-size block and no device call (cudaMalloc(0)).
+// Deviation: real cudaMalloc also pays for alignment inside its pages; the granularity
+// option of the device is where that is modelled.
+#pragma once
+
+#include <array>
+
+#include "sim/device.hpp"
+#include "sim/policy.hpp"
+#include "sim/spec.hpp"
+
+namespace allocsim {
+
+class DirectPolicy final : public Policy {
+ public:
+  static constexpr std::array<ParamInfo, 0> kParams{};
+
+  DirectPolicy(const Params& params, Device& device);
+
+  std::optional<Block> allocate(const Request& request) override;
+  void deallocate(const Block& block, Nanos now) override;
+  PolicyStats stats() const override;
+
+ private:
+  Device& device_;
+  Bytes allocated_ = 0;
+};
+
+}  // namespace allocsim

@@ -1,0 +1,32 @@
+// The one table of policies. The CLI's help, `allocsim policies`, the conformance tests
+// and the benchmarks all iterate it; adding a policy is one file pair and one line here.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "sim/device.hpp"
+#include "sim/policy.hpp"
+#include "sim/spec.hpp"
+
+namespace allocsim {
+
+struct PolicyInfo {
+  std::string_view name;
+  std::string_view alias;    // another name users type for it, or empty
+  std::string_view models;   // the real allocator it reproduces
+  std::string_view summary;
+  std::span<const ParamInfo> params;
+  std::unique_ptr<Policy> (*make)(const Params& params, Device& device);
+};
+
+std::span<const PolicyInfo> all_policies();
+
+// By name or alias; throws Error listing the valid names.
+const PolicyInfo& find_policy(std::string_view name);
+
+// "name:key=value,..." -> a policy on `device`; throws Error on an unknown policy or key.
+std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device);
+
+}  // namespace allocsim

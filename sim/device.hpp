@@ -1,0 +1,42 @@
+// What an allocator asks of the driver. All device contact of a policy goes through
+// this interface, so one policy object runs on SimDevice and on a real GPU alike.
+#pragma once
+
+#include <optional>
+
+#include "sim/units.hpp"
+
+namespace allocsim {
+
+// Device allocations are at least this aligned, as cudaMalloc's are.
+constexpr Bytes kSegmentAlignment = 512;
+
+struct Segment {
+  Addr addr;
+  Bytes bytes;
+};
+
+// Contract:
+// - malloc(bytes), bytes > 0, returns a segment of exactly `bytes`, aligned to kSegmentAlignment, or
+//   nullopt when it does not fit; running out of memory is never an exception.
+// - free(segment) takes back a segment that malloc returned, exactly once.
+// - copy(dst, src, bytes) moves live data inside the device (compaction); both ranges lie
+//   in segments this caller holds.
+// - used() counts every byte gone from the device: context, other tenants, page rounding.
+// - elapsed() is the time spent in device calls so far (simulated, or measured).
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::optional<Segment> malloc(Bytes bytes) = 0;
+  virtual void free(Segment segment) = 0;
+  virtual void copy(Addr dst, Addr src, Bytes bytes) = 0;
+  virtual Bytes capacity() const = 0;
+  virtual Bytes used() const = 0;
+  virtual Bytes granularity() const = 0;
+  virtual Nanos elapsed() const = 0;
+
+  // What cudaMemGetInfo would call free.
+  Bytes available() const { return capacity() - used(); }
+};
+
+}  // namespace allocsim

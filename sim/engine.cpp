@@ -1,0 +1,245 @@
+#include "sim/engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <limits>
+
+#include "sim/error.hpp"
+#include "sim/metered_device.hpp"
+#include "sim/sim_device.hpp"
+
+namespace allocsim {
+namespace {
+
+constexpr Bytes kNotLive = std::numeric_limits<Bytes>::max();
+
+struct LiveBlock {
+  Addr addr = 0;
+  Bytes size = kNotLive;
+};
+
+struct TenantRun {
+  TenantRun(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
+      : spec(tenant_spec), trace(*tenant_spec.trace), device(shared_device, peak_used), live(trace.allocations()) {}
+
+  bool finished() const { return policy == nullptr || next == trace.events.size(); }
+  Nanos next_time() const { return trace.events[next].time + spec.start + delay; }
+
+  const TenantSpec& spec;
+  const Trace& trace;
+  MeteredDevice device;
+  std::unique_ptr<Policy> policy;
+  std::vector<LiveBlock> live;  // by AllocId
+  std::size_t next = 0;
+  Nanos delay = 0;  // allocator time so far: every later event happens this much later
+  Bytes allocated = 0;
+  Bytes requested = 0;
+  TenantResult result;
+};
+
+class Replay {
+ public:
+  Replay(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
+         std::span<Observer* const> observers)
+      : device_(device), scenario_(scenario), observers_(observers), baseline_used_(device.used()),
+        peak_used_(baseline_used_) {
+    for (const TenantSpec& spec : scenario.tenants) {
+      if (!spec.trace) throw Error("tenant without a trace");
+      TenantRun& run = tenants_.emplace_back(spec, device_, peak_used_);
+      run.policy = make_policy(spec.policy, run.device);
+      run.result.index = tenants_.size() - 1;
+      run.result.workload = spec.trace->info.name;
+      run.result.policy = spec.policy;
+      run.result.events = spec.trace->events.size();
+      run.result.live_lower_bound = spec.trace->live_lower_bound;
+    }
+  }
+
+  RunResult run() {
+    const auto wall_start = std::chrono::steady_clock::now();
+    if (tenants_.size() == 1) {
+      while (!tenants_.front().finished()) step(0);  // no merging to do
+    } else {
+      for (std::size_t tenant = next_tenant(); tenant < tenants_.size(); tenant = next_tenant()) step(tenant);
+    }
+    for (TenantRun& run : tenants_) {
+      if (run.policy) finish(run);
+    }
+    const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_start;
+    if (scenario_.check && device_.used() != baseline_used_) {
+      throw Error("check: " + format_bytes(device_.used() - baseline_used_) +
+                  " still held on the device after every policy was destroyed");
+    }
+    RunResult result;
+    result.device = scenario_.device;
+    result.peak_device = peak_used_;
+    result.replay_seconds = wall.count();
+    for (TenantRun& run : tenants_) {
+      result.events_replayed += run.result.events_replayed;
+      result.tenants.push_back(std::move(run.result));
+    }
+    return result;
+  }
+
+ private:
+  std::size_t next_tenant() const {
+    std::size_t best = tenants_.size();
+    Nanos best_time = 0;
+    for (std::size_t t = 0; t < tenants_.size(); ++t) {
+      if (tenants_[t].finished()) continue;
+      const Nanos time = tenants_[t].next_time();
+      if (best == tenants_.size() || time < best_time) {
+        best = t;
+        best_time = time;
+      }
+    }
+    return best;
+  }
+
+  void step(std::size_t tenant) {
+    TenantRun& run = tenants_[tenant];
+    const std::size_t index = run.next++;
+    const Event& event = run.trace.events[index];
+    const Nanos now = event.time + run.spec.start + run.delay;
+    const Nanos spent_before = run.device.time_spent();
+    switch (event.op) {
+      case Op::alloc:
+        allocate(run, tenant, index, event, now);
+        break;
+      case Op::free:
+        deallocate(run, event, now);
+        break;
+      case Op::release:
+        run.policy->release_cached();
+        break;
+    }
+    const Nanos cost = run.device.time_spent() - spent_before;
+    run.delay += cost;
+    run.result.end_time = now + cost;
+    if (!run.policy) return;  // stopped by an OOM
+    run.result.peak_reserved = std::max(run.result.peak_reserved, run.device.reserved());
+    if (scenario_.check) check(run, tenant, index);
+    if (!observers_.empty()) {
+      const Sample sample{now + cost, tenant, index, run.allocated, run.device.reserved(), device_.used()};
+      for (Observer* observer : observers_) observer->on_event(sample);
+    }
+  }
+
+  void allocate(TenantRun& run, std::size_t tenant, std::size_t index, const Event& event, Nanos now) {
+    const Bytes bytes = run.trace.bytes_of(event.id);
+    const auto block = run.policy->allocate(Request{event.id, bytes, event.stream, now});
+    if (!block) {
+      out_of_memory(run, tenant, index, bytes, now);
+      return;
+    }
+    if (scenario_.check && (block->addr % kBlockAlignment != 0 || block->size < bytes)) {
+      fail(run, index, "block at " + std::to_string(block->addr) + " of " + std::to_string(block->size) +
+                           " bytes for a request of " + std::to_string(bytes) + " bytes");
+    }
+    run.live[index_of(event.id)] = LiveBlock{block->addr, block->size};
+    run.allocated += block->size;
+    run.requested += bytes;
+    live_requested_ += bytes;
+    TenantResult& result = run.result;
+    result.peak_requested = std::max(result.peak_requested, run.requested);
+    if (run.allocated > result.peak_allocated) {
+      result.peak_allocated = run.allocated;
+      result.reserved_at_peak = run.device.reserved();
+      result.largest_free_at_peak = run.policy->stats().largest_free;
+    }
+  }
+
+  void deallocate(TenantRun& run, const Event& event, Nanos now) {
+    LiveBlock& live = run.live[index_of(event.id)];
+    if (live.size == kNotLive) return;  // its allocation failed and was skipped
+    const Bytes bytes = run.trace.bytes_of(event.id);
+    run.policy->deallocate(Block{live.addr, live.size, bytes, event.stream}, now);
+    run.allocated -= live.size;
+    run.requested -= bytes;
+    live_requested_ -= bytes;
+    live.size = kNotLive;
+  }
+
+  void out_of_memory(TenantRun& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now) {
+    const OomContext context{bytes, live_requested_, run.requested, device_.capacity() - baseline_used_,
+                             device_.available(), run.policy->stats()};
+    const OomRecord record{tenant, index, now, bytes, classify_oom(context), context};
+    TenantResult& result = run.result;
+    ++result.oom_count;
+    ++result.ooms_by_kind[static_cast<std::size_t>(record.kind)];
+    if (result.ooms.size() < kMaxOomRecords) result.ooms.push_back(record);
+    for (Observer* observer : observers_) observer->on_oom(record);
+    if (scenario_.on_oom == OnOom::stop) finish(run);
+  }
+
+  // Records the tenant's results, then ends it as a process exit would: every live block
+  // freed, the cache emptied, the policy destroyed and its segments returned.
+  void finish(TenantRun& run) {
+    TenantResult& result = run.result;
+    result.events_replayed = run.next;
+    result.allocator_time = run.device.time_spent();
+    result.device_mallocs = run.device.mallocs();
+    result.device_frees = run.device.frees();
+    result.device_failed_mallocs = run.device.failed_mallocs();
+    result.bytes_moved = run.device.bytes_moved();
+    result.extra = run.policy->extra_stats();
+    for (std::size_t id = 0; id < run.live.size(); ++id) {
+      LiveBlock& live = run.live[id];
+      if (live.size == kNotLive) continue;
+      const auto alloc_id = static_cast<AllocId>(id);
+      run.policy->deallocate(Block{live.addr, live.size, run.trace.bytes_of(alloc_id), 0}, result.end_time);
+      live.size = kNotLive;
+    }
+    live_requested_ -= run.requested;
+    run.allocated = 0;
+    run.requested = 0;
+    run.policy->release_cached();
+    run.policy.reset();
+    run.live = {};
+  }
+
+  void check(TenantRun& run, std::size_t tenant, std::size_t index) {
+    run.policy->check();
+    const PolicyStats stats = run.policy->stats();
+    if (stats.allocated != run.allocated) {
+      fail(run, index, "policy reports " + std::to_string(stats.allocated) + " bytes allocated, the engine counts " +
+                           std::to_string(run.allocated));
+    }
+    if (stats.reserved != run.device.reserved()) {
+      fail(run, index, "policy reports " + std::to_string(stats.reserved) + " bytes reserved, its device " +
+                           std::to_string(run.device.reserved()));
+    }
+    if (stats.reserved < stats.allocated) fail(run, index, "reserved < allocated");
+    if (device_.used() > device_.capacity()) fail(run, index, "device over capacity");
+    (void)tenant;
+  }
+
+  [[noreturn]] void fail(const TenantRun& run, std::size_t index, const std::string& what) const {
+    throw Error("check failed after event " + std::to_string(index) + " of " + run.result.workload + " under " +
+                run.result.policy + ": " + what);
+  }
+
+  Device& device_;
+  const Scenario& scenario_;
+  std::span<Observer* const> observers_;
+  std::deque<TenantRun> tenants_;  // a deque: each policy holds a reference into its TenantRun
+  Bytes baseline_used_;
+  Bytes peak_used_;
+  Bytes live_requested_ = 0;  // every tenant's
+};
+
+}  // namespace
+
+RunResult run_on(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
+                 std::span<Observer* const> observers) {
+  if (scenario.tenants.empty()) throw Error("a scenario needs at least one tenant");
+  return Replay(device, scenario, make_policy, observers).run();
+}
+
+RunResult run(const Scenario& scenario, const PolicyFactory& make_policy, std::span<Observer* const> observers) {
+  SimDevice device(scenario.device);
+  return run_on(device, scenario, make_policy, observers);
+}
+
+}  // namespace allocsim

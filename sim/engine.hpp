@@ -1,0 +1,50 @@
+// The discrete-event loop: one or more tenants, each replaying its own trace through its
+// own policy, on one device. Events of all tenants are merged in time order (ties: lower
+// tenant first, then trace order). Each tenant's clock runs late by the time its
+// allocator has spent in device calls, so slow allocators delay their program.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/device.hpp"
+#include "sim/observer.hpp"
+#include "sim/policy.hpp"
+#include "sim/result.hpp"
+#include "sim/trace.hpp"
+
+namespace allocsim {
+
+struct TenantSpec {
+  std::shared_ptr<const Trace> trace;
+  std::string policy;  // a policy spec, built by the scenario's factory
+  Nanos start = 0;     // added to every event time
+};
+
+enum class OnOom : std::uint8_t {
+  stop,          // the tenant crashes, as a program would: its memory goes back to the device
+  skip,          // count the OOM, drop the request and its free, go on
+};
+
+struct Scenario {
+  DeviceSpec device;
+  std::vector<TenantSpec> tenants;
+  OnOom on_oom = OnOom::stop;
+  bool check = false;  // policy.check() and engine invariants after every event
+};
+
+using PolicyFactory = std::function<std::unique_ptr<Policy>(std::string_view spec, Device& device)>;
+
+// Replays on a SimDevice built from scenario.device.
+RunResult run(const Scenario& scenario, const PolicyFactory& make_policy,
+              std::span<Observer* const> observers = {});
+
+// Replays on a device the caller owns (a real GPU); scenario.device only names it.
+RunResult run_on(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
+                 std::span<Observer* const> observers = {});
+
+}  // namespace allocsim

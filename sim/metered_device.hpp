@@ -1,0 +1,65 @@
+// One tenant's view of a shared device: forwards every call and counts what this tenant
+// reserved, called and spent. The engine gives each policy its own.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "sim/device.hpp"
+
+namespace allocsim {
+
+class MeteredDevice final : public Device {
+ public:
+  MeteredDevice(Device& upstream, Bytes& peak_used) : upstream_(upstream), peak_used_(peak_used) {}
+
+  std::optional<Segment> malloc(Bytes bytes) override {
+    const Nanos start = upstream_.elapsed();
+    auto segment = upstream_.malloc(bytes);
+    time_spent_ += upstream_.elapsed() - start;
+    if (!segment) {
+      ++failed_mallocs_;
+      return segment;
+    }
+    ++mallocs_;
+    reserved_ += segment->bytes;
+    peak_used_ = std::max(peak_used_, upstream_.used());
+    return segment;
+  }
+  void free(Segment segment) override {
+    const Nanos start = upstream_.elapsed();
+    upstream_.free(segment);
+    time_spent_ += upstream_.elapsed() - start;
+    ++frees_;
+    reserved_ -= segment.bytes;
+  }
+  void copy(Addr dst, Addr src, Bytes bytes) override {
+    const Nanos start = upstream_.elapsed();
+    upstream_.copy(dst, src, bytes);
+    time_spent_ += upstream_.elapsed() - start;
+    bytes_moved_ += bytes;
+  }
+  Bytes capacity() const override { return upstream_.capacity(); }
+  Bytes used() const override { return upstream_.used(); }
+  Bytes granularity() const override { return upstream_.granularity(); }
+  Nanos elapsed() const override { return upstream_.elapsed(); }
+
+  Bytes reserved() const { return reserved_; }
+  Nanos time_spent() const { return time_spent_; }
+  Bytes bytes_moved() const { return bytes_moved_; }
+  std::uint64_t mallocs() const { return mallocs_; }
+  std::uint64_t frees() const { return frees_; }
+  std::uint64_t failed_mallocs() const { return failed_mallocs_; }
+
+ private:
+  Device& upstream_;
+  Bytes& peak_used_;
+  Bytes reserved_ = 0;
+  Nanos time_spent_ = 0;
+  Bytes bytes_moved_ = 0;
+  std::uint64_t mallocs_ = 0;
+  std::uint64_t frees_ = 0;
+  std::uint64_t failed_mallocs_ = 0;
+};
+
+}  // namespace allocsim

@@ -1,0 +1,117 @@
+#include "sim/metrics.hpp"
+
+#include <array>
+#include <charconv>
+#include <cstdio>
+
+namespace allocsim {
+namespace {
+
+using R = const RunResult&;
+using T = const TenantResult&;
+
+MetricValue oom_kind_count(T t, OomKind kind) { return t.ooms_by_kind[static_cast<std::size_t>(kind)]; }
+
+const std::array kMetrics{
+    Metric{"workload", Unit::text, "the workload spec or trace file", [](R, T t) -> MetricValue { return t.workload; }},
+    Metric{"policy", Unit::text, "the policy spec", [](R, T t) -> MetricValue { return t.policy; }},
+    Metric{"device", Unit::text, "the device preset or 'sim'", [](R r, T) -> MetricValue { return r.device.name; }},
+    Metric{"capacity_bytes", Unit::bytes, "device memory in total, context included",
+           [](R r, T) -> MetricValue { return r.device.capacity; }},
+    Metric{"events", Unit::count, "requests in the trace", [](R, T t) -> MetricValue { return std::uint64_t{t.events}; }},
+    Metric{"peak_requested_bytes", Unit::bytes, "most bytes the program had asked for and not freed",
+           [](R, T t) -> MetricValue { return t.peak_requested; }},
+    Metric{"peak_allocated_bytes", Unit::bytes, "most bytes in live blocks, after the policy's rounding",
+           [](R, T t) -> MetricValue { return t.peak_allocated; }},
+    Metric{"peak_reserved_bytes", Unit::bytes, "most bytes the policy held from the device",
+           [](R, T t) -> MetricValue { return t.peak_reserved; }},
+    Metric{"live_lower_bound_bytes", Unit::bytes, "peak of live requested bytes over the whole trace: no policy needs less",
+           [](R, T t) -> MetricValue { return t.live_lower_bound; }},
+    Metric{"overhead_vs_lower_bound", Unit::ratio, "peak reserved / live lower bound - 1",
+           [](R, T t) -> MetricValue { return t.overhead_vs_lower_bound(); }},
+    Metric{"fragmentation_at_peak", Unit::ratio, "1 - allocated / reserved when allocated bytes peaked",
+           [](R, T t) -> MetricValue { return t.fragmentation_at_peak(); }},
+    Metric{"external_fragmentation_at_peak", Unit::ratio, "1 - largest free block / free bytes in the pool, at that moment",
+           [](R, T t) -> MetricValue { return t.external_fragmentation_at_peak(); }},
+    Metric{"device_mallocs", Unit::count, "successful device allocations (cudaMalloc)",
+           [](R, T t) -> MetricValue { return t.device_mallocs; }},
+    Metric{"device_frees", Unit::count, "device frees (cudaFree)", [](R, T t) -> MetricValue { return t.device_frees; }},
+    Metric{"allocator_time_ns", Unit::nanos, "simulated time spent in device calls",
+           [](R, T t) -> MetricValue { return t.allocator_time; }},
+    Metric{"bytes_moved", Unit::bytes, "bytes copied to compact memory", [](R, T t) -> MetricValue { return t.bytes_moved; }},
+    Metric{"oom_count", Unit::count, "requests the policy could not serve", [](R, T t) -> MetricValue { return t.oom_count; }},
+    Metric{"first_oom_event", Unit::count, "index in the trace of the first OOM",
+           [](R, T t) -> MetricValue {
+             if (!t.first_oom()) return {};
+             return std::uint64_t{t.first_oom()->event};
+           }},
+    Metric{"first_oom_bytes", Unit::bytes, "bytes the first OOM asked for",
+           [](R, T t) -> MetricValue {
+             if (!t.first_oom()) return {};
+             return t.first_oom()->bytes;
+           }},
+    Metric{"first_oom_kind", Unit::text, "capacity, fragmentation or reservation",
+           [](R, T t) -> MetricValue {
+             if (!t.first_oom()) return {};
+             return std::string(name_of(t.first_oom()->kind));
+           }},
+    Metric{"replay_seconds", Unit::seconds, "wall time of the whole replay", [](R r, T) -> MetricValue { return r.replay_seconds; }},
+    Metric{"events_per_second", Unit::rate, "events of all tenants replayed per wall second",
+           [](R r, T) -> MetricValue { return r.events_per_second(); }},
+    // Columns beyond the shared set: appended, never reordered.
+    Metric{"tenant", Unit::count, "index of the tenant in the scenario",
+           [](R, T t) -> MetricValue { return std::uint64_t{t.index}; }},
+    Metric{"events_replayed", Unit::count, "events replayed before the end or an OOM stop",
+           [](R, T t) -> MetricValue { return std::uint64_t{t.events_replayed}; }},
+    Metric{"peak_device_bytes", Unit::bytes, "most device memory in use by everyone, context included",
+           [](R r, T) -> MetricValue { return r.peak_device; }},
+    Metric{"reserved_at_peak_bytes", Unit::bytes, "reserved bytes when allocated bytes peaked",
+           [](R, T t) -> MetricValue { return t.reserved_at_peak; }},
+    Metric{"device_failed_mallocs", Unit::count, "device allocations refused for lack of memory",
+           [](R, T t) -> MetricValue { return t.device_failed_mallocs; }},
+    Metric{"ooms_capacity", Unit::count, "OOMs where live bytes exceed the device",
+           [](R, T t) -> MetricValue { return oom_kind_count(t, OomKind::capacity); }},
+    Metric{"ooms_fragmentation", Unit::count, "OOMs with enough free bytes but no block large enough",
+           [](R, T t) -> MetricValue { return oom_kind_count(t, OomKind::fragmentation); }},
+    Metric{"ooms_reservation", Unit::count, "OOMs where the bytes were held by a cache or another tenant",
+           [](R, T t) -> MetricValue { return oom_kind_count(t, OomKind::reservation); }},
+    Metric{"end_time_ns", Unit::nanos, "simulated time of the tenant's last event, allocator delays included",
+           [](R, T t) -> MetricValue { return t.end_time; }},
+};
+
+std::string fixed(const char* format, double value, const char* suffix) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, format, value, suffix);
+  return buffer;
+}
+
+}  // namespace
+
+std::span<const Metric> metrics() { return kMetrics; }
+
+std::string format_plain(const MetricValue& value) {
+  if (const auto* text = std::get_if<std::string>(&value)) return *text;
+  if (const auto* integer = std::get_if<std::uint64_t>(&value)) return std::to_string(*integer);
+  if (const auto* real = std::get_if<double>(&value)) {
+    char buffer[32];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, *real);
+    return std::string(buffer, result.ptr);
+  }
+  return {};
+}
+
+std::string format_human(const MetricValue& value, Unit unit) {
+  if (std::holds_alternative<std::monostate>(value)) return "-";
+  if (const auto* integer = std::get_if<std::uint64_t>(&value)) {
+    if (unit == Unit::bytes) return format_bytes(*integer);
+    if (unit == Unit::nanos) return format_nanos(*integer);
+  }
+  if (const auto* real = std::get_if<double>(&value)) {
+    if (unit == Unit::ratio) return fixed("%.2f%s", *real * 100, " %");
+    if (unit == Unit::seconds) return fixed("%.3f%s", *real, " s");
+    if (unit == Unit::rate) return fixed("%.2f%s", *real / 1e6, " M/s");
+  }
+  return format_plain(value);
+}
+
+}  // namespace allocsim

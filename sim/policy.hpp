@@ -1,0 +1,65 @@
+// An allocator strategy, as the engine drives it. Policies live in policies/; this is
+// the contract between them and the engine, kept beside Device for the same reason.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/types.hpp"
+
+namespace allocsim {
+
+// Every block a policy hands out starts on this boundary (CUDA's allocation alignment).
+constexpr Bytes kBlockAlignment = 256;
+
+struct Request {
+  AllocId id;
+  Bytes bytes;
+  Stream stream;
+  Nanos now;
+};
+
+struct Block {
+  Addr addr;
+  Bytes size;       // what the policy set aside, >= requested
+  Bytes requested;  // what the program asked for
+  Stream stream;
+};
+
+struct PolicyStats {
+  Bytes allocated = 0;     // sum of live block sizes
+  Bytes reserved = 0;      // bytes held from the device
+  Bytes largest_free = 0;  // the largest block servable now without calling the device
+  Bytes releasable = 0;    // bytes release_cached() would give back now
+  Bytes limit = 0;         // most it may ever reserve (a memory_limit), 0 = the device
+};
+
+struct PolicyStat {
+  std::string name;  // becomes an extra output column
+  std::uint64_t value;
+};
+
+// Contract:
+// - allocate returns a block with addr % kBlockAlignment == 0 and size >= bytes that
+//   overlaps no other live block, or nullopt (OOM). An OOM leaves every live block where
+//   it was; a zero-byte request is served (possibly with a zero-size block).
+// - deallocate receives a block exactly as allocate returned it, once.
+// - Every segment comes from the Device the policy was made with; once every block has
+//   been deallocated, the destructor has returned all of them (the engine frees what a
+//   trace leaves live before it destroys a policy).
+// - stats().reserved equals the bytes of the segments it holds.
+// - check() throws allocsim::Error when an invariant is broken; it may take O(n).
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::optional<Block> allocate(const Request& request) = 0;
+  virtual void deallocate(const Block& block, Nanos now) = 0;
+  virtual PolicyStats stats() const = 0;
+  virtual void release_cached() {}  // torch.cuda.empty_cache(): return wholly free segments
+  virtual void check() const {}
+  virtual std::vector<PolicyStat> extra_stats() const { return {}; }
+};
+
+}  // namespace allocsim

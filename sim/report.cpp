@@ -1,0 +1,171 @@
+#include "sim/report.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/metrics.hpp"
+
+namespace allocsim {
+namespace {
+
+std::vector<std::string> extra_columns(std::span<const RunResult> runs) {
+  std::vector<std::string> names;
+  for (const RunResult& run : runs) {
+    for (const TenantResult& tenant : run.tenants) {
+      for (const PolicyStat& stat : tenant.extra) {
+        if (std::find(names.begin(), names.end(), stat.name) == names.end()) names.push_back(stat.name);
+      }
+    }
+  }
+  return names;
+}
+
+const PolicyStat* find_stat(const TenantResult& tenant, const std::string& name) {
+  for (const PolicyStat& stat : tenant.extra) {
+    if (stat.name == name) return &stat;
+  }
+  return nullptr;
+}
+
+// RFC 4180: quote a field holding a comma, quote or line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + '"';
+}
+
+nlohmann::json to_json(const MetricValue& value) {
+  if (const auto* text = std::get_if<std::string>(&value)) return *text;
+  if (const auto* integer = std::get_if<std::uint64_t>(&value)) return *integer;
+  if (const auto* real = std::get_if<double>(&value)) return *real;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string describe_oom(const OomRecord& oom) {
+  const OomContext& c = oom.context;
+  const Bytes pool_free = c.policy.reserved - c.policy.allocated;
+  std::string why;
+  switch (oom.kind) {
+    case OomKind::capacity:
+      why = "live bytes " + format_bytes(c.live_requested) + " + this request exceed the usable " +
+            format_bytes(c.usable) + (c.policy.limit != 0 ? " or the policy's limit " + format_bytes(c.policy.limit) : "");
+      break;
+    case OomKind::fragmentation:
+      why = format_bytes(pool_free) + " free in the pool and " + format_bytes(c.device_available) +
+            " on the device, but the largest free block is " + format_bytes(c.policy.largest_free);
+      break;
+    case OomKind::reservation:
+      why = "only " + format_bytes(c.device_available) + " free on the device and " + format_bytes(pool_free) +
+            " in the pool; the rest is held by " +
+            (c.policy.releasable > 0 ? "this policy's cache (" + format_bytes(c.policy.releasable) + ")"
+                                     : std::string("other tenants or the pool's limit"));
+      break;
+  }
+  return "OOM at event " + std::to_string(oom.event) + " of tenant " + std::to_string(oom.tenant) + " (t = " +
+         format_nanos(oom.time) + "): " + format_bytes(oom.bytes) + " requested, " + std::string(name_of(oom.kind)) +
+         ": " + why;
+}
+
+void write_table(std::ostream& out, const RunResult& run) {
+  // A grid of strings first, so that every column can be padded to its widest cell.
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header{""};
+  for (const TenantResult& tenant : run.tenants) header.push_back("tenant " + std::to_string(tenant.index));
+  rows.push_back(std::move(header));
+  for (const Metric& metric : metrics()) {
+    std::vector<std::string> row{std::string(metric.name)};
+    for (const TenantResult& tenant : run.tenants) row.push_back(format_human(metric.get(run, tenant), metric.unit));
+    rows.push_back(std::move(row));
+  }
+  for (const std::string& name : extra_columns({&run, 1})) {
+    std::vector<std::string> row{name};
+    for (const TenantResult& tenant : run.tenants) {
+      const PolicyStat* stat = find_stat(tenant, name);
+      row.push_back(stat ? std::to_string(stat->value) : "-");
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t column = 0; column < row.size(); ++column) widths[column] = std::max(widths[column], row[column].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t column = 0; column < row.size(); ++column) {
+      const std::size_t pad = widths[column] - row[column].size();
+      line += column == 0 ? row[column] + std::string(pad, ' ') : "  " + std::string(pad, ' ') + row[column];
+    }
+    out << line << '\n';
+  }
+  for (const TenantResult& tenant : run.tenants) {
+    if (const OomRecord* oom = tenant.first_oom()) out << describe_oom(*oom) << '\n';
+    if (tenant.oom_count > 1) out << "  (" << tenant.oom_count << " OOMs in all for tenant " << tenant.index << ")\n";
+  }
+}
+
+void write_csv(std::ostream& out, std::span<const RunResult> runs) {
+  const std::vector<std::string> extras = extra_columns(runs);
+  bool first = true;
+  for (const Metric& metric : metrics()) {
+    out << (first ? "" : ",") << metric.name;
+    first = false;
+  }
+  for (const std::string& name : extras) out << ',' << name;
+  out << '\n';
+  for (const RunResult& run : runs) {
+    for (const TenantResult& tenant : run.tenants) {
+      first = true;
+      for (const Metric& metric : metrics()) {
+        out << (first ? "" : ",") << csv_field(format_plain(metric.get(run, tenant)));
+        first = false;
+      }
+      for (const std::string& name : extras) {
+        const PolicyStat* stat = find_stat(tenant, name);
+        out << ',' << (stat ? std::to_string(stat->value) : "");
+      }
+      out << '\n';
+    }
+  }
+}
+
+void write_json(std::ostream& out, const RunResult& run) {
+  nlohmann::json document;
+  document["device"] = {{"name", run.device.name},
+                        {"capacity_bytes", run.device.capacity},
+                        {"context_overhead_bytes", run.device.context_overhead},
+                        {"granularity_bytes", run.device.granularity}};
+  document["tenants"] = nlohmann::json::array();
+  for (const TenantResult& tenant : run.tenants) {
+    nlohmann::json object;
+    for (const Metric& metric : metrics()) object[std::string(metric.name)] = to_json(metric.get(run, tenant));
+    for (const PolicyStat& stat : tenant.extra) object[stat.name] = stat.value;
+    object["ooms"] = nlohmann::json::array();
+    for (const OomRecord& oom : tenant.ooms) {
+      const OomContext& c = oom.context;
+      object["ooms"].push_back({{"event", oom.event},
+                                {"time_ns", oom.time},
+                                {"bytes", oom.bytes},
+                                {"kind", name_of(oom.kind)},
+                                {"live_requested_bytes", c.live_requested},
+                                {"usable_bytes", c.usable},
+                                {"device_available_bytes", c.device_available},
+                                {"allocated_bytes", c.policy.allocated},
+                                {"reserved_bytes", c.policy.reserved},
+                                {"largest_free_bytes", c.policy.largest_free},
+                                {"releasable_bytes", c.policy.releasable}});
+    }
+    document["tenants"].push_back(std::move(object));
+  }
+  out << document.dump(2) << '\n';
+}
+
+}  // namespace allocsim

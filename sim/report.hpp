@@ -1,0 +1,21 @@
+// Writers for a run's results: the terminal table, CSV rows and JSON, all drawn from the
+// metric table. One row or object per tenant; policy statistics become extra columns.
+#pragma once
+
+#include <ostream>
+#include <span>
+
+#include "sim/result.hpp"
+
+namespace allocsim {
+
+void write_table(std::ostream& out, const RunResult& run);
+// The header is always written, even for no runs; extra columns are the union of every
+// policy statistic, in order of first appearance, empty where a policy lacks one.
+void write_csv(std::ostream& out, std::span<const RunResult> runs);
+void write_json(std::ostream& out, const RunResult& run);
+
+// One line per OOM worth telling a person: where, how much, and why.
+std::string describe_oom(const OomRecord& oom);
+
+}  // namespace allocsim

@@ -1,0 +1,65 @@
+// What a run produced, per tenant. The metric table (metrics.hpp) names and formats it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/oom.hpp"
+#include "sim/sim_device.hpp"
+
+namespace allocsim {
+
+struct OomRecord {
+  std::size_t tenant;
+  std::size_t event;  // index in the tenant's trace
+  Nanos time;
+  Bytes bytes;        // requested
+  OomKind kind;
+  OomContext context;
+};
+
+struct TenantResult {
+  std::size_t index = 0;  // in the scenario
+  std::string workload;
+  std::string policy;
+  std::size_t events = 0;           // in the trace
+  std::size_t events_replayed = 0;  // fewer when an OOM stopped the tenant
+  Bytes live_lower_bound = 0;
+  Bytes peak_requested = 0;
+  Bytes peak_allocated = 0;
+  Bytes peak_reserved = 0;
+  // The moment allocated bytes peaked: how much of what the policy held was wasted.
+  Bytes reserved_at_peak = 0;
+  Bytes largest_free_at_peak = 0;
+  std::uint64_t device_mallocs = 0;
+  std::uint64_t device_frees = 0;
+  std::uint64_t device_failed_mallocs = 0;
+  Nanos allocator_time = 0;
+  Bytes bytes_moved = 0;
+  Nanos end_time = 0;  // simulated time of the tenant's last replayed event
+  std::uint64_t oom_count = 0;
+  std::uint64_t ooms_by_kind[kOomKindCount] = {};
+  std::vector<OomRecord> ooms;  // the first kMaxOomRecords, in order
+  std::vector<PolicyStat> extra;  // the policy's own statistics at the end
+
+  double fragmentation_at_peak() const;
+  double external_fragmentation_at_peak() const;
+  double overhead_vs_lower_bound() const;
+  const OomRecord* first_oom() const { return ooms.empty() ? nullptr : &ooms.front(); }
+};
+
+constexpr std::size_t kMaxOomRecords = 1000;
+
+struct RunResult {
+  DeviceSpec device;
+  Bytes peak_device = 0;      // device bytes in use at the worst moment, context included
+  double replay_seconds = 0;  // wall time of the whole replay
+  std::size_t events_replayed = 0;
+  std::vector<TenantResult> tenants;
+
+  double events_per_second() const;
+};
+
+}  // namespace allocsim

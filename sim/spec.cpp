@@ -1,0 +1,106 @@
+#include "sim/spec.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+
+Spec parse_spec(std::string_view text) {
+  Spec spec;
+  const auto colon = text.find(':');
+  spec.name = std::string(text.substr(0, colon));
+  if (spec.name.empty()) throw Error("bad spec '" + std::string(text) + "': no name before ':'");
+  if (colon == std::string_view::npos) return spec;
+  std::string_view rest = text.substr(colon + 1);
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const auto equals = item.find('=');
+    if (equals == std::string_view::npos || equals == 0) {
+      throw Error("bad spec '" + std::string(text) + "': '" + std::string(item) + "' is not key=value");
+    }
+    spec.args.emplace_back(std::string(item.substr(0, equals)), std::string(item.substr(equals + 1)));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return spec;
+}
+
+std::string list_keys(std::span<const ParamInfo> declared) {
+  if (declared.empty()) return "(none)";
+  std::string out;
+  for (const ParamInfo& param : declared) {
+    if (!out.empty()) out += ", ";
+    out += std::string(param.key) + "=" + std::string(param.default_value);
+  }
+  return out;
+}
+
+Params::Params(const Spec& spec, std::span<const ParamInfo> declared, std::string owner)
+    : owner_(std::move(owner)) {
+  for (const ParamInfo& param : declared) values_.emplace_back(param.key, std::string(param.default_value));
+  for (const auto& [key, value] : spec.args) {
+    auto found = std::find_if(values_.begin(), values_.end(), [&](const auto& v) { return v.first == key; });
+    if (found == values_.end()) {
+      throw Error(owner_ + ": unknown key '" + key + "'; valid keys: " + list_keys(declared));
+    }
+    found->second = value;
+    given_.push_back(found->first);
+  }
+}
+
+std::string_view Params::text(std::string_view key) const {
+  for (const auto& [name, value] : values_) {
+    if (name == key) return value;
+  }
+  throw Error(owner_ + ": parameter '" + std::string(key) + "' is read but was never declared");
+}
+
+bool Params::is_set(std::string_view key) const {
+  return std::find(given_.begin(), given_.end(), key) != given_.end();
+}
+
+void Params::bad_value(std::string_view key, std::string_view expected) const {
+  throw Error(owner_ + ": " + std::string(key) + "=" + std::string(text(key)) + " is not " +
+              std::string(expected));
+}
+
+Bytes Params::bytes(std::string_view key) const {
+  try {
+    return parse_bytes(text(key));
+  } catch (const Error& error) {
+    throw Error(owner_ + ": " + std::string(key) + ": " + error.what());
+  }
+}
+
+std::uint64_t Params::count(std::string_view key) const {
+  const std::string_view value = text(key);
+  std::uint64_t out = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (ec != std::errc{} || end != value.data() + value.size() || value.empty()) {
+    bad_value(key, "a non-negative integer");
+  }
+  return out;
+}
+
+double Params::number(std::string_view key) const {
+  const std::string_view value = text(key);
+  double out = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (ec != std::errc{} || end != value.data() + value.size() || value.empty() || !std::isfinite(out)) {
+    bad_value(key, "a number");
+  }
+  return out;
+}
+
+bool Params::boolean(std::string_view key) const {
+  const std::string_view value = text(key);
+  if (value == "true" || value == "1" || value == "yes" || value == "on") return true;
+  if (value == "false" || value == "0" || value == "no" || value == "off") return false;
+  bad_value(key, "true or false");
+}
+
+}  // namespace allocsim

@@ -1,0 +1,54 @@
+// Spec strings, the way users name a policy or a workload: `name:key=value,key=value`.
+// Parameters are declared once, where they are used, with a default and a help line;
+// an unknown key is an error that lists the valid ones.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sim/units.hpp"
+
+namespace allocsim {
+
+struct ParamInfo {
+  std::string_view key;
+  std::string_view default_value;  // as the user would type it: "256", "2MiB", "true"
+  std::string_view help;
+};
+
+struct Spec {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> args;  // in the order written
+};
+
+// Throws Error on an empty name, an argument without '=', or an empty key.
+Spec parse_spec(std::string_view text);
+
+// A spec's arguments checked against declared parameters, read with typed getters.
+// `owner` names the thing in messages ("policy bestfit").
+class Params {
+ public:
+  Params(const Spec& spec, std::span<const ParamInfo> declared, std::string owner);
+
+  std::string_view text(std::string_view key) const;
+  Bytes bytes(std::string_view key) const;           // "2MiB", "4096"
+  std::uint64_t count(std::string_view key) const;   // a non-negative integer
+  double number(std::string_view key) const;         // a finite real
+  bool boolean(std::string_view key) const;          // true/false, 1/0, yes/no, on/off
+  bool is_set(std::string_view key) const;           // given explicitly in the spec
+
+ private:
+  [[noreturn]] void bad_value(std::string_view key, std::string_view expected) const;
+
+  std::string owner_;
+  std::vector<std::pair<std::string_view, std::string>> values_;  // every declared key
+  std::vector<std::string_view> given_;
+};
+
+// "alignment=256, region=0" style listing, for help texts and error messages.
+std::string list_keys(std::span<const ParamInfo> declared);
+
+}  // namespace allocsim

@@ -1,0 +1,72 @@
+#include "sim/trace.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+
+TraceBuilder::TraceBuilder(TraceInfo info) { trace_.info = std::move(info); }
+
+void TraceBuilder::reserve(std::size_t events) {
+  trace_.events.reserve(events);
+  trace_.requested.reserve(events / 2 + 1);
+  allocations_.reserve(events / 2 + 1);
+}
+
+void TraceBuilder::check_time(Nanos time) {
+  if (!trace_.events.empty() && time < trace_.events.back().time) {
+    throw Error("event " + std::to_string(trace_.events.size()) + ": time " + std::to_string(time) +
+                " ns goes back before " + std::to_string(trace_.events.back().time) + " ns");
+  }
+}
+
+AllocId TraceBuilder::alloc(Nanos time, Bytes bytes, Stream stream, Tag tag) {
+  check_time(time);
+  if (bytes > kMaxRequestBytes) {
+    throw Error("event " + std::to_string(trace_.events.size()) + ": size " + std::to_string(bytes) +
+                " bytes is over the 2^48-byte limit");
+  }
+  if (trace_.requested.size() >= std::numeric_limits<std::uint32_t>::max()) {
+    throw Error("trace has more than 2^32-1 allocations");
+  }
+  const auto id = static_cast<AllocId>(trace_.requested.size());
+  trace_.requested.push_back(bytes);
+  allocations_.push_back(Allocation{stream, tag, true});
+  trace_.events.push_back(Event{time, id, stream, Op::alloc, tag});
+  live_bytes_ += bytes;
+  trace_.live_lower_bound = std::max(trace_.live_lower_bound, live_bytes_);
+  return id;
+}
+
+void TraceBuilder::free(Nanos time, AllocId id) {
+  check_time(time);
+  const auto index = index_of(id);
+  if (!is_live(id)) {
+    const bool known = index < allocations_.size();
+    throw Error("event " + std::to_string(trace_.events.size()) + ": free of id " + std::to_string(index) +
+                (known ? ", which was already freed" : ", which was never allocated"));
+  }
+  Allocation& allocation = allocations_[index];
+  allocation.live = false;
+  live_bytes_ -= trace_.requested[index];
+  trace_.events.push_back(Event{time, id, allocation.stream, Op::free, allocation.tag});
+}
+
+void TraceBuilder::release(Nanos time) {
+  check_time(time);
+  trace_.events.push_back(Event{time, AllocId{}, 0, Op::release, Tag::other});
+}
+
+bool TraceBuilder::is_live(AllocId id) const {
+  const auto index = index_of(id);
+  return index < allocations_.size() && allocations_[index].live;
+}
+
+Trace TraceBuilder::finish() && {
+  if (trace_.events.empty()) throw Error("empty trace: no events");
+  return std::move(trace_);
+}
+
+}  // namespace allocsim

@@ -1,0 +1,66 @@
+// A trace: the ordered requests of one process, flat and validated once, at load.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "sim/types.hpp"
+
+namespace allocsim {
+
+struct TraceInfo {
+  std::string name;    // the workload spec or file it came from
+  std::string source;  // how it was made: "csv", "random", ...
+};
+
+// Contract (established by TraceBuilder, relied on by the engine):
+// - ids are dense 0..allocations()-1, each allocated exactly once, in order of first use;
+// - every free names a live id; no id is freed twice; times never decrease;
+// - a free event carries its allocation's stream and tag.
+// Allocations still live at the end are allowed: the program exited holding them.
+class Trace {
+ public:
+  std::vector<Event> events;
+  std::vector<Bytes> requested;  // by AllocId: the bytes the program asked for
+  TraceInfo info;
+  Bytes live_lower_bound = 0;    // max over time of the requested bytes alive
+
+  std::size_t allocations() const { return requested.size(); }
+  Bytes bytes_of(AllocId id) const { return requested[index_of(id)]; }
+  std::size_t memory_bytes() const {
+    return events.capacity() * sizeof(Event) + requested.capacity() * sizeof(Bytes);
+  }
+};
+
+// Appends validated events. Errors are allocsim::Error naming the event index; readers
+// catch and prefix their own position (file:line).
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(TraceInfo info);
+  void reserve(std::size_t events);
+
+  AllocId alloc(Nanos time, Bytes bytes, Stream stream = 0, Tag tag = Tag::other);
+  void free(Nanos time, AllocId id);
+  void release(Nanos time);
+
+  bool is_live(AllocId id) const;
+  Bytes bytes_of(AllocId id) const { return trace_.bytes_of(id); }
+  std::size_t size() const { return trace_.events.size(); }
+  Trace finish() &&;  // throws on an empty trace
+
+ private:
+  void check_time(Nanos time);
+
+  struct Allocation {
+    Stream stream;
+    Tag tag;
+    bool live;
+  };
+
+  Trace trace_;
+  std::vector<Allocation> allocations_;  // by AllocId, while building only
+  Bytes live_bytes_ = 0;
+};
+
+}  // namespace allocsim

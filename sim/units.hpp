@@ -1,0 +1,38 @@
+// Units carried in types: Bytes, Nanos, binary literals, and their text forms.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace allocsim {
+
+using Bytes = std::uint64_t;
+using Nanos = std::uint64_t;
+using Addr = std::uint64_t;
+
+constexpr Bytes operator""_KiB(unsigned long long v) { return v << 10; }
+constexpr Bytes operator""_MiB(unsigned long long v) { return v << 20; }
+constexpr Bytes operator""_GiB(unsigned long long v) { return v << 30; }
+
+// Largest size a request may name: 256 TiB, far beyond any device, small enough that
+// sums of millions of sizes cannot overflow 64 bits.
+constexpr Bytes kMaxRequestBytes = Bytes{1} << 48;
+
+constexpr Bytes align_up(Bytes value, Bytes alignment) {
+  return alignment <= 1 ? value : (value + alignment - 1) / alignment * alignment;
+}
+constexpr Bytes align_down(Bytes value, Bytes alignment) {
+  return alignment <= 1 ? value : value / alignment * alignment;
+}
+
+// "1.50 GiB", "256 B": three significant digits, binary units.
+std::string format_bytes(Bytes bytes);
+// "12.3 ms", "850 ns".
+std::string format_nanos(Nanos nanos);
+
+// Accepts "4096", "512MiB", "16GiB", "1.5GB" (SI), "2 MiB"; units are case-insensitive.
+// Throws Error naming the text when it is not a whole number of bytes under 2^64.
+Bytes parse_bytes(std::string_view text);
+
+}  // namespace allocsim

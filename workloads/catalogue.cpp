@@ -1,0 +1,41 @@
+#include "workloads/catalogue.hpp"
+
+#include <array>
+#include <string>
+
+#include "sim/error.hpp"
+#include "workloads/csv_trace.hpp"
+#include "workloads/random_trace.hpp"
+
+namespace allocsim {
+namespace {
+
+Trace make_random(const Params& params, std::string_view spec) {
+  return make_random_trace(random_trace_options(params), std::string(spec));
+}
+
+const std::array kWorkloads{
+    WorkloadInfo{"random", "seeded random requests around a target of live bytes, to exercise policies at scale",
+                 kRandomTraceParams, "random:n=100000,seed=7,live=2GiB", make_random},
+};
+
+bool names_a_file(std::string_view spec) {
+  return spec.find('/') != std::string_view::npos || spec.ends_with(".csv");
+}
+
+}  // namespace
+
+std::span<const WorkloadInfo> all_workloads() { return kWorkloads; }
+
+Trace load_workload(std::string_view spec_text) {
+  if (names_a_file(spec_text)) return read_csv_trace_file(std::string(spec_text));
+  const Spec spec = parse_spec(spec_text);
+  for (const WorkloadInfo& info : kWorkloads) {
+    if (info.name == spec.name) return info.make(Params(spec, info.params, "workload " + spec.name), spec_text);
+  }
+  std::string valid;
+  for (const WorkloadInfo& info : kWorkloads) valid += (valid.empty() ? "" : ", ") + std::string(info.name);
+  throw Error("unknown workload '" + spec.name + "'; valid workloads: " + valid + ", or a path to a .csv trace");
+}
+
+}  // namespace allocsim

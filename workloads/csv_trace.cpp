@@ -1,0 +1,194 @@
+#include "workloads/csv_trace.hpp"
+
+#include <array>
+#include <charconv>
+#include <fstream>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/atomic_file.hpp"
+#include "sim/error.hpp"
+
+namespace allocsim {
+namespace {
+
+enum Column { kTime, kOp, kId, kBytes, kStream, kTag, kColumnCount };
+constexpr std::array<std::string_view, kColumnCount> kColumnNames{"time_ns", "op", "id", "bytes", "stream", "tag"};
+constexpr int kRequiredColumns = kStream;  // stream and tag are optional
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
+  return text;
+}
+
+std::vector<std::string_view> split(std::string_view line) {
+  std::vector<std::string_view> fields;
+  while (true) {
+    const auto comma = line.find(',');
+    fields.push_back(trim(line.substr(0, comma)));
+    if (comma == std::string_view::npos) return fields;
+    line.remove_prefix(comma + 1);
+  }
+}
+
+std::optional<std::uint64_t> parse_unsigned(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& name) : builder_(TraceInfo{name, "csv"}) {}
+
+  void header(std::string_view line) {
+    const auto fields = split(line);
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      for (int column = 0; column < kColumnCount; ++column) {
+        if (fields[i] == kColumnNames[column]) position_[column] = static_cast<int>(i);
+      }
+    }
+    for (int column = 0; column < kRequiredColumns; ++column) {
+      if (position_[column] < 0) {
+        throw Error("header lacks column '" + std::string(kColumnNames[column]) +
+                    "' (expected time_ns,op,id,bytes,stream,tag)");
+      }
+    }
+    field_count_ = fields.size();
+  }
+
+  void row(std::string_view line) {
+    const auto fields = split(line);
+    if (fields.size() != field_count_) {
+      throw Error(std::to_string(fields.size()) + " fields, the header has " + std::to_string(field_count_));
+    }
+    const auto field = [&](Column column) -> std::string_view {
+      return position_[column] < 0 ? std::string_view{} : fields[position_[column]];
+    };
+    const Nanos time = number(field(kTime), "time_ns");
+    const std::string_view op_text = field(kOp);
+    const auto op = op_from_name(op_text);
+    if (!op) throw Error("unknown op '" + std::string(op_text) + "' (alloc, free, release)");
+    switch (*op) {
+      case Op::alloc:
+        alloc(time, field(kId), field(kBytes), field(kStream), field(kTag));
+        break;
+      case Op::free:
+        free(time, field(kId), field(kBytes));
+        break;
+      case Op::release:
+        builder_.release(time);
+        break;
+    }
+  }
+
+  Trace finish() && { return std::move(builder_).finish(); }
+
+ private:
+  static std::uint64_t number(std::string_view text, std::string_view what) {
+    const auto value = parse_unsigned(text);
+    if (!value) throw Error(std::string(what) + " '" + std::string(text) + "' is not a non-negative integer");
+    return *value;
+  }
+
+  void alloc(Nanos time, std::string_view id, std::string_view bytes_text, std::string_view stream_text,
+             std::string_view tag_text) {
+    if (id.empty()) throw Error("alloc without an id");
+    const Bytes bytes = number(bytes_text, "bytes");
+    const std::uint64_t stream = stream_text.empty() ? 0 : number(stream_text, "stream");
+    if (stream > 0xffff) throw Error("stream " + std::to_string(stream) + " is over 65535");
+    const auto tag = tag_text.empty() ? std::optional<Tag>(Tag::other) : tag_from_name(tag_text);
+    if (!tag) {
+      throw Error("unknown tag '" + std::string(tag_text) +
+                  "' (weight, activation, gradient, optimizer, workspace, input, temp, other)");
+    }
+    const auto [slot, inserted] = live_.try_emplace(std::string(id), AllocId{});
+    if (!inserted) throw Error("alloc of id " + std::string(id) + ", which is already live");
+    try {
+      slot->second = builder_.alloc(time, bytes, static_cast<Stream>(stream), *tag);
+    } catch (...) {
+      live_.erase(slot);
+      throw;
+    }
+  }
+
+  void free(Nanos time, std::string_view id, std::string_view bytes_text) {
+    const auto found = live_.find(std::string(id));
+    if (found == live_.end()) throw Error("free of id " + std::string(id) + ", which is not live");
+    if (!bytes_text.empty()) {
+      const Bytes bytes = number(bytes_text, "bytes");
+      const Bytes allocated = builder_.bytes_of(found->second);
+      if (bytes != allocated) {
+        throw Error("free of id " + std::string(id) + " says " + std::to_string(bytes) + " bytes, its alloc said " +
+                    std::to_string(allocated));
+      }
+    }
+    builder_.free(time, found->second);
+    live_.erase(found);
+  }
+
+  TraceBuilder builder_;
+  std::array<int, kColumnCount> position_{-1, -1, -1, -1, -1, -1};
+  std::size_t field_count_ = 0;
+  std::unordered_map<std::string, AllocId> live_;  // external id -> dense id, while live
+};
+
+}  // namespace
+
+Trace read_csv_trace(std::istream& in, const std::string& name) {
+  Reader reader(name);
+  std::string line;
+  std::size_t line_number = 0;
+  bool seen_header = false;
+  try {
+    while (std::getline(in, line)) {
+      ++line_number;
+      const std::string_view text = trim(line);
+      if (text.empty() || text.front() == '#') continue;
+      if (seen_header) {
+        reader.row(text);
+      } else {
+        reader.header(text);
+        seen_header = true;
+      }
+    }
+  } catch (const Error& error) {
+    throw Error(name + ":" + std::to_string(line_number) + ": " + error.what());
+  }
+  if (in.bad()) throw Error(name + ": read error");
+  if (!seen_header) throw Error(name + ": empty trace: no header and no events");
+  try {
+    return std::move(reader).finish();
+  } catch (const Error& error) {
+    throw Error(name + ": " + error.what());
+  }
+}
+
+Trace read_csv_trace_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot open");
+  return read_csv_trace(in, path.string());
+}
+
+void write_csv_trace(const Trace& trace, std::ostream& out) {
+  out << "time_ns,op,id,bytes,stream,tag\n";
+  for (const Event& event : trace.events) {
+    out << event.time << ',' << name_of(event.op) << ',';
+    if (event.op == Op::release) {
+      out << ",,,\n";
+      continue;
+    }
+    out << index_of(event.id) << ',' << trace.bytes_of(event.id) << ',' << event.stream << ',' << name_of(event.tag)
+        << '\n';
+  }
+}
+
+void write_csv_trace_file(const Trace& trace, const std::filesystem::path& path) {
+  write_file_atomically(path, [&](std::ostream& out) { write_csv_trace(trace, out); });
+}
+
+}  // namespace allocsim

@@ -1,0 +1,24 @@
+// Our trace format, CSV: header `time_ns,op,id,bytes,stream,tag` (stream and tag may be
+// left out), one request a line; `op` is alloc, free or release (empty_cache(): id and
+// bytes empty); a free may leave bytes empty; lines starting with '#' are comments.
+// Ids are any text; one may be reused after its free (as addresses are). Readers
+// renumber them densely.
+#pragma once
+
+#include <filesystem>
+#include <istream>
+#include <ostream>
+#include <string>
+
+#include "sim/trace.hpp"
+
+namespace allocsim {
+
+// Throws Error "NAME:LINE: what" on the first bad line; NAME is `name` (the file path).
+Trace read_csv_trace(std::istream& in, const std::string& name);
+Trace read_csv_trace_file(const std::filesystem::path& path);
+
+void write_csv_trace(const Trace& trace, std::ostream& out);
+void write_csv_trace_file(const Trace& trace, const std::filesystem::path& path);  // atomic
+
+}  // namespace allocsim
