@@ -1,0 +1,103 @@
+// Drives one policy on a SimDevice the way the engine would, and checks what every
+// policy promises after each step: blocks aligned, no two live blocks overlapping,
+// stats that add up, the device never over capacity.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "policies/registry.hpp"
+#include "sim/sim_device.hpp"
+
+namespace allocsim::test {
+
+inline DeviceSpec plain_device(Bytes capacity) {
+  DeviceSpec spec;
+  spec.capacity = capacity;
+  return spec;
+}
+
+class Harness {
+ public:
+  Harness(const std::string& policy_spec, DeviceSpec device)
+      : device_(std::move(device)), policy_(make_policy(policy_spec, device_)) {}
+
+  std::optional<Block> alloc(Bytes bytes, Stream stream = 0) {
+    const auto id = static_cast<AllocId>(next_id_++);
+    const auto before = live_;
+    auto block = policy_->allocate(Request{id, bytes, stream, now_++});
+    if (!block) {
+      REQUIRE(live_ == before);
+      check();
+      return block;
+    }
+    REQUIRE(block->addr % kBlockAlignment == 0);
+    REQUIRE(block->size >= bytes);
+    REQUIRE(block->requested == bytes);
+    if (block->size > 0) {
+      auto next = live_.lower_bound(block->addr);
+      if (next != live_.end()) REQUIRE(block->addr + block->size <= next->first);
+      if (next != live_.begin()) {
+        const auto prev = std::prev(next);
+        REQUIRE(prev->first + prev->second.size <= block->addr);
+      }
+      live_.emplace(block->addr, *block);
+    } else {
+      zero_size_.push_back(*block);
+    }
+    allocated_ += block->size;
+    check();
+    return block;
+  }
+
+  void free(const Block block) {  // a copy: the block may live in live_, which this erases
+    if (block.size > 0) REQUIRE(live_.erase(block.addr) == 1);
+    policy_->deallocate(block, now_++);
+    allocated_ -= block.size;
+    check();
+  }
+
+  void free_all() {
+    while (!live_.empty()) free(live_.begin()->second);
+    for (const Block& block : zero_size_) policy_->deallocate(block, now_++);
+    zero_size_.clear();
+  }
+
+  void check() const {
+    policy_->check();
+    const PolicyStats stats = policy_->stats();
+    REQUIRE(stats.allocated == allocated_);
+    REQUIRE(stats.reserved >= stats.allocated);
+    REQUIRE(stats.largest_free <= stats.reserved - stats.allocated);
+    REQUIRE(device_.used() <= device_.capacity());
+    REQUIRE(device_.used() >= stats.reserved);  // granularity may charge more than reserved
+  }
+
+  // Frees everything, empties the cache, destroys the policy: the device must be empty.
+  void finish() {
+    free_all();
+    policy_->release_cached();
+    policy_.reset();
+    REQUIRE(device_.used() == device_.spec().context_overhead);
+  }
+
+  Policy& policy() { return *policy_; }
+  SimDevice& device() { return device_; }
+  std::size_t live_count() const { return live_.size(); }
+  const std::map<Addr, Block>& live() const { return live_; }
+
+ private:
+  SimDevice device_;
+  std::unique_ptr<Policy> policy_;
+  std::map<Addr, Block> live_;
+  std::vector<Block> zero_size_;
+  Bytes allocated_ = 0;
+  std::uint32_t next_id_ = 0;
+  Nanos now_ = 0;
+};
+
+}  // namespace allocsim::test

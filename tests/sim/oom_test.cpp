@@ -1,0 +1,33 @@
+// The OOM classification on numbers worked by hand.
+#include <catch2/catch.hpp>
+
+#include "sim/oom.hpp"
+
+namespace allocsim {
+namespace {
+
+OomContext context(Bytes request, Bytes live, Bytes available, PolicyStats policy) {
+  return OomContext{request, live, live, 8_GiB, available, policy};
+}
+
+TEST_CASE("an OOM is capacity when the live bytes could never fit", "[oom]") {
+  CHECK(classify_oom(context(5_GiB, 4_GiB, 0, {4_GiB, 8_GiB, 1_GiB, 0, 0})) == OomKind::capacity);
+  CHECK(classify_oom(context(4_GiB, 4_GiB, 0, {4_GiB, 8_GiB, 1_GiB, 0, 0})) != OomKind::capacity);  // exactly fits
+  // A memory_limit is the tenant's own capacity.
+  CHECK(classify_oom(context(2_GiB, 3_GiB, 4_GiB, {3_GiB, 4_GiB, 1_GiB, 0, 4_GiB})) == OomKind::capacity);
+}
+
+TEST_CASE("an OOM is fragmentation when enough bytes are free but in pieces", "[oom]") {
+  // The seed article: 8 GiB device, 4 GiB in use, a 3 GiB request, holes of 1 GiB.
+  CHECK(classify_oom(context(3_GiB, 4_GiB, 0, {4_GiB, 8_GiB, 1_GiB, 0, 0})) == OomKind::fragmentation);
+}
+
+TEST_CASE("an OOM is reservation when a cache or another tenant holds the bytes", "[oom]") {
+  // Another process preallocated: this tenant has nothing, the device has 1 GiB free.
+  CHECK(classify_oom(context(2_GiB, 1_GiB, 1_GiB, {0, 0, 0, 0, 0})) == OomKind::reservation);
+  // This policy caches 3 GiB of wholly free segments it does not give back.
+  CHECK(classify_oom(context(3_GiB, 1_GiB, 1_GiB, {1_GiB, 4_GiB, 2_GiB, 2_GiB, 0})) == OomKind::reservation);
+}
+
+}  // namespace
+}  // namespace allocsim

@@ -1,0 +1,57 @@
+#include <catch2/catch.hpp>
+
+#include "sim/error.hpp"
+#include "sim/units.hpp"
+
+namespace allocsim {
+namespace {
+
+TEST_CASE("sizes parse in binary and SI units", "[units]") {
+  CHECK(parse_bytes("4096") == 4096);
+  CHECK(parse_bytes("512MiB") == 512_MiB);
+  CHECK(parse_bytes("16GiB") == 16_GiB);
+  CHECK(parse_bytes("16gib") == 16_GiB);
+  CHECK(parse_bytes("2 MiB") == 2_MiB);
+  CHECK(parse_bytes("1.5GB") == 1'500'000'000);
+  CHECK(parse_bytes("1.5GiB") == 1536_MiB);
+  CHECK(parse_bytes("0.5KiB") == 512);
+  CHECK(parse_bytes("1TiB") == 1024_GiB);
+  CHECK(parse_bytes("7B") == 7);
+  CHECK(parse_bytes("18446744073709551615") == ~Bytes{0});
+}
+
+TEST_CASE("bad sizes are errors that quote the text", "[units]") {
+  CHECK_THROWS_WITH(parse_bytes("12XB"), Catch::Contains("'12XB'") && Catch::Contains("unknown unit"));
+  CHECK_THROWS_WITH(parse_bytes(""), Catch::Contains("no number"));
+  CHECK_THROWS_WITH(parse_bytes("GiB"), Catch::Contains("no number"));
+  CHECK_THROWS_WITH(parse_bytes("-5"), Catch::Contains("no number"));
+  CHECK_THROWS_WITH(parse_bytes("0.3B"), Catch::Contains("not a whole number"));
+  CHECK_THROWS_WITH(parse_bytes("18446744073709551616"), Catch::Contains("too large"));
+  CHECK_THROWS_WITH(parse_bytes("17179869184GiB"), Catch::Contains("too large"));
+  CHECK_THROWS_AS(parse_bytes("1.2.3"), Error);
+}
+
+TEST_CASE("sizes print in binary units, exact when they can be", "[units]") {
+  CHECK(format_bytes(0) == "0 B");
+  CHECK(format_bytes(1023) == "1023 B");
+  CHECK(format_bytes(1024) == "1 KiB");
+  CHECK(format_bytes(1536) == "1.50 KiB");
+  CHECK(format_bytes(16_GiB) == "16 GiB");
+  CHECK(format_bytes(1_GiB + 1) == "1.00 GiB");
+  CHECK(format_bytes(1000_MiB + 1) == "1000 MiB");
+  CHECK(format_nanos(999) == "999 ns");
+  CHECK(format_nanos(1500) == "1.50 us");
+  CHECK(format_nanos(2'000'000'000) == "2.00 s");
+}
+
+TEST_CASE("alignment helpers round to multiples", "[units]") {
+  CHECK(align_up(0, 256) == 0);
+  CHECK(align_up(1, 256) == 256);
+  CHECK(align_up(256, 256) == 256);
+  CHECK(align_up(257, 256) == 512);
+  CHECK(align_up(5, 1) == 5);
+  CHECK(align_down(511, 256) == 256);
+}
+
+}  // namespace
+}  // namespace allocsim

@@ -1,0 +1,79 @@
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "sim/error.hpp"
+#include "workloads/csv_trace.hpp"
+
+namespace allocsim {
+namespace {
+
+Trace read(const std::string& text) {
+  std::istringstream in(text);
+  return read_csv_trace(in, "t.csv");
+}
+
+TEST_CASE("a CSV trace reads with comments, reused ids, optional columns and release", "[csv]") {
+  const Trace trace = read(
+      "# a comment before the header\n"
+      "time_ns,op,id,bytes,stream,tag\n"
+      "0,alloc,0x7f00,1024,1,weight\n"
+      "5,alloc,b,512,0,activation\n"
+      "\n"
+      "6,free,0x7f00,,,\n"
+      "7,alloc,0x7f00,2048,0,temp\r\n"  // the same id again, now a new allocation
+      "8,release,,,,\n"
+      "9,free,b,512,0,activation\n");
+  REQUIRE(trace.events.size() == 6);
+  CHECK(trace.allocations() == 3);
+  CHECK(trace.bytes_of(static_cast<AllocId>(2)) == 2048);
+  CHECK(trace.events[0].stream == 1);
+  CHECK(trace.events[0].tag == Tag::weight);
+  CHECK(trace.events[2].op == Op::free);
+  CHECK(trace.events[2].tag == Tag::weight);
+  CHECK(trace.events[4].op == Op::release);
+  CHECK(trace.live_lower_bound == 2560);
+  CHECK(trace.info.name == "t.csv");
+
+  const Trace minimal = read("op,time_ns,bytes,id\nalloc,3,100,x\n");  // any column order
+  CHECK(minimal.events[0].tag == Tag::other);
+  CHECK(minimal.events[0].time == 3);
+}
+
+TEST_CASE("a CSV trace round-trips through the writer", "[csv]") {
+  const Trace trace = read("time_ns,op,id,bytes,stream,tag\n0,alloc,a,1,2,input\n1,release,,,,\n3,free,a,,,\n");
+  std::ostringstream out;
+  write_csv_trace(trace, out);
+  CHECK(out.str() == "time_ns,op,id,bytes,stream,tag\n0,alloc,0,1,2,input\n1,release,,,,\n3,free,0,1,2,input\n");
+  const Trace again = read(out.str());
+  CHECK(again.events.size() == trace.events.size());
+  CHECK(again.requested == trace.requested);
+}
+
+TEST_CASE("a malformed CSV trace is one error naming file and line", "[csv]") {
+  const std::string header = "time_ns,op,id,bytes,stream,tag\n";
+  CHECK_THROWS_WITH(read("time_ns,op,id,stream\n"),
+                    "t.csv:1: header lacks column 'bytes' (expected time_ns,op,id,bytes,stream,tag)");
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,10\n"), "t.csv:2: 4 fields, the header has 6");
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,ten,0,other\n"), "t.csv:2: bytes 'ten' is not a non-negative integer");
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,-5,0,other\n"), "t.csv:2: bytes '-5' is not a non-negative integer");
+  CHECK_THROWS_WITH(read(header + "x,alloc,a,5,0,other\n"), "t.csv:2: time_ns 'x' is not a non-negative integer");
+  CHECK_THROWS_WITH(read(header + "0,malloc,a,5,0,other\n"), "t.csv:2: unknown op 'malloc' (alloc, free, release)");
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,5,0,weights\n"), Catch::StartsWith("t.csv:2: unknown tag 'weights'"));
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,5,70000,other\n"), "t.csv:2: stream 70000 is over 65535");
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,5,,\n1,free,77,,,\n"), "t.csv:3: free of id 77, which is not live");
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,5,,\n1,free,a,,,\n2,free,a,,,\n"),
+                    "t.csv:4: free of id a, which is not live");
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,5,,\n1,alloc,a,5,,\n"), "t.csv:3: alloc of id a, which is already live");
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,5,,\n1,free,a,6,,\n"),
+                    "t.csv:3: free of id a says 6 bytes, its alloc said 5");
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,281474976710657,,\n"),
+                    "t.csv:2: event 0: size 281474976710657 bytes is over the 2^48-byte limit");
+  CHECK_THROWS_WITH(read(header + "5,alloc,a,1,,\n4,alloc,b,1,,\n"), "t.csv:3: event 1: time 4 ns goes back before 5 ns");
+  CHECK_THROWS_WITH(read(header), "t.csv: empty trace: no events");
+  CHECK_THROWS_WITH(read("# only a comment\n"), "t.csv: empty trace: no header and no events");
+  CHECK_THROWS_WITH(read_csv_trace_file("/nonexistent/t.csv"), "/nonexistent/t.csv: cannot open");
+}
+
+}  // namespace
+}  // namespace allocsim
