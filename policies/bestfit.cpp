@@ -39,8 +39,7 @@ std::optional<Block> BestFitPolicy::allocate(const Request& request) {
   const Bytes size = align_up(std::max<Bytes>(request.bytes, 1), alignment_);
   const auto range = free_.best_fit(size);
   if (!range) return std::nullopt;
-  free_.remove(*range);
-  if (range->size > size) free_.add(Range{range->addr + size, range->size - size});
+  free_.take_front(*range, size);
   allocated_ += size;
   return Block{range->addr, size, request.bytes, request.stream};
 }

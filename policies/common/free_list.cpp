@@ -8,44 +8,56 @@ namespace allocsim {
 
 FreeList::FreeList() : by_addr_(&pool_), by_size_(&pool_) {}
 
-void FreeList::insert(Range range) {
-  by_addr_.emplace(range.addr, range.size);
-  by_size_.emplace(range.size, range.addr);
-  total_ += range.size;
-}
+void FreeList::erase_size_entry(Range range) { by_size_.erase(by_size_.find({range.size, range.addr})); }
 
-void FreeList::erase(Range range) {
-  by_addr_.erase(range.addr);
-  by_size_.erase({range.size, range.addr});
-  total_ -= range.size;
-}
-
+// Iterators and node handles throughout: a request costs a few tree walks and no
+// allocation, which is what keeps best fit fast on long traces.
 void FreeList::add(Range range) {
   auto next = by_addr_.lower_bound(range.addr);
   if (next != by_addr_.end() && next->first == range.end()) {
-    const Range right{next->first, next->second};
-    ++next;
-    erase(right);
-    range.size += right.size;
+    erase_size_entry({next->first, next->second});
+    range.size += next->second;
+    total_ -= next->second;
+    next = by_addr_.erase(next);
   }
   if (next != by_addr_.begin()) {
     const auto prev = std::prev(next);
     if (prev->first + prev->second == range.addr) {
-      const Range left{prev->first, prev->second};
-      erase(left);
-      range = Range{left.addr, left.size + range.size};
+      erase_size_entry({prev->first, prev->second});
+      prev->second += range.size;  // grow the left neighbour in place
+      by_size_.emplace(prev->second, prev->first);
+      total_ += range.size;
+      return;
     }
   }
-  insert(range);
+  by_addr_.emplace_hint(next, range.addr, range.size);
+  by_size_.emplace(range.size, range.addr);
+  total_ += range.size;
 }
 
-void FreeList::remove(Range range) {
+void FreeList::take_front(Range range, Bytes size) {
   const auto found = by_addr_.find(range.addr);
-  if (found == by_addr_.end() || found->second != range.size) {
-    throw Error("free list: no free range of " + std::to_string(range.size) + " bytes at " + std::to_string(range.addr));
+  if (found == by_addr_.end() || found->second != range.size || size > range.size) {
+    throw Error("free list: cannot take " + std::to_string(size) + " bytes of a free range of " +
+                std::to_string(range.size) + " at " + std::to_string(range.addr));
   }
-  erase(range);
+  auto by_size = by_size_.extract(by_size_.find({range.size, range.addr}));
+  total_ -= size;
+  if (size == range.size) {
+    by_addr_.erase(found);
+    return;
+  }
+  // The rest keeps its place in address order: move the nodes, don't reallocate them.
+  const auto hint = std::next(found);
+  auto by_addr = by_addr_.extract(found);
+  by_addr.key() += size;
+  by_addr.mapped() -= size;
+  by_addr_.insert(hint, std::move(by_addr));
+  by_size.value() = {range.size - size, range.addr + size};
+  by_size_.insert(std::move(by_size));
 }
+
+void FreeList::remove(Range range) { take_front(range, range.size); }
 
 void FreeList::clear() {
   by_addr_.clear();

@@ -32,6 +32,8 @@ class FreeList {
 
   void add(Range range);     // coalesces; returns nothing because the merged range is rarely needed
   void remove(Range range);  // exactly a range in the list
+  // Takes the first `size` bytes of a range in the list; the rest stays free.
+  void take_front(Range range, Bytes size);
   void clear();
 
   // The smallest range of at least `size` bytes, the lowest address among equals.
@@ -48,8 +50,7 @@ class FreeList {
   void check() const;  // both indexes agree, nothing overlaps or touches, the total adds up
 
  private:
-  void insert(Range range);
-  void erase(Range range);
+  void erase_size_entry(Range range);
 
   // Tree nodes come from a pool so that a steady state allocates nothing per request.
   std::pmr::unsynchronized_pool_resource pool_;
