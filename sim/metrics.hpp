@@ -23,6 +23,7 @@ struct Metric {
   Unit unit;
   std::string_view help;
   MetricValue (*get)(const RunResult& run, const TenantResult& tenant);
+  bool in_table = true;  // false: CSV and JSON only, the terminal says it another way
 };
 
 std::span<const Metric> metrics();

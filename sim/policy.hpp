@@ -26,6 +26,7 @@ struct Block {
   Bytes size;       // what the policy set aside, >= requested
   Bytes requested;  // what the program asked for
   Stream stream;
+  friend bool operator==(const Block&, const Block&) = default;
 };
 
 struct PolicyStats {

@@ -82,6 +82,7 @@ void write_table(std::ostream& out, const RunResult& run) {
   for (const TenantResult& tenant : run.tenants) header.push_back("tenant " + std::to_string(tenant.index));
   rows.push_back(std::move(header));
   for (const Metric& metric : metrics()) {
+    if (!metric.in_table) continue;
     std::vector<std::string> row{std::string(metric.name)};
     for (const TenantResult& tenant : run.tenants) row.push_back(format_human(metric.get(run, tenant), metric.unit));
     rows.push_back(std::move(row));
