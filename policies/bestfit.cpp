@@ -41,7 +41,7 @@ std::optional<Block> BestFitPolicy::allocate(const Request& request) {
   if (!range) return std::nullopt;
   free_.take_front(*range, size);
   allocated_ += size;
-  return Block{range->addr, size, request.bytes, request.stream};
+  return Block{range->addr, size, request.bytes, request.id, request.stream};
 }
 
 void BestFitPolicy::deallocate(const Block& block, Nanos) {

@@ -5,12 +5,12 @@ namespace allocsim {
 DirectPolicy::DirectPolicy(const Params&, Device& device) : device_(device) {}
 
 std::optional<Block> DirectPolicy::allocate(const Request& request) {
-  if (request.bytes == 0) return Block{0, 0, 0, request.stream};
+  if (request.bytes == 0) return Block{0, 0, 0, request.id, request.stream};
   const Bytes size = align_up(request.bytes, device_.granularity());
   const auto segment = device_.malloc(size);
   if (!segment) return std::nullopt;
   allocated_ += size;
-  return Block{segment->addr, size, request.bytes, request.stream};
+  return Block{segment->addr, size, request.bytes, request.id, request.stream};
 }
 
 void DirectPolicy::deallocate(const Block& block, Nanos) {

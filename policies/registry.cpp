@@ -4,6 +4,7 @@
 #include <string>
 
 #include "policies/bestfit.hpp"
+#include "policies/bfc.hpp"
 #include "policies/direct.hpp"
 #include "sim/error.hpp"
 
@@ -16,7 +17,20 @@ std::unique_ptr<Policy> make(const Params& params, Device& device) {
 }
 
 const std::array kPolicies{
-    PolicyInfo{"direct", "", "cudaMalloc/cudaFree per request: TensorFlow's cuda_malloc, JAX's platform, "
+    PolicyInfo{"bfc", "prealloc", "TensorFlow's GPU default: BFC (tsl/framework/bfc_allocator.cc) preallocating "
+               "free memory minus MinSystemMemory",
+               "binned best fit with coalescing in one region of the whole limit, taken at the first request",
+               BfcPolicy::kTensorFlowParams, make<BfcPolicy>},
+    PolicyInfo{"growth", "", "TensorFlow with allow_growth / set_memory_growth(True)",
+               "BFC growing on demand: regions of 2 MiB doubling, garbage collection of free regions",
+               BfcPolicy::kGrowthParams, make<BfcPolicy>},
+    PolicyInfo{"jax", "", "JAX/XLA's GPU default (XLA_PYTHON_CLIENT_PREALLOCATE unset)",
+               "BFC preallocating 75% of total memory, no garbage collection", BfcPolicy::kJaxParams,
+               make<BfcPolicy>},
+    PolicyInfo{"jax-growth", "", "JAX with XLA_PYTHON_CLIENT_PREALLOCATE=false",
+               "BFC up to 75% of total memory, growing from 2 MiB, no garbage collection", BfcPolicy::kJaxGrowthParams,
+               make<BfcPolicy>},
+    PolicyInfo{"direct", "platform", "cudaMalloc/cudaFree per request: TensorFlow's cuda_malloc, JAX's platform, "
                "PyTorch with PYTORCH_NO_CUDA_MEMORY_CACHING=1",
                "every request is its own device allocation, rounded to the device granularity",
                DirectPolicy::kParams, make<DirectPolicy>},

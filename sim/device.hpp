@@ -34,6 +34,8 @@ class Device {
   virtual Bytes used() const = 0;
   virtual Bytes granularity() const = 0;
   virtual Nanos elapsed() const = 0;
+  // major * 10 + minor (90 for sm_90): TensorFlow's memory reserve depends on it.
+  virtual int compute_capability() const = 0;
 
   // What cudaMemGetInfo would call free.
   Bytes available() const { return capacity() - used(); }

@@ -34,6 +34,7 @@ DeviceSpec device_spec(std::string_view preset_name) {
     spec.capacity = preset.capacity;
     spec.context_overhead = preset.context_overhead;
     spec.granularity = kPage;
+    spec.compute_capability = preset.compute_capability;
     return spec;
   }
   std::string valid;

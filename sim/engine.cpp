@@ -13,6 +13,7 @@ namespace allocsim {
 namespace {
 
 constexpr Bytes kNotLive = std::numeric_limits<Bytes>::max();
+constexpr std::size_t kPrefetchDistance = 16;
 
 struct LiveBlock {
   Addr addr = 0;
@@ -101,6 +102,15 @@ class Replay {
     TenantRun& run = tenants_[tenant];
     const std::size_t index = run.next++;
     const Event& event = run.trace.events[index];
+    // A free touches its allocation's state, written long ago and out of cache by now: the
+    // trace says which one a few events ahead, so fetch it early.
+    if (index + kPrefetchDistance < run.trace.events.size()) {
+      const Event& ahead = run.trace.events[index + kPrefetchDistance];
+      if (ahead.op == Op::free) {
+        __builtin_prefetch(&run.live[index_of(ahead.id)]);
+        __builtin_prefetch(&run.trace.requested[index_of(ahead.id)]);
+      }
+    }
     const Nanos now = event.time + run.spec.start + run.delay;
     const Nanos spent_before = run.device.time_spent();
     switch (event.op) {
@@ -130,10 +140,16 @@ class Replay {
     const Bytes bytes = run.trace.bytes_of(event.id);
     const auto block = run.policy->allocate(Request{event.id, bytes, event.stream, now});
     if (!block) {
+      if (std::string reason = run.policy->hang_reason(); !reason.empty()) {
+        run.result.hang_event = index;
+        run.result.hang_reason = std::move(reason);
+        finish(run);  // the program would never have come back from this request
+        return;
+      }
       out_of_memory(run, tenant, index, bytes, now);
       return;
     }
-    if (scenario_.check && (block->addr % kBlockAlignment != 0 || block->size < bytes)) {
+    if (scenario_.check && (block->addr % kBlockAlignment != 0 || block->size < bytes || block->id != event.id)) {
       fail(run, index, "block at " + std::to_string(block->addr) + " of " + std::to_string(block->size) +
                            " bytes for a request of " + std::to_string(bytes) + " bytes");
     }
@@ -154,7 +170,7 @@ class Replay {
     LiveBlock& live = run.live[index_of(event.id)];
     if (live.size == kNotLive) return;  // its allocation failed and was skipped
     const Bytes bytes = run.trace.bytes_of(event.id);
-    run.policy->deallocate(Block{live.addr, live.size, bytes, event.stream}, now);
+    run.policy->deallocate(Block{live.addr, live.size, bytes, event.id, event.stream}, now);
     run.allocated -= live.size;
     run.requested -= bytes;
     live_requested_ -= bytes;
@@ -164,8 +180,9 @@ class Replay {
   void out_of_memory(TenantRun& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now) {
     const OomContext context{bytes, live_requested_, run.requested, device_.capacity() - baseline_used_,
                              device_.available(), run.policy->stats()};
-    const OomRecord record{tenant, index, now, bytes, classify_oom(context), context};
     TenantResult& result = run.result;
+    const OomRecord record{tenant, index, now, bytes, classify_oom(context), context,
+                           result.oom_count == 0 ? run.policy->describe_state() : std::string()};
     ++result.oom_count;
     ++result.ooms_by_kind[static_cast<std::size_t>(record.kind)];
     if (result.ooms.size() < kMaxOomRecords) result.ooms.push_back(record);
@@ -188,7 +205,7 @@ class Replay {
       LiveBlock& live = run.live[id];
       if (live.size == kNotLive) continue;
       const auto alloc_id = static_cast<AllocId>(id);
-      run.policy->deallocate(Block{live.addr, live.size, run.trace.bytes_of(alloc_id), 0}, result.end_time);
+      run.policy->deallocate(Block{live.addr, live.size, run.trace.bytes_of(alloc_id), alloc_id, 0}, result.end_time);
       live.size = kNotLive;
     }
     live_requested_ -= run.requested;

@@ -43,6 +43,7 @@ class MeteredDevice final : public Device {
   Bytes used() const override { return upstream_.used(); }
   Bytes granularity() const override { return upstream_.granularity(); }
   Nanos elapsed() const override { return upstream_.elapsed(); }
+  int compute_capability() const override { return upstream_.compute_capability(); }
 
   Bytes reserved() const { return reserved_; }
   Nanos time_spent() const { return time_spent_; }

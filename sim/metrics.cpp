@@ -78,6 +78,13 @@ const std::array kMetrics{
            [](R, T t) -> MetricValue { return oom_kind_count(t, OomKind::fragmentation); }, false},
     Metric{"ooms_reservation", Unit::count, "OOMs where the bytes were held by a cache or another tenant",
            [](R, T t) -> MetricValue { return oom_kind_count(t, OomKind::reservation); }, false},
+    Metric{"allocator_hang_event", Unit::count, "the request at which the real allocator would loop forever",
+           [](R, T t) -> MetricValue {
+             if (!t.hang_event) return {};
+             return std::uint64_t{*t.hang_event};
+           }, false},
+    Metric{"allocator_hang_reason", Unit::text, "why it would loop", [](R, T t) -> MetricValue { return t.hang_reason; },
+           false},
     Metric{"end_time_ns", Unit::nanos, "simulated time of the tenant's last event, allocator delays included",
            [](R, T t) -> MetricValue { return t.end_time; }},
 };

@@ -25,6 +25,7 @@ struct Block {
   Addr addr;
   Bytes size;       // what the policy set aside, >= requested
   Bytes requested;  // what the program asked for
+  AllocId id;       // the request's: a policy may index its own per-block state by it
   Stream stream;
   friend bool operator==(const Block&, const Block&) = default;
 };
@@ -43,8 +44,8 @@ struct PolicyStat {
 };
 
 // Contract:
-// - allocate returns a block with addr % kBlockAlignment == 0 and size >= bytes that
-//   overlaps no other live block, or nullopt (OOM). An OOM leaves every live block where
+// - allocate returns a block with addr % kBlockAlignment == 0, size >= bytes and the
+//   request's id, that overlaps no other live block, or nullopt (OOM). An OOM leaves every live block where
 //   it was; a zero-byte request is served (possibly with a zero-size block).
 // - deallocate receives a block exactly as allocate returned it, once.
 // - Every segment comes from the Device the policy was made with; once every block has
@@ -61,6 +62,11 @@ class Policy {
   virtual void release_cached() {}  // torch.cuda.empty_cache(): return wholly free segments
   virtual void check() const {}
   virtual std::vector<PolicyStat> extra_stats() const { return {}; }
+  // Non-empty once the real allocator would never have returned from the last request
+  // (an endless loop in its code): the engine stops the tenant there and reports why.
+  virtual std::string hang_reason() const { return {}; }
+  // The policy's state in a few lines for a person, as allocators log at an OOM.
+  virtual std::string describe_state() const { return {}; }
 };
 
 }  // namespace allocsim

@@ -108,7 +108,14 @@ void write_table(std::ostream& out, const RunResult& run) {
     out << line << '\n';
   }
   for (const TenantResult& tenant : run.tenants) {
-    if (const OomRecord* oom = tenant.first_oom()) out << describe_oom(*oom) << '\n';
+    if (const OomRecord* oom = tenant.first_oom()) {
+      out << describe_oom(*oom) << '\n';
+      if (!oom->policy_state.empty()) out << oom->policy_state;
+    }
+    if (tenant.hang_event) {
+      out << "HANG at event " << *tenant.hang_event << " of tenant " << tenant.index << ": " << tenant.hang_reason
+          << "; the real allocator never returns from this request, so the tenant stops here\n";
+    }
     if (tenant.oom_count > 1) out << "  (" << tenant.oom_count << " OOMs in all for tenant " << tenant.index << ")\n";
   }
 }

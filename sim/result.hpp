@@ -18,6 +18,7 @@ struct OomRecord {
   Bytes bytes;        // requested
   OomKind kind;
   OomContext context;
+  std::string policy_state;  // the policy's own account, for the first OOM of a tenant only
 };
 
 struct TenantResult {
@@ -43,6 +44,8 @@ struct TenantResult {
   std::uint64_t ooms_by_kind[kOomKindCount] = {};
   std::vector<OomRecord> ooms;  // the first kMaxOomRecords, in order
   std::vector<PolicyStat> extra;  // the policy's own statistics at the end
+  std::optional<std::size_t> hang_event;  // where the real allocator would have looped forever
+  std::string hang_reason;
 
   double fragmentation_at_peak() const;
   double external_fragmentation_at_peak() const;

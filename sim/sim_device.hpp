@@ -30,6 +30,7 @@ struct DeviceSpec {
   Bytes capacity = 16_GiB;        // total memory, as cudaMemGetInfo reports it
   Bytes context_overhead = 0;     // taken by the CUDA context before any allocation
   Bytes granularity = 1;          // a malloc is charged whole pages of this size
+  int compute_capability = 90;    // a plain device counts as a current (sm_90) card
   CostModel cost;
 };
 
@@ -52,6 +53,7 @@ class SimDevice final : public Device {
   Bytes used() const override { return used_; }
   Bytes granularity() const override { return spec_.granularity; }
   Nanos elapsed() const override { return elapsed_; }
+  int compute_capability() const override { return spec_.compute_capability; }
 
   const DeviceSpec& spec() const { return spec_; }
   const DeviceStats& stats() const { return stats_; }

@@ -38,6 +38,7 @@ class Harness {
     REQUIRE(block->addr % kBlockAlignment == 0);
     REQUIRE(block->size >= bytes);
     REQUIRE(block->requested == bytes);
+    REQUIRE(block->id == id);
     if (block->size > 0) {
       auto next = live_.lower_bound(block->addr);
       if (next != live_.end()) REQUIRE(block->addr + block->size <= next->first);

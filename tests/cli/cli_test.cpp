@@ -112,7 +112,7 @@ TEST_CASE("cli: bad input is one line, exit status 2, and no output file", "[cli
     CHECK_THAT(outcome.err, Catch::StartsWith("allocsim: ") && Catch::Contains(message));
     CHECK_FALSE(fs::exists(csv_out));
   };
-  expect_error({"--workload", "random:n=10", "--policy", "nosuch"}, "unknown policy 'nosuch'; valid policies: direct");
+  expect_error({"--workload", "random:n=10", "--policy", "nosuch"}, "unknown policy 'nosuch'; valid policies: bfc");
   expect_error({"--workload", "random:n=10", "--policy", "bestfit:nokey=1"}, "valid keys: region=0, alignment=256");
   expect_error({"--workload", "random:n=10", "--policy", "direct", "--capacity", "16GB!"}, "unknown unit");
   expect_error({"--workload", "nosuch", "--policy", "direct"}, "unknown workload 'nosuch'");

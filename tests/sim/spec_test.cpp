@@ -54,7 +54,8 @@ TEST_CASE("params take defaults, typed values, and reject unknown keys with the 
 
 TEST_CASE("an unknown policy lists the valid ones", "[spec]") {
   SimDevice device(DeviceSpec{});
-  CHECK_THROWS_WITH(make_policy("bfcc", device), Catch::StartsWith("unknown policy 'bfcc'; valid policies: direct"));
+  CHECK_THROWS_WITH(make_policy("bfcc", device), Catch::StartsWith("unknown policy 'bfcc'; valid policies: ") &&
+                                                     Catch::Contains("bfc") && Catch::Contains("direct"));
   for (const PolicyInfo& info : all_policies()) CHECK(make_policy(info.name, device) != nullptr);
 }
 

@@ -1,0 +1,370 @@
+#include "policies/bfc.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+namespace {
+
+constexpr Bytes kMinAllocation = 256;
+constexpr Bytes kDefaultMaxInternalFragmentation = 128_MiB;
+constexpr Bytes kInitialGrowthRegion = 2_MiB;
+
+Bytes rounded_bytes(Bytes bytes) { return align_up(bytes, kMinAllocation); }
+
+bool entry_less(Bytes size_a, Addr ptr_a, Bytes size_b, Addr ptr_b) {
+  return size_a != size_b ? size_a < size_b : ptr_a < ptr_b;
+}
+
+Bytes compute_limit(const Params& params, const Device& device) {
+  if (params.text("limit") != "auto") return params.bytes("limit");
+  const double fraction = params.number("fraction");
+  if (fraction < 0 || fraction > 1) throw Error("policy bfc: fraction must be between 0 and 1");
+  // Both frameworks take the fraction of total memory and truncate to an integer.
+  if (fraction > 0) return static_cast<Bytes>(static_cast<double>(device.capacity()) * fraction);
+  const Bytes available = device.available();
+  const Bytes reserve = params.text("reserve") == "auto"
+                            ? tf_min_system_memory(available, device.compute_capability() / 10)
+                            : params.bytes("reserve");
+  return reserve < available ? available - reserve : available;
+}
+
+}  // namespace
+
+std::size_t bfc_bin_for(Bytes rounded) {
+  const Bytes units = std::max(rounded, kMinAllocation) >> 8;
+  return std::min<std::size_t>(20, std::bit_width(units) - 1);
+}
+
+Bytes bfc_backpedal(Bytes bytes) {
+  // TensorFlow multiplies a size_t by a float constant: the product is a float, with 24
+  // significant bits, truncated back to an integer.
+  return rounded_bytes(static_cast<Bytes>(static_cast<float>(bytes) * 0.9f));
+}
+
+Bytes tf_min_system_memory(Bytes available, int cc_major) {
+  if (available < 2_GiB) return 225_MiB;
+  if (cc_major <= 6) return 500_MiB;
+  if (cc_major <= 7) return 1050_MiB;
+  if (cc_major <= 8) return 1536_MiB;
+  return 1800_MiB;
+}
+
+BfcPolicy::BfcPolicy(const Params& params, Device& device)
+    : device_(device),
+      limit_(compute_limit(params, device)),
+      growth_(params.boolean("growth")),
+      gc_(params.boolean("gc")) {
+  const double frag_fraction = params.number("frag_fraction");
+  if (frag_fraction < 0 || frag_fraction > 1) throw Error("policy bfc: frag_fraction must be between 0 and 1");
+  max_internal_fragmentation_ = frag_fraction > 0
+                                    ? static_cast<Bytes>(frag_fraction * static_cast<double>(limit_))
+                                    : kDefaultMaxInternalFragmentation;
+  const std::string_view version = params.text("version");
+  if (version == "2023") {
+    version_ = Version::v2023;
+  } else if (version == "2024-02") {
+    version_ = Version::v2024_02;
+  } else if (version == "2025-10") {
+    version_ = Version::v2025_10;
+  } else {
+    throw Error("policy bfc: version=" + std::string(version) + " is not 2023, 2024-02 or 2025-10");
+  }
+  region_target_ = growth_ ? rounded_bytes(std::min(limit_, kInitialGrowthRegion)) : rounded_bytes(limit_);
+}
+
+BfcPolicy::~BfcPolicy() {
+  for (const Region& region : regions_) device_.free(region.segment);
+}
+
+std::optional<Block> BfcPolicy::allocate(const Request& request) {
+  if (request.bytes == 0) return Block{0, 0, 0, request.id, request.stream};  // TensorFlow: nullptr, no OOM
+  if (!hang_.empty()) return std::nullopt;
+  const Bytes rounded = rounded_bytes(request.bytes);
+  std::uint32_t chunk = find_chunk(rounded);
+  if (chunk == kNone && extend(rounded)) chunk = find_chunk(rounded);
+  if (chunk == kNone && hang_.empty() && deallocate_free_regions(rounded) && extend(rounded)) {
+    chunk = find_chunk(rounded);
+  }
+  if (chunk == kNone) return std::nullopt;
+  use_chunk(chunk, rounded, request);
+  const Chunk& used = chunks_[chunk];
+  return Block{used.ptr, used.size, request.bytes, request.id, request.stream};
+}
+
+std::uint32_t BfcPolicy::find_chunk(Bytes rounded) const {
+  const std::size_t bin = bfc_bin_for(rounded);
+  const auto& entries = bins_[bin];
+  const auto fit = std::lower_bound(entries.begin(), entries.end(), rounded,
+                                    [](const BinEntry& entry, Bytes size) { return entry.size < size; });
+  if (fit != entries.end()) return fit->chunk;
+  // Every chunk in a higher bin is larger: the first of the next non-empty bin is it.
+  const std::uint32_t higher = nonempty_bins_ & ~((std::uint32_t{2} << bin) - 1);
+  if (higher == 0) return kNone;
+  return bins_[static_cast<std::size_t>(std::countr_zero(higher))].front().chunk;
+}
+
+void BfcPolicy::use_chunk(std::uint32_t chunk, Bytes rounded, const Request& request) {
+  remove_from_bin(chunk);
+  const Bytes size = chunks_[chunk].size;
+  if (size >= 2 * rounded || size - rounded >= max_internal_fragmentation_) {
+    const Chunk& whole = chunks_[chunk];
+    const std::uint32_t rest = new_chunk(Chunk{whole.ptr + rounded, size - rounded, 0, chunk, whole.next, false});
+    if (chunks_[rest].next != kNone) chunks_[chunks_[rest].next].prev = rest;
+    chunks_[chunk].next = rest;
+    chunks_[chunk].size = rounded;
+    insert_into_bin(rest);
+  }
+  Chunk& used = chunks_[chunk];
+  used.in_use = true;
+  used.requested = request.bytes;
+  const std::size_t id = index_of(request.id);
+  if (id >= chunk_of_.size()) chunk_of_.resize(std::max(id + 1, chunk_of_.size() * 2), kNone);
+  chunk_of_[id] = chunk;
+  ++num_allocs_;
+  bytes_in_use_ += used.size;
+  peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
+  largest_alloc_size_ = std::max(largest_alloc_size_, used.size);
+}
+
+void BfcPolicy::deallocate(const Block& block, Nanos) {
+  if (block.size == 0) return;
+  const std::size_t id = index_of(block.id);
+  std::uint32_t chunk = id < chunk_of_.size() ? chunk_of_[id] : kNone;
+  if (chunk == kNone || !chunks_[chunk].in_use || chunks_[chunk].ptr != block.addr) {
+    throw Error("bfc: free of a block it did not hand out (id " + std::to_string(id) + ")");
+  }
+  chunk_of_[id] = kNone;
+  chunks_[chunk].in_use = false;
+  bytes_in_use_ -= chunks_[chunk].size;
+  // Next first, then previous, as TryToCoalesce does.
+  if (const std::uint32_t next = chunks_[chunk].next; next != kNone && !chunks_[next].in_use) {
+    remove_from_bin(next);
+    chunks_[chunk].size += chunks_[next].size;
+    chunks_[chunk].next = chunks_[next].next;
+    if (chunks_[chunk].next != kNone) chunks_[chunks_[chunk].next].prev = chunk;
+    release_chunk(next);
+  }
+  if (const std::uint32_t prev = chunks_[chunk].prev; prev != kNone && !chunks_[prev].in_use) {
+    remove_from_bin(prev);
+    chunks_[prev].size += chunks_[chunk].size;
+    chunks_[prev].next = chunks_[chunk].next;
+    if (chunks_[prev].next != kNone) chunks_[chunks_[prev].next].prev = prev;
+    release_chunk(chunk);
+    chunk = prev;
+  }
+  insert_into_bin(chunk);
+}
+
+bool BfcPolicy::extend(Bytes rounded) {
+  const Bytes available = align_down(limit_ - pool_bytes_, kMinAllocation);
+  if (rounded > available) return false;
+  bool increased = false;
+  while (rounded > region_target_) {
+    if (region_target_ == 0) {
+      hang_ = "the growth target doubled past 2^64 and wrapped to 0, so the loop that grows it never ends";
+      return false;
+    }
+    region_target_ *= 2;
+    increased = true;
+  }
+  Bytes bytes = std::min<Bytes>(region_target_, available);
+  std::optional<Segment> segment = device_.malloc(bytes);
+  if (!segment) {
+    if (version_ == Version::v2023) {
+      if (started_backpedal_) return false;  // backpedals once per allocator lifetime
+      started_backpedal_ = true;
+    }
+    while (!segment) {
+      Bytes next = bfc_backpedal(bytes);
+      if (next >= bytes) {
+        if (version_ != Version::v2025_10) {
+          hang_ = "the device refused " + std::to_string(bytes) + " bytes and backing off by 0.9 rounds back to " +
+                  std::to_string(next) + " bytes, so the backpedal loop retries the same size forever";
+          return false;
+        }
+        next = bytes - kMinAllocation;  // the progress guard
+      }
+      bytes = next;
+      if (bytes < rounded) return false;
+      segment = device_.malloc(bytes);
+    }
+  }
+  if (!increased) region_target_ *= 2;  // unsigned: wraps exactly as TensorFlow's size_t does
+  pool_bytes_ += bytes;
+  peak_pool_bytes_ = std::max(peak_pool_bytes_, pool_bytes_);
+  const std::uint32_t chunk = new_chunk(Chunk{segment->addr, bytes, 0, kNone, kNone, false});
+  regions_.push_back(Region{*segment, chunk});
+  insert_into_bin(chunk);
+  return true;
+}
+
+bool BfcPolicy::wholly_free(const Region& region) const {
+  const Chunk& first = chunks_[region.first_chunk];
+  return !first.in_use && first.size == region.segment.bytes;
+}
+
+bool BfcPolicy::deallocate_free_regions(Bytes rounded) {
+  if (!gc_) return false;
+  Bytes free_bytes = 0;
+  for (const Region& region : regions_) {
+    if (wholly_free(region)) free_bytes += region.segment.bytes;
+  }
+  if (free_bytes == 0 || rounded > limit_ - pool_bytes_ + free_bytes) return false;
+  free_regions_wholly_free();  // even if the Extend that follows fails, as in TensorFlow
+  return true;
+}
+
+void BfcPolicy::free_regions_wholly_free() {
+  std::erase_if(regions_, [&](const Region& region) {
+    if (!wholly_free(region)) return false;
+    remove_from_bin(region.first_chunk);
+    release_chunk(region.first_chunk);
+    device_.free(region.segment);
+    pool_bytes_ -= region.segment.bytes;
+    return true;
+  });
+}
+
+void BfcPolicy::release_cached() { free_regions_wholly_free(); }
+
+std::uint32_t BfcPolicy::new_chunk(Chunk chunk) {
+  if (spare_chunks_.empty()) {
+    chunks_.push_back(chunk);
+    return static_cast<std::uint32_t>(chunks_.size() - 1);
+  }
+  const std::uint32_t handle = spare_chunks_.back();
+  spare_chunks_.pop_back();
+  chunks_[handle] = chunk;
+  return handle;
+}
+
+void BfcPolicy::release_chunk(std::uint32_t chunk) { spare_chunks_.push_back(chunk); }
+
+void BfcPolicy::insert_into_bin(std::uint32_t chunk) {
+  const Chunk& c = chunks_[chunk];
+  const std::size_t bin = bfc_bin_for(c.size);
+  auto& entries = bins_[bin];
+  const auto at = std::lower_bound(entries.begin(), entries.end(), c, [](const BinEntry& entry, const Chunk& key) {
+    return entry_less(entry.size, entry.ptr, key.size, key.ptr);
+  });
+  entries.insert(at, BinEntry{c.size, c.ptr, chunk});
+  nonempty_bins_ |= std::uint32_t{1} << bin;
+}
+
+void BfcPolicy::remove_from_bin(std::uint32_t chunk) {
+  const Chunk& c = chunks_[chunk];
+  const std::size_t bin = bfc_bin_for(c.size);
+  auto& entries = bins_[bin];
+  const auto at = std::lower_bound(entries.begin(), entries.end(), c, [](const BinEntry& entry, const Chunk& key) {
+    return entry_less(entry.size, entry.ptr, key.size, key.ptr);
+  });
+  entries.erase(at);
+  if (entries.empty()) nonempty_bins_ &= ~(std::uint32_t{1} << bin);
+}
+
+PolicyStats BfcPolicy::stats() const {
+  Bytes releasable = 0;
+  for (const Region& region : regions_) {
+    if (wholly_free(region)) releasable += region.segment.bytes;
+  }
+  const Bytes largest_free =
+      nonempty_bins_ == 0 ? 0 : bins_[static_cast<std::size_t>(std::bit_width(nonempty_bins_) - 1)].back().size;
+  return PolicyStats{.allocated = bytes_in_use_,
+                     .reserved = pool_bytes_,
+                     .largest_free = largest_free,
+                     .releasable = releasable,
+                     .limit = limit_};
+}
+
+std::vector<PolicyStat> BfcPolicy::extra_stats() const {
+  // Before 2025-10 GetStats never filled largest_free_block_bytes: those versions report 0.
+  const Bytes largest_free_block = version_ == Version::v2025_10 ? stats().largest_free : 0;
+  return {
+      {"num_allocs", num_allocs_},
+      {"bytes_in_use", bytes_in_use_},
+      {"peak_bytes_in_use", peak_bytes_in_use_},
+      {"largest_alloc_size", largest_alloc_size_},
+      {"bytes_limit", limit_},
+      {"pool_bytes", pool_bytes_},
+      {"peak_pool_bytes", peak_pool_bytes_},
+      {"largest_free_block_bytes", largest_free_block},
+      {"get_memory_info_current", bytes_in_use_},
+      {"get_memory_info_peak", peak_bytes_in_use_},
+  };
+}
+
+std::string BfcPolicy::describe_state() const {
+  struct BinSummary {
+    std::uint64_t chunks = 0, in_use = 0;
+    Bytes bytes = 0, bytes_in_use = 0, requested = 0;
+  };
+  std::array<BinSummary, kBins> summary{};
+  for (const Region& region : regions_) {
+    for (std::uint32_t c = region.first_chunk; c != kNone; c = chunks_[c].next) {
+      BinSummary& bin = summary[bfc_bin_for(chunks_[c].size)];
+      ++bin.chunks;
+      bin.bytes += chunks_[c].size;
+      if (chunks_[c].in_use) {
+        ++bin.in_use;
+        bin.bytes_in_use += chunks_[c].size;
+        bin.requested += chunks_[c].requested;
+      }
+    }
+  }
+  std::string out = "  BFC: limit " + format_bytes(limit_) + ", pool " + format_bytes(pool_bytes_) + " in " +
+                    std::to_string(regions_.size()) + " regions, in use " + format_bytes(bytes_in_use_) +
+                    ", largest free chunk " + format_bytes(stats().largest_free) + "\n";
+  for (std::size_t b = 0; b < kBins; ++b) {
+    const BinSummary& bin = summary[b];
+    if (bin.chunks == 0) continue;
+    out += "  Bin (" + format_bytes(kMinAllocation << b) + "): " + std::to_string(bin.chunks) + " chunks, " +
+           std::to_string(bin.in_use) + " in use; " + format_bytes(bin.bytes) + " in chunks, " +
+           format_bytes(bin.bytes_in_use) + " in use, " + format_bytes(bin.requested) + " requested\n";
+  }
+  return out;
+}
+
+void BfcPolicy::check() const {
+  const auto fail = [](const std::string& what) { throw Error("bfc: " + what); };
+  Bytes pool = 0;
+  Bytes in_use = 0;
+  std::size_t free_chunks = 0;
+  for (const Region& region : regions_) {
+    pool += region.segment.bytes;
+    Addr expected = region.segment.addr;
+    std::uint32_t prev = kNone;
+    for (std::uint32_t c = region.first_chunk; c != kNone; prev = c, c = chunks_[c].next) {
+      const Chunk& chunk = chunks_[c];
+      if (chunk.ptr != expected || chunk.prev != prev) fail("chunks do not tile their region");
+      if (chunk.size == 0 || chunk.size % kMinAllocation != 0) fail("a chunk of " + std::to_string(chunk.size) + " bytes");
+      if (!chunk.in_use && prev != kNone && !chunks_[prev].in_use) fail("two free neighbours left unmerged");
+      if (chunk.in_use) in_use += chunk.size;
+      free_chunks += !chunk.in_use;
+      expected += chunk.size;
+    }
+    if (expected != region.segment.addr + region.segment.bytes) fail("chunks do not cover their region");
+  }
+  if (pool != pool_bytes_) fail("pool_bytes is off");
+  if (in_use != bytes_in_use_) fail("bytes_in_use is off");
+  std::size_t binned = 0;
+  for (std::size_t b = 0; b < kBins; ++b) {
+    const auto& entries = bins_[b];
+    if (entries.empty() == ((nonempty_bins_ >> b) & 1)) fail("the bin bitmap is off");
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const Chunk& chunk = chunks_[entries[i].chunk];
+      if (chunk.in_use || chunk.size != entries[i].size || chunk.ptr != entries[i].ptr) fail("a stale bin entry");
+      if (bfc_bin_for(chunk.size) != b) fail("a chunk in the wrong bin");
+      if (i > 0 && !entry_less(entries[i - 1].size, entries[i - 1].ptr, entries[i].size, entries[i].ptr)) {
+        fail("a bin out of order");
+      }
+    }
+    binned += entries.size();
+  }
+  if (binned != free_chunks) fail("free chunks missing from the bins");
+}
+
+}  // namespace allocsim

@@ -1,0 +1,137 @@
+// bfc: TensorFlow's and JAX's GPU allocator, the best-fit-with-coalescing (BFC) allocator,
+// byte for byte: the same reserved bytes (pool_bytes), in-use bytes (chunk sizes) and OOM
+// points. Models xla/tsl/framework/bfc_allocator.cc (and its TF 2.x ancestors), with the
+// limits of tensorflow/core/common_runtime/gpu/gpu_device.cc and xla/pjrt/gpu/gpu_helpers.cc.
+// - requests round up to 256 B; the smallest free chunk that fits is used, the lowest
+//   address among equals (what the scan of 21 size bins finds); it is split iff
+//   S >= 2R or S - R >= 128 MiB (frag_fraction x limit when set), the low part used;
+// - a freed chunk merges with free neighbours in its region; regions never merge;
+// - memory comes as regions: one of the whole limit at the first request (preallocation),
+//   or with growth 2 MiB doubling, bumped to fit a large request; a refused region backs
+//   off by 0.9 in single precision (once per lifetime before 2024-02, repeatedly after,
+//   with a progress guard after 2025-10); garbage collection frees wholly free regions
+//   before giving up (TensorFlow on, JAX off);
+// - where TensorFlow's code would loop forever (the growth target wrapping to 0 after 43
+//   doublings; a tiny backpedal rounding back to itself) the policy reports a hang.
+// Retry on failure (AllocatorRetry) waits up to 10 s for another thread to free memory;
+// in a single-threaded replay nothing frees meanwhile, so the outcome is the same OOM and
+// it is not modelled. Not modelled either: timestamped chunks, spatial partitioning, the
+// VMM reservation mode. Addresses are the device's, not cudaMalloc's.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/device.hpp"
+#include "sim/policy.hpp"
+#include "sim/spec.hpp"
+
+namespace allocsim {
+
+// Which of a rounded size's 21 bins (256 B << b) TensorFlow files it under.
+std::size_t bfc_bin_for(Bytes rounded_bytes);
+// One backpedal step without the progress guard: RoundedBytes(bytes * 0.9f), in float.
+Bytes bfc_backpedal(Bytes bytes);
+// TensorFlow's MinSystemMemory: what it leaves to the system on a GPU.
+Bytes tf_min_system_memory(Bytes available, int cc_major);
+
+constexpr std::array<ParamInfo, 7> bfc_params(std::string_view growth, std::string_view fraction,
+                                              std::string_view gc) {
+  return {{
+      {"growth", growth, "allow_growth (set_memory_growth): regions from 2 MiB doubling instead of one of the whole limit"},
+      {"limit", "auto", "memory_limit, exact (a virtual device's memory_limit_mb); auto = the framework's rule below"},
+      {"fraction", fraction, "per_process_gpu_memory_fraction (TF) or XLA_PYTHON_CLIENT_MEM_FRACTION (JAX), of total "
+                             "memory; 0 = TensorFlow's default: free memory at start minus reserve"},
+      {"reserve", "auto", "what TensorFlow leaves to the system (MinSystemMemory, gpu_system_memory_size_in_mb); "
+                          "auto = 225 MiB to 1800 MiB by free memory and compute capability"},
+      {"gc", gc, "free wholly free regions and grow again before an OOM (TF_ENABLE_GPU_GARBAGE_COLLECTION)"},
+      {"frag_fraction", "0", "internal_fragmentation_fraction: split when the excess >= this x limit; 0 = 128 MiB"},
+      {"version", "2025-10", "backpedal when the device refuses a region: 2023 (once per allocator lifetime), "
+                             "2024-02 (every time), 2025-10 (every time, with a progress guard)"},
+  }};
+}
+
+class BfcPolicy final : public Policy {
+ public:
+  static constexpr auto kTensorFlowParams = bfc_params("false", "0", "true");
+  static constexpr auto kGrowthParams = bfc_params("true", "0", "true");
+  static constexpr auto kJaxParams = bfc_params("false", "0.75", "false");
+  static constexpr auto kJaxGrowthParams = bfc_params("true", "0.75", "false");
+
+  BfcPolicy(const Params& params, Device& device);
+  ~BfcPolicy() override;
+
+  std::optional<Block> allocate(const Request& request) override;
+  void deallocate(const Block& block, Nanos now) override;
+  PolicyStats stats() const override;
+  void release_cached() override;
+  void check() const override;
+  std::vector<PolicyStat> extra_stats() const override;
+  std::string hang_reason() const override { return hang_; }
+  std::string describe_state() const override;
+
+ private:
+  enum class Version : std::uint8_t { v2023, v2024_02, v2025_10 };
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  static constexpr std::size_t kBins = 21;
+
+  struct Chunk {
+    Addr ptr;
+    Bytes size;
+    Bytes requested;
+    std::uint32_t prev;  // physical neighbours in the same region, kNone at its ends
+    std::uint32_t next;
+    bool in_use;
+  };
+  struct Region {
+    Segment segment;
+    std::uint32_t first_chunk;
+  };
+  // A bin is a vector sorted by (size, address): bins stay short in practice, and a
+  // binary search plus a small move beats a tree by several times.
+  struct BinEntry {
+    Bytes size;
+    Addr ptr;
+    std::uint32_t chunk;
+  };
+
+  std::uint32_t find_chunk(Bytes rounded) const;
+  void use_chunk(std::uint32_t chunk, Bytes rounded, const Request& request);
+  bool extend(Bytes rounded);
+  bool deallocate_free_regions(Bytes rounded);
+  void free_regions_wholly_free();
+  bool wholly_free(const Region& region) const;
+  std::uint32_t new_chunk(Chunk chunk);
+  void release_chunk(std::uint32_t chunk);
+  void insert_into_bin(std::uint32_t chunk);
+  void remove_from_bin(std::uint32_t chunk);
+
+  Device& device_;
+  Bytes limit_;
+  bool growth_;
+  bool gc_;
+  Bytes max_internal_fragmentation_;
+  Version version_;
+  std::uint64_t region_target_;  // curr_region_allocation_bytes_: wraps as TensorFlow's does
+  bool started_backpedal_ = false;
+  std::string hang_;
+
+  std::vector<Chunk> chunks_;
+  std::vector<std::uint32_t> spare_chunks_;
+  std::vector<Region> regions_;
+  std::array<std::vector<BinEntry>, kBins> bins_;
+  std::uint32_t nonempty_bins_ = 0;      // bit b set when bins_[b] has a chunk
+  std::vector<std::uint32_t> chunk_of_;  // by AllocId: the chunk a live block is
+
+  std::uint64_t num_allocs_ = 0;
+  Bytes bytes_in_use_ = 0;
+  Bytes peak_bytes_in_use_ = 0;
+  Bytes largest_alloc_size_ = 0;
+  Bytes pool_bytes_ = 0;
+  Bytes peak_pool_bytes_ = 0;
+};
+
+}  // namespace allocsim
