@@ -143,20 +143,21 @@ void BfcPolicy::deallocate(const Block& block, Nanos) {
   // Next first, then previous, as TryToCoalesce does.
   if (const std::uint32_t next = chunks_[chunk].next; next != kNone && !chunks_[next].in_use) {
     remove_from_bin(next);
-    chunks_[chunk].size += chunks_[next].size;
-    chunks_[chunk].next = chunks_[next].next;
-    if (chunks_[chunk].next != kNone) chunks_[chunks_[chunk].next].prev = chunk;
-    release_chunk(next);
+    merge(chunk, next);
   }
   if (const std::uint32_t prev = chunks_[chunk].prev; prev != kNone && !chunks_[prev].in_use) {
     remove_from_bin(prev);
-    chunks_[prev].size += chunks_[chunk].size;
-    chunks_[prev].next = chunks_[chunk].next;
-    if (chunks_[prev].next != kNone) chunks_[chunks_[prev].next].prev = prev;
-    release_chunk(chunk);
+    merge(prev, chunk);
     chunk = prev;
   }
   insert_into_bin(chunk);
+}
+
+void BfcPolicy::merge(std::uint32_t left, std::uint32_t right) {
+  chunks_[left].size += chunks_[right].size;
+  chunks_[left].next = chunks_[right].next;
+  if (chunks_[left].next != kNone) chunks_[chunks_[left].next].prev = left;
+  release_chunk(right);
 }
 
 bool BfcPolicy::extend(Bytes rounded) {
@@ -244,26 +245,25 @@ std::uint32_t BfcPolicy::new_chunk(Chunk chunk) {
 
 void BfcPolicy::release_chunk(std::uint32_t chunk) { spare_chunks_.push_back(chunk); }
 
-void BfcPolicy::insert_into_bin(std::uint32_t chunk) {
-  const Chunk& c = chunks_[chunk];
-  const std::size_t bin = bfc_bin_for(c.size);
+// Where a chunk of this size and address sits, or would sit, in its bin.
+std::pair<std::size_t, std::vector<BfcPolicy::BinEntry>::iterator> BfcPolicy::bin_position(const Chunk& chunk) {
+  const std::size_t bin = bfc_bin_for(chunk.size);
   auto& entries = bins_[bin];
-  const auto at = std::lower_bound(entries.begin(), entries.end(), c, [](const BinEntry& entry, const Chunk& key) {
-    return entry_less(entry.size, entry.ptr, key.size, key.ptr);
-  });
-  entries.insert(at, BinEntry{c.size, c.ptr, chunk});
+  return {bin, std::lower_bound(entries.begin(), entries.end(), chunk, [](const BinEntry& entry, const Chunk& key) {
+            return entry_less(entry.size, entry.ptr, key.size, key.ptr);
+          })};
+}
+
+void BfcPolicy::insert_into_bin(std::uint32_t chunk) {
+  const auto [bin, at] = bin_position(chunks_[chunk]);
+  bins_[bin].insert(at, BinEntry{chunks_[chunk].size, chunks_[chunk].ptr, chunk});
   nonempty_bins_ |= std::uint32_t{1} << bin;
 }
 
 void BfcPolicy::remove_from_bin(std::uint32_t chunk) {
-  const Chunk& c = chunks_[chunk];
-  const std::size_t bin = bfc_bin_for(c.size);
-  auto& entries = bins_[bin];
-  const auto at = std::lower_bound(entries.begin(), entries.end(), c, [](const BinEntry& entry, const Chunk& key) {
-    return entry_less(entry.size, entry.ptr, key.size, key.ptr);
-  });
-  entries.erase(at);
-  if (entries.empty()) nonempty_bins_ &= ~(std::uint32_t{1} << bin);
+  const auto [bin, at] = bin_position(chunks_[chunk]);
+  bins_[bin].erase(at);
+  if (bins_[bin].empty()) nonempty_bins_ &= ~(std::uint32_t{1} << bin);
 }
 
 PolicyStats BfcPolicy::stats() const {
@@ -285,15 +285,15 @@ std::vector<PolicyStat> BfcPolicy::extra_stats() const {
   const Bytes largest_free_block = version_ == Version::v2025_10 ? stats().largest_free : 0;
   return {
       {"num_allocs", num_allocs_},
-      {"bytes_in_use", bytes_in_use_},
-      {"peak_bytes_in_use", peak_bytes_in_use_},
-      {"largest_alloc_size", largest_alloc_size_},
-      {"bytes_limit", limit_},
-      {"pool_bytes", pool_bytes_},
-      {"peak_pool_bytes", peak_pool_bytes_},
-      {"largest_free_block_bytes", largest_free_block},
-      {"get_memory_info_current", bytes_in_use_},
-      {"get_memory_info_peak", peak_bytes_in_use_},
+      {"bytes_in_use", bytes_in_use_, Unit::bytes},
+      {"peak_bytes_in_use", peak_bytes_in_use_, Unit::bytes},
+      {"largest_alloc_size", largest_alloc_size_, Unit::bytes},
+      {"bytes_limit", limit_, Unit::bytes},
+      {"pool_bytes", pool_bytes_, Unit::bytes},
+      {"peak_pool_bytes", peak_pool_bytes_, Unit::bytes},
+      {"largest_free_block_bytes", largest_free_block, Unit::bytes},
+      {"get_memory_info_current", bytes_in_use_, Unit::bytes},
+      {"get_memory_info_peak", peak_bytes_in_use_, Unit::bytes},
   };
 }
 

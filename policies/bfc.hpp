@@ -106,6 +106,8 @@ class BfcPolicy final : public Policy {
   bool wholly_free(const Region& region) const;
   std::uint32_t new_chunk(Chunk chunk);
   void release_chunk(std::uint32_t chunk);
+  void merge(std::uint32_t left, std::uint32_t right);  // right is left's next neighbour
+  std::pair<std::size_t, std::vector<BinEntry>::iterator> bin_position(const Chunk& chunk);
   void insert_into_bin(std::uint32_t chunk);
   void remove_from_bin(std::uint32_t chunk);
 

@@ -13,8 +13,6 @@
 
 namespace allocsim {
 
-enum class Unit : std::uint8_t { text, count, bytes, ratio, nanos, seconds, rate };
-
 // Empty (monostate) where a value does not apply, such as first_oom_event without an OOM.
 using MetricValue = std::variant<std::monostate, std::string, std::uint64_t, double>;
 

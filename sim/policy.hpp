@@ -41,6 +41,7 @@ struct PolicyStats {
 struct PolicyStat {
   std::string name;  // becomes an extra output column
   std::uint64_t value;
+  Unit unit = Unit::count;
 };
 
 // Contract:

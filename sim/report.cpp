@@ -91,7 +91,7 @@ void write_table(std::ostream& out, const RunResult& run) {
     std::vector<std::string> row{name};
     for (const TenantResult& tenant : run.tenants) {
       const PolicyStat* stat = find_stat(tenant, name);
-      row.push_back(stat ? std::to_string(stat->value) : "-");
+      row.push_back(stat ? format_human(stat->value, stat->unit) : "-");
     }
     rows.push_back(std::move(row));
   }

@@ -17,13 +17,13 @@ std::string three_digits(double value, std::string_view unit) {
   return buffer;
 }
 
-struct Unit {
+struct UnitName {
   std::string_view name;
   Bytes factor;
 };
 
 // Longest names first so that "kib" is not read as "k" + "ib".
-constexpr std::array<Unit, 14> kUnits{{
+constexpr std::array<UnitName, 14> kUnits{{
     {"kib", 1_KiB}, {"mib", 1_MiB}, {"gib", 1_GiB}, {"tib", Bytes{1} << 40},
     {"kb", 1000}, {"mb", 1000'000}, {"gb", 1000'000'000}, {"tb", 1000'000'000'000},
     {"k", 1_KiB}, {"m", 1_MiB}, {"g", 1_GiB}, {"t", Bytes{1} << 40},
@@ -85,7 +85,7 @@ Bytes parse_bytes(std::string_view text) {
   if (!any_digit) return fail("no number");
   while (pos < text.size() && text[pos] == ' ') ++pos;
   const std::string unit_text = lowercase(text.substr(pos));
-  for (const Unit& unit : kUnits) {
+  for (const UnitName& unit : kUnits) {
     if (unit_text != unit.name) continue;
     // whole < 2^64, fraction < scale <= 10^19 and factor <= 2^40: no product overflows.
     const unsigned __int128 fraction_bytes = fraction * unit.factor;

@@ -26,6 +26,9 @@ constexpr Bytes align_down(Bytes value, Bytes alignment) {
   return alignment <= 1 ? value : value / alignment * alignment;
 }
 
+// What a reported number measures, so that each is printed with its unit.
+enum class Unit : std::uint8_t { text, count, bytes, ratio, nanos, seconds, rate };
+
 // "1.50 GiB", "256 B": three significant digits, binary units.
 std::string format_bytes(Bytes bytes);
 // "12.3 ms", "850 ns".

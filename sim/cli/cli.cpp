@@ -189,7 +189,7 @@ int devices_command(std::ostream& out) {
         << preset.compute_capability << ", context ~" << format_bytes(preset.context_overhead)
         << " (estimate), 2 MiB pages\n";
   }
-  out << "\n  without --device: 'sim', 16 GiB or --capacity, no context, charged to the byte\n";
+  out << "\n  without --device: 'sim', 16 GiB or --capacity, no context, charged to the byte, sm_90\n";
   return 0;
 }
 
