@@ -19,17 +19,26 @@ bool entry_less(Bytes size_a, Addr ptr_a, Bytes size_b, Addr ptr_b) {
   return size_a != size_b ? size_a < size_b : ptr_a < ptr_b;
 }
 
+// gpu_device.cc's SingleVirtualDeviceMemoryLimit, and gpu_helpers.cc's fraction of total.
 Bytes compute_limit(const Params& params, const Device& device) {
   if (params.text("limit") != "auto") return params.bytes("limit");
   const double fraction = params.number("fraction");
   if (fraction < 0 || fraction > 1) throw Error("policy bfc: fraction must be between 0 and 1");
-  // Both frameworks take the fraction of total memory and truncate to an integer.
-  if (fraction > 0) return static_cast<Bytes>(static_cast<double>(device.capacity()) * fraction);
   const Bytes available = device.available();
-  const Bytes reserve = params.text("reserve") == "auto"
-                            ? tf_min_system_memory(available, device.compute_capability() / 10)
-                            : params.bytes("reserve");
-  return reserve < available ? available - reserve : available;
+  Bytes limit = available;
+  if (fraction > 0) {
+    // Both frameworks take the fraction of total memory and truncate to an integer.
+    limit = static_cast<Bytes>(static_cast<double>(device.capacity()) * fraction);
+  } else if (const Bytes reserve = tf_min_system_memory(available, device.compute_capability() / 10);
+             reserve < limit) {
+    limit -= reserve;
+  }
+  // gpu_system_memory_size_in_mb is applied last, and only when it fits.
+  if (params.text("reserve") != "auto") {
+    const Bytes reserve = params.bytes("reserve");
+    if (reserve <= available) limit = available - reserve;
+  }
+  return limit;
 }
 
 }  // namespace
