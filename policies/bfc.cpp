@@ -93,31 +93,32 @@ std::optional<Block> BfcPolicy::allocate(const Request& request) {
   if (request.bytes == 0) return Block{0, 0, 0, request.id, request.stream};  // TensorFlow: nullptr, no OOM
   if (!hang_.empty()) return std::nullopt;
   const Bytes rounded = rounded_bytes(request.bytes);
-  std::uint32_t chunk = find_chunk(rounded);
-  if (chunk == kNone && extend(rounded)) chunk = find_chunk(rounded);
-  if (chunk == kNone && hang_.empty() && deallocate_free_regions(rounded) && extend(rounded)) {
-    chunk = find_chunk(rounded);
-  }
-  if (chunk == kNone) return std::nullopt;
-  use_chunk(chunk, rounded, request);
+  std::optional<Fit> fit = find_chunk(rounded);
+  if (!fit && extend(rounded)) fit = find_chunk(rounded);
+  if (!fit && hang_.empty() && deallocate_free_regions(rounded) && extend(rounded)) fit = find_chunk(rounded);
+  if (!fit) return std::nullopt;
+  const std::uint32_t chunk = use_chunk(*fit, rounded, request);
   const Chunk& used = chunks_[chunk];
   return Block{used.ptr, used.size, request.bytes, request.id, request.stream};
 }
 
-std::uint32_t BfcPolicy::find_chunk(Bytes rounded) const {
+std::optional<BfcPolicy::Fit> BfcPolicy::find_chunk(Bytes rounded) const {
   const std::size_t bin = bfc_bin_for(rounded);
   const auto& entries = bins_[bin];
   const auto fit = std::lower_bound(entries.begin(), entries.end(), rounded,
                                     [](const BinEntry& entry, Bytes size) { return entry.size < size; });
-  if (fit != entries.end()) return fit->chunk;
+  if (fit != entries.end()) return Fit{bin, static_cast<std::size_t>(fit - entries.begin())};
   // Every chunk in a higher bin is larger: the first of the next non-empty bin is it.
   const std::uint32_t higher = nonempty_bins_ & ~((std::uint32_t{2} << bin) - 1);
-  if (higher == 0) return kNone;
-  return bins_[static_cast<std::size_t>(std::countr_zero(higher))].front().chunk;
+  if (higher == 0) return std::nullopt;
+  return Fit{static_cast<std::size_t>(std::countr_zero(higher)), 0};
 }
 
-void BfcPolicy::use_chunk(std::uint32_t chunk, Bytes rounded, const Request& request) {
-  remove_from_bin(chunk);
+std::uint32_t BfcPolicy::use_chunk(Fit fit, Bytes rounded, const Request& request) {
+  auto& entries = bins_[fit.bin];
+  const std::uint32_t chunk = entries[fit.index].chunk;
+  entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(fit.index));
+  if (entries.empty()) nonempty_bins_ &= ~(std::uint32_t{1} << fit.bin);
   const Bytes size = chunks_[chunk].size;
   if (size >= 2 * rounded || size - rounded >= max_internal_fragmentation_) {
     const Chunk& whole = chunks_[chunk];
@@ -137,6 +138,11 @@ void BfcPolicy::use_chunk(std::uint32_t chunk, Bytes rounded, const Request& req
   bytes_in_use_ += used.size;
   peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
   largest_alloc_size_ = std::max(largest_alloc_size_, used.size);
+  return chunk;
+}
+
+void BfcPolicy::expect_allocations(std::size_t allocations) {
+  if (allocations > chunk_of_.size()) chunk_of_.resize(allocations, kNone);
 }
 
 void BfcPolicy::deallocate(const Block& block, Nanos) {

@@ -73,6 +73,7 @@ class BfcPolicy final : public Policy {
   std::vector<PolicyStat> extra_stats() const override;
   std::string hang_reason() const override { return hang_; }
   std::string describe_state() const override;
+  void expect_allocations(std::size_t allocations) override;
 
  private:
   enum class Version : std::uint8_t { v2023, v2024_02, v2025_10 };
@@ -99,8 +100,12 @@ class BfcPolicy final : public Policy {
     std::uint32_t chunk;
   };
 
-  std::uint32_t find_chunk(Bytes rounded) const;
-  void use_chunk(std::uint32_t chunk, Bytes rounded, const Request& request);
+  struct Fit {
+    std::size_t bin;
+    std::size_t index;  // in bins_[bin]
+  };
+  std::optional<Fit> find_chunk(Bytes rounded) const;
+  std::uint32_t use_chunk(Fit fit, Bytes rounded, const Request& request);  // returns the chunk
   bool extend(Bytes rounded);
   bool deallocate_free_regions(Bytes rounded);
   void free_regions_wholly_free();

@@ -49,6 +49,7 @@ class Replay {
       if (!spec.trace) throw Error("tenant without a trace");
       TenantRun& run = tenants_.emplace_back(spec, device_, peak_used_);
       run.policy = make_policy(spec.policy, run.device);
+      run.policy->expect_allocations(spec.trace->allocations());
       run.result.index = tenants_.size() - 1;
       run.result.workload = spec.trace->info.name;
       run.result.policy = spec.policy;

@@ -62,6 +62,9 @@ class Policy {
   virtual PolicyStats stats() const = 0;
   virtual void release_cached() {}  // torch.cuda.empty_cache(): return wholly free segments
   virtual void check() const {}
+  // A hint before replay: ids will run 0..allocations-1, so state indexed by id can be
+  // sized once instead of growing (and briefly doubling) on the way.
+  virtual void expect_allocations(std::size_t) {}
   virtual std::vector<PolicyStat> extra_stats() const { return {}; }
   // Non-empty once the real allocator would never have returned from the last request
   // (an endless loop in its code): the engine stops the tenant there and reports why.
