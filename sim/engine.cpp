@@ -69,6 +69,9 @@ class Replay {
       if (run.policy) finish(run);
     }
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_start;
+    for (TenantRun& run : tenants_) {
+      if (run.result.peak_allocated > 0) run.result.at_peak = live_breakdown(run.trace, run.result.peak_event);
+    }
     if (scenario_.check && device_.used() != baseline_used_) {
       throw Error("check: " + format_bytes(device_.used() - baseline_used_) +
                   " still held on the device after every policy was destroyed");
@@ -162,6 +165,7 @@ class Replay {
     result.peak_requested = std::max(result.peak_requested, run.requested);
     if (run.allocated > result.peak_allocated) {
       result.peak_allocated = run.allocated;
+      result.peak_event = index;
       result.reserved_at_peak = run.device.reserved();
       result.largest_free_at_peak = run.policy->stats().largest_free;
     }

@@ -12,6 +12,11 @@ using T = const TenantResult&;
 
 MetricValue oom_kind_count(T t, OomKind kind) { return t.ooms_by_kind[static_cast<std::size_t>(kind)]; }
 
+template <Tag tag>
+MetricValue peak_tag_bytes(R, T t) {
+  return t.at_peak.by_tag[static_cast<std::size_t>(tag)];
+}
+
 const std::array kMetrics{
     Metric{"workload", Unit::text, "the workload spec or trace file", [](R, T t) -> MetricValue { return t.workload; }},
     Metric{"policy", Unit::text, "the policy spec", [](R, T t) -> MetricValue { return t.policy; }},
@@ -85,6 +90,15 @@ const std::array kMetrics{
            }, false},
     Metric{"allocator_hang_reason", Unit::text, "why it would loop", [](R, T t) -> MetricValue { return t.hang_reason; },
            false},
+    Metric{"peak_weight_bytes", Unit::bytes, "requested bytes alive at the peak, tagged weight",
+           peak_tag_bytes<Tag::weight>, false},
+    Metric{"peak_activation_bytes", Unit::bytes, "... tagged activation", peak_tag_bytes<Tag::activation>, false},
+    Metric{"peak_gradient_bytes", Unit::bytes, "... tagged gradient", peak_tag_bytes<Tag::gradient>, false},
+    Metric{"peak_optimizer_bytes", Unit::bytes, "... tagged optimizer", peak_tag_bytes<Tag::optimizer>, false},
+    Metric{"peak_workspace_bytes", Unit::bytes, "... tagged workspace", peak_tag_bytes<Tag::workspace>, false},
+    Metric{"peak_input_bytes", Unit::bytes, "... tagged input", peak_tag_bytes<Tag::input>, false},
+    Metric{"peak_temp_bytes", Unit::bytes, "... tagged temp", peak_tag_bytes<Tag::temp>, false},
+    Metric{"peak_other_bytes", Unit::bytes, "... tagged other", peak_tag_bytes<Tag::other>, false},
     Metric{"end_time_ns", Unit::nanos, "simulated time of the tenant's last event, allocator delays included",
            [](R, T t) -> MetricValue { return t.end_time; }},
 };

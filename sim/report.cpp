@@ -50,6 +50,23 @@ nlohmann::json to_json(const MetricValue& value) {
 
 }  // namespace
 
+std::string describe_breakdown(const Breakdown& breakdown) {
+  std::vector<std::pair<Bytes, Tag>> tags;
+  for (int tag = 0; tag < kTagCount; ++tag) {
+    if (breakdown.by_tag[tag] > 0) tags.emplace_back(breakdown.by_tag[tag], static_cast<Tag>(tag));
+  }
+  if (tags.empty() || (tags.size() == 1 && tags[0].second == Tag::other && breakdown.top_layers.empty())) return {};
+  std::stable_sort(tags.begin(), tags.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [bytes, tag] : tags) out += (out.empty() ? "" : ", ") + std::string(name_of(tag)) + " " + format_bytes(bytes);
+  if (!breakdown.top_layers.empty()) {
+    out += "; top layers:";
+    for (const auto& [layer, bytes] : breakdown.top_layers) out += " " + layer + " " + format_bytes(bytes) + ",";
+    out.pop_back();
+  }
+  return out;
+}
+
 std::string describe_oom(const OomRecord& oom) {
   const OomContext& c = oom.context;
   const Bytes pool_free = c.policy.reserved - c.policy.allocated;
@@ -106,6 +123,11 @@ void write_table(std::ostream& out, const RunResult& run) {
       line += column == 0 ? row[column] + std::string(pad, ' ') : "  " + std::string(pad, ' ') + row[column];
     }
     out << line << '\n';
+  }
+  for (const TenantResult& tenant : run.tenants) {
+    if (const std::string breakdown = describe_breakdown(tenant.at_peak); !breakdown.empty()) {
+      out << "tenant " << tenant.index << " at its peak (event " << tenant.peak_event << "): " << breakdown << '\n';
+    }
   }
   for (const TenantResult& tenant : run.tenants) {
     if (const OomRecord* oom = tenant.first_oom()) {

@@ -15,6 +15,10 @@ void write_table(std::ostream& out, const RunResult& run);
 void write_csv(std::ostream& out, std::span<const RunResult> runs);
 void write_json(std::ostream& out, const RunResult& run);
 
+// "activation 2.50 GiB, weight 97.5 MiB; top layers: conv1 392 MiB, ..." (empty when the
+// trace has neither tags nor layers to tell).
+std::string describe_breakdown(const Breakdown& breakdown);
+
 // One line per OOM worth telling a person: where, how much, and why.
 std::string describe_oom(const OomRecord& oom);
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/breakdown.hpp"
 #include "sim/oom.hpp"
 #include "sim/sim_device.hpp"
 
@@ -32,8 +33,10 @@ struct TenantResult {
   Bytes peak_allocated = 0;
   Bytes peak_reserved = 0;
   // The moment allocated bytes peaked: how much of what the policy held was wasted.
+  std::size_t peak_event = 0;
   Bytes reserved_at_peak = 0;
   Bytes largest_free_at_peak = 0;
+  Breakdown at_peak;  // what was alive then, by tag and layer
   std::uint64_t device_mallocs = 0;
   std::uint64_t device_frees = 0;
   std::uint64_t device_failed_mallocs = 0;

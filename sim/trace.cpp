@@ -40,6 +40,16 @@ AllocId TraceBuilder::alloc(Nanos time, Bytes bytes, Stream stream, Tag tag) {
   return id;
 }
 
+AllocId TraceBuilder::alloc(Nanos time, Bytes bytes, Stream stream, Tag tag, std::string_view layer_name) {
+  const AllocId id = alloc(time, bytes, stream, tag);
+  const auto [slot, added] = layer_index_.try_emplace(std::string(layer_name),
+                                                      static_cast<std::uint32_t>(trace_.layer_names.size()));
+  if (added) trace_.layer_names.emplace_back(layer_name);
+  trace_.layer.resize(trace_.requested.size(), 0);  // allocations before the first named one get layer 0
+  trace_.layer.back() = slot->second;
+  return id;
+}
+
 void TraceBuilder::free(Nanos time, AllocId id) {
   check_time(time);
   const auto index = index_of(id);
@@ -66,6 +76,7 @@ bool TraceBuilder::is_live(AllocId id) const {
 
 Trace TraceBuilder::finish() && {
   if (trace_.events.empty()) throw Error("empty trace: no events");
+  if (!trace_.layer.empty()) trace_.layer.resize(trace_.requested.size(), 0);
   return std::move(trace_);
 }
 

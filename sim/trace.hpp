@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/types.hpp"
@@ -23,6 +25,8 @@ class Trace {
  public:
   std::vector<Event> events;
   std::vector<Bytes> requested;  // by AllocId: the bytes the program asked for
+  std::vector<std::uint32_t> layer;  // by AllocId, into layer_names; empty when the source has none
+  std::vector<std::string> layer_names;
   TraceInfo info;
   Bytes live_lower_bound = 0;    // max over time of the requested bytes alive
 
@@ -41,6 +45,8 @@ class TraceBuilder {
   void reserve(std::size_t events);
 
   AllocId alloc(Nanos time, Bytes bytes, Stream stream = 0, Tag tag = Tag::other);
+  // The same, made by a named layer; the first call makes the trace keep layers for all.
+  AllocId alloc(Nanos time, Bytes bytes, Stream stream, Tag tag, std::string_view layer_name);
   void free(Nanos time, AllocId id);
   void release(Nanos time);
 
@@ -60,6 +66,7 @@ class TraceBuilder {
 
   Trace trace_;
   std::vector<Allocation> allocations_;  // by AllocId, while building only
+  std::unordered_map<std::string, std::uint32_t> layer_index_;
   Bytes live_bytes_ = 0;
 };
 

@@ -5,6 +5,7 @@
 
 #include "sim/error.hpp"
 #include "workloads/csv_trace.hpp"
+#include "workloads/model/model_spec.hpp"
 #include "workloads/random_trace.hpp"
 
 namespace allocsim {
@@ -29,12 +30,16 @@ std::span<const WorkloadInfo> all_workloads() { return kWorkloads; }
 
 Trace load_workload(std::string_view spec_text) {
   if (names_a_file(spec_text)) return read_csv_trace_file(std::string(spec_text));
+  if (const auto model = parse_model_spec(spec_text)) {
+    return lower_model(model->model->build(), model->options, std::string(spec_text));
+  }
   const Spec spec = parse_spec(spec_text);
   for (const WorkloadInfo& info : kWorkloads) {
     if (info.name == spec.name) return info.make(Params(spec, info.params, "workload " + spec.name), spec_text);
   }
   std::string valid;
   for (const WorkloadInfo& info : kWorkloads) valid += (valid.empty() ? "" : ", ") + std::string(info.name);
+  for (const ZooModel& model : zoo()) valid += ", " + std::string(model.name) + "_bN...";
   throw Error("unknown workload '" + spec.name + "'; valid workloads: " + valid + ", or a path to a .csv trace");
 }
 

@@ -16,6 +16,8 @@
 #include "sim/report.hpp"
 #include "sim/timeline.hpp"
 #include "workloads/catalogue.hpp"
+#include "workloads/csv_trace.hpp"
+#include "workloads/model/model_spec.hpp"
 
 namespace allocsim {
 namespace {
@@ -52,6 +54,8 @@ struct RunOptions {
   std::string csv;
   std::string json;
   std::string timeline;
+  std::string save_trace;
+  std::int64_t batch = 0;
   bool check = false;
 };
 
@@ -78,6 +82,9 @@ po::options_description run_options(RunOptions& options) {
       ("json", po::value(&options.json)->value_name("FILE"), "the results and every OOM as JSON")
       ("timeline", po::value(&options.timeline)->value_name("FILE"),
        "allocated and reserved bytes over simulated time, as CSV")
+      ("batch,b", po::value(&options.batch)->value_name("N"), "the batch of every model workload (as its _bN token)")
+      ("save-trace", po::value(&options.save_trace)->value_name("FILE"),
+       "write the workload's trace as CSV (one tenant), e.g. to see what a model step allocates")
       ("check", po::bool_switch(&options.check), "check every invariant after every event (slow)");
   return description;
 }
@@ -130,13 +137,21 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   scenario.on_oom = options.on_oom == "stop" ? OnOom::stop : OnOom::skip;
   scenario.check = options.check;
   std::map<std::string, std::shared_ptr<const Trace>> traces;  // a workload named twice loads once
-  for (const auto& [workload, policy] : tenant_specs(options)) {
+  for (auto [workload, policy] : tenant_specs(options)) {
     find_policy(parse_spec(policy).name);  // a bad policy fails before a long trace load
+    if (options.batch != 0) {
+      if (options.batch < 0 || !parse_model_spec(workload)) throw Error("--batch needs a positive batch and a model workload");
+      workload += "_b" + std::to_string(options.batch);  // the last token wins
+    }
     auto& trace = traces[workload];
     if (!trace) trace = std::make_shared<const Trace>(load_workload(workload));
     scenario.tenants.push_back(TenantSpec{trace, policy, 0});
   }
 
+  if (!options.save_trace.empty()) {
+    if (scenario.tenants.size() != 1) throw Error("--save-trace writes one tenant's trace; this run has several");
+    write_csv_trace_file(*scenario.tenants.front().trace, options.save_trace);
+  }
   std::optional<Timeline> timeline;
   std::vector<Observer*> observers;
   if (!options.timeline.empty()) observers.push_back(&timeline.emplace());
@@ -176,6 +191,13 @@ int workloads_command(std::ostream& out) {
     out << "\n  " << info.name << ": " << info.summary << "\n    example: " << info.example << "\n    options:\n";
     list_params(out, info.params);
   }
+  out << "\n  models, as MODEL[_token...] (e.g. resnet50_b64, resnet50_b256_amp_adam, seed_cnn_dw_b8_infer):\n";
+  for (const ZooModel& model : zoo()) {
+    const Model built = model.build();
+    out << "    " << model.name << ": " << model.summary << ", " << built.parameter_count() << " parameters in "
+        << built.parameter_tensors() << " tensors\n";
+  }
+  out << "    tokens: " << model_spec_tokens() << "\n";
   out << "\n  a trace file: any path with a '/' or ending in .csv\n"
          "    header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, free or release;\n"
          "    a free may leave bytes empty; ids are any text and may be reused after their free; '#' starts a comment\n";

@@ -1,0 +1,35 @@
+#include "sim/breakdown.hpp"
+
+#include <algorithm>
+
+namespace allocsim {
+
+Breakdown live_breakdown(const Trace& trace, std::size_t event, std::size_t top) {
+  Breakdown result;
+  result.event = event;
+  const bool layered = !trace.layer.empty();
+  std::vector<Bytes> by_layer(layered ? trace.layer_names.size() : 0, 0);
+  const std::size_t end = std::min(event + 1, trace.events.size());
+  for (std::size_t i = 0; i < end; ++i) {
+    const Event& e = trace.events[i];
+    if (e.op == Op::release) continue;
+    const Bytes bytes = trace.bytes_of(e.id);
+    const auto tag = static_cast<std::size_t>(e.tag);
+    if (e.op == Op::alloc) {
+      result.by_tag[tag] += bytes;
+      if (layered) by_layer[trace.layer[index_of(e.id)]] += bytes;
+    } else {
+      result.by_tag[tag] -= bytes;
+      if (layered) by_layer[trace.layer[index_of(e.id)]] -= bytes;
+    }
+  }
+  for (std::size_t layer = 0; layer < by_layer.size(); ++layer) {
+    if (by_layer[layer] > 0) result.top_layers.emplace_back(trace.layer_names[layer], by_layer[layer]);
+  }
+  std::stable_sort(result.top_layers.begin(), result.top_layers.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (result.top_layers.size() > top) result.top_layers.resize(top);
+  return result;
+}
+
+}  // namespace allocsim

@@ -1,0 +1,23 @@
+// What was alive at one moment of a trace, by tag and by layer: the memory breakdown a
+// profiler shows at the peak. Computed from the trace alone, after the replay.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/trace.hpp"
+
+namespace allocsim {
+
+struct Breakdown {
+  std::size_t event = 0;                           // just after this event
+  std::array<Bytes, kTagCount> by_tag{};           // requested bytes alive, by tag
+  std::vector<std::pair<std::string, Bytes>> top_layers;  // the largest first; empty without layers
+};
+
+Breakdown live_breakdown(const Trace& trace, std::size_t event, std::size_t top = 5);
+
+}  // namespace allocsim

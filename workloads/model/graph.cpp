@@ -1,0 +1,119 @@
+#include "workloads/model/graph.hpp"
+
+#include <functional>
+#include <numeric>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+
+std::int64_t ModelOp::elements() const {
+  return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+}
+
+std::int64_t Model::parameter_count() const {
+  std::int64_t total = 0;
+  for (const Node node : boost::make_iterator_range(boost::vertices(graph))) {
+    for (const std::int64_t params : graph[node].params) total += params;
+  }
+  return total;
+}
+
+std::size_t Model::parameter_tensors() const {
+  std::size_t total = 0;
+  for (const Node node : boost::make_iterator_range(boost::vertices(graph))) total += graph[node].params.size();
+  return total;
+}
+
+namespace {
+
+ModelOp make_op(std::string name, OpKind kind, std::vector<std::int64_t> shape, bool in_place = false) {
+  ModelOp op;
+  op.name = std::move(name);
+  op.kind = kind;
+  op.shape = std::move(shape);
+  op.in_place = in_place;
+  return op;
+}
+
+ModelOp with_params(ModelOp op, std::vector<std::int64_t> params) {
+  op.params = std::move(params);
+  return op;
+}
+
+}  // namespace
+
+ModelBuilder::ModelBuilder(std::string model_name) { model_.name = std::move(model_name); }
+
+Node ModelBuilder::add_op(ModelOp new_op, std::initializer_list<Node> inputs) {
+  const Node node = boost::add_vertex(std::move(new_op), model_.graph);
+  for (const Node input : inputs) boost::add_edge(input, node, model_.graph);
+  return node;
+}
+
+Node ModelBuilder::input(std::vector<std::int64_t> shape) {
+  return add_op(make_op("input", OpKind::input, std::move(shape)), {});
+}
+
+Node ModelBuilder::conv(Node x, std::string name, std::int64_t out_channels, std::int64_t kernel, std::int64_t stride,
+                        std::int64_t padding, bool bias, std::int64_t groups) {
+  const auto& in = op(x).shape;
+  if (in.size() != 3 || in[0] % groups != 0) throw Error("model " + model_.name + ": bad input to " + name);
+  const auto out_size = [&](std::int64_t size) { return (size + 2 * padding - kernel) / stride + 1; };
+  ModelOp conv_op = make_op(std::move(name), OpKind::conv, {out_channels, out_size(in[1]), out_size(in[2])});
+  conv_op.params.push_back(out_channels * (in[0] / groups) * kernel * kernel);
+  if (bias) conv_op.params.push_back(out_channels);
+  conv_op.kernel = kernel;
+  return add_op(std::move(conv_op), {x});
+}
+
+Node ModelBuilder::batchnorm(Node x, std::string name) {
+  const std::int64_t channels = op(x).channels();
+  return add_op(with_params(make_op(std::move(name), OpKind::batchnorm, op(x).shape), {channels, channels}),
+                {x});
+}
+
+Node ModelBuilder::relu(Node x, std::string name) {
+  return add_op(make_op(std::move(name), OpKind::relu, op(x).shape, true), {x});
+}
+
+Node ModelBuilder::maxpool(Node x, std::string name, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
+  const auto& in = op(x).shape;
+  const auto out_size = [&](std::int64_t size) { return (size + 2 * padding - kernel) / stride + 1; };
+  return add_op(make_op(std::move(name), OpKind::maxpool, {in[0], out_size(in[1]), out_size(in[2])}),
+                {x});
+}
+
+Node ModelBuilder::avgpool(Node x, std::string name, std::int64_t out_size) {
+  return add_op(make_op(std::move(name), OpKind::avgpool, {op(x).channels(), out_size, out_size}),
+                {x});
+}
+
+Node ModelBuilder::dropout(Node x, std::string name) {
+  return add_op(make_op(std::move(name), OpKind::dropout, op(x).shape), {x});
+}
+
+Node ModelBuilder::flatten(Node x, std::string name) {
+  return add_op(make_op(std::move(name), OpKind::flatten, {op(x).elements()}, true), {x});
+}
+
+Node ModelBuilder::linear(Node x, std::string name, std::int64_t out_features, bool bias) {
+  ModelOp linear_op = make_op(std::move(name), OpKind::linear, {out_features});
+  linear_op.params.push_back(out_features * op(x).elements());
+  if (bias) linear_op.params.push_back(out_features);
+  return add_op(std::move(linear_op), {x});
+}
+
+Node ModelBuilder::add(Node x, Node other, std::string name, bool in_place) {
+  if (op(x).shape != op(other).shape) throw Error("model " + model_.name + ": shapes differ at " + name);
+  return add_op(make_op(std::move(name), OpKind::add, op(x).shape, in_place),
+                {x, other});
+}
+
+Node ModelBuilder::loss(Node logits, std::string name) {
+  return add_op(make_op(std::move(name), OpKind::loss, {1}), {logits});
+}
+
+Model ModelBuilder::finish() && { return std::move(model_); }
+
+}  // namespace allocsim

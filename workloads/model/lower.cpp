@@ -1,0 +1,509 @@
+#include "workloads/model/lower.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+namespace {
+
+constexpr Nanos kEventGap = 1000;  // a nominal microsecond between requests
+constexpr Bytes kMaxWorkspace = 128_MiB;
+constexpr int kNone = -1;
+
+// A storage: one allocation that one or more ops' outputs live in (in-place ops and views
+// share their input's). It is freed once no forward op will read it and every op that
+// saved it for backward has run its backward.
+struct Storage {
+  AllocId id{};
+  int forward_uses = 0;
+  int savers = 0;
+  bool live = false;
+  bool pinned = false;  // the input batch: freed when the next batch replaces it
+};
+
+// A gradient tensor, shared by reference where autograd passes one tensor on unchanged.
+struct Grad {
+  AllocId id{};
+  int references = 0;
+};
+
+class Lowering {
+ public:
+  Lowering(const Model& model, const LoweringOptions& options, std::string name)
+      : model_(model), graph_(model.graph), options_(options), builder_(TraceInfo{std::move(name), "model"}) {
+    if (options.batch < 1 || options.accumulation < 1 || options.steps < 1) {
+      throw Error("workload " + model.name + ": batch, accumulation and steps must be at least 1");
+    }
+    activation_bytes_ = options.precision == Precision::fp32 ? 4 : 2;
+    const std::size_t ops = boost::num_vertices(graph_);
+    storage_of_.assign(ops, kNone);
+    grad_of_.assign(ops, kNone);
+    cast_of_.assign(ops, {});
+  }
+
+  Trace run() && {
+    allocate_weights();
+    for (int step = 0; step < options_.steps; ++step) {
+      for (int micro = 0; micro < options_.accumulation; ++micro) {
+        new_batch();
+        if (options_.training && micro == 0) zero_grad();
+        forward();
+        if (options_.training) backward();
+      }
+      if (options_.training) optimizer_step(step);
+    }
+    return std::move(builder_).finish();
+  }
+
+ private:
+  using Edge = ModelGraph::edge_descriptor;
+
+  const ModelOp& op(Node node) const { return graph_[node]; }
+  Bytes batch_bytes(std::int64_t per_sample, Bytes element) const {
+    return static_cast<Bytes>(per_sample) * static_cast<Bytes>(options_.batch) * element;
+  }
+  std::vector<Node> inputs_of(Node node) const {
+    std::vector<Node> inputs;
+    for (const Edge edge : boost::make_iterator_range(boost::in_edges(node, graph_))) {
+      inputs.push_back(boost::source(edge, graph_));
+    }
+    return inputs;
+  }
+
+  AllocId alloc(Bytes bytes, Tag tag, const std::string& layer) {
+    return builder_.alloc(tick(), bytes, 0, tag, layer);
+  }
+  void free(AllocId id) { builder_.free(tick(), id); }
+  Nanos tick() { return time_ += kEventGap; }
+
+  // ---- persistent state -------------------------------------------------------------
+  void allocate_weights() {
+    for (const Node node : boost::make_iterator_range(boost::vertices(graph_))) {
+      for (const std::int64_t elements : op(node).params) {
+        weights_.push_back({node, alloc(static_cast<Bytes>(elements) * 4, Tag::weight, op(node).name)});
+      }
+      if (op(node).kind == OpKind::batchnorm) {  // running_mean, running_var, num_batches_tracked
+        const Bytes channels = static_cast<Bytes>(op(node).channels());
+        alloc(channels * 4, Tag::weight, op(node).name);
+        alloc(channels * 4, Tag::weight, op(node).name);
+        alloc(8, Tag::weight, op(node).name);
+      }
+    }
+    grads_.assign(weights_.size(), std::nullopt);
+  }
+
+  void new_batch() {
+    // The loader's next batch arrives before the old one is released (rebinding x, y).
+    const Node input = *boost::vertices(graph_).first;
+    const AllocId images = alloc(batch_bytes(op(input).elements(), 4), Tag::input, "input");
+    const AllocId labels = alloc(batch_bytes(1, 8), Tag::input, "labels");
+    if (batch_) {
+      free(batch_->first);
+      free(batch_->second);
+    }
+    batch_ = {images, labels};
+  }
+
+  void zero_grad() {
+    if (!options_.set_to_none) return;
+    for (auto& grad : grads_) {
+      if (grad) free(*grad);
+      grad.reset();
+    }
+  }
+
+  // ---- forward ----------------------------------------------------------------------
+  int new_storage(Node node, Bytes bytes, Tag tag = Tag::activation) {
+    storages_.push_back(Storage{alloc(bytes, tag, op(node).name), 0, 0, true, false});
+    return static_cast<int>(storages_.size() - 1);
+  }
+
+  void save(int storage) {
+    if (options_.training) ++storages_[storage].savers;
+  }
+
+  void release_if_dead(int storage) {
+    Storage& s = storages_[storage];
+    if (s.live && !s.pinned && s.forward_uses == 0 && s.savers == 0) {
+      free(s.id);
+      s.live = false;
+    }
+  }
+
+  void unsave(int storage) {
+    --storages_[storage].savers;
+    release_if_dead(storage);
+  }
+
+  // Under autocast, conv and linear cast their fp32 weights to half precision on first
+  // use; the casts they save for backward stay alive until that backward has run.
+  void cast_weights(Node node) {
+    if (options_.precision == Precision::fp32) return;
+    for (const std::int64_t elements : op(node).params) {
+      const AllocId cast = alloc(static_cast<Bytes>(elements) * 2, Tag::weight, op(node).name);
+      if (options_.training) {
+        cast_of_[node].push_back(cast);
+      } else {
+        free(cast);
+      }
+    }
+  }
+
+  void workspace(Node node, Bytes input_bytes, Bytes output_bytes, ConvPass pass) {
+    if (!options_.workspace) return;
+    const Bytes bytes = conv_workspace_bytes(op(node), input_bytes, output_bytes, pass);
+    if (bytes == 0) return;
+    free(alloc(bytes, Tag::workspace, op(node).name));
+  }
+
+  void forward() {
+    const bool training = options_.training;
+    for (const Node node : boost::make_iterator_range(boost::vertices(graph_))) {
+      const ModelOp& o = op(node);
+      const std::vector<Node> inputs = inputs_of(node);
+      const Bytes out_bytes = batch_bytes(o.elements(), activation_bytes_);
+      int out = kNone;
+      switch (o.kind) {
+        case OpKind::input: {
+          storages_.push_back(Storage{batch_->first, 0, 0, true, true});
+          out = static_cast<int>(storages_.size() - 1);
+          break;
+        }
+        case OpKind::conv: {
+          cast_weights(node);
+          int in = storage_of_[inputs[0]];
+          if (op(inputs[0]).kind == OpKind::input && options_.precision != Precision::fp32) {
+            in = new_storage(node, batch_bytes(op(inputs[0]).elements(), 2));  // the image, cast to half
+            ++storages_[in].forward_uses;
+            casted_input_ = in;
+          }
+          workspace(node, batch_bytes(op(inputs[0]).elements(), activation_bytes_), out_bytes, ConvPass::forward);
+          out = new_storage(node, out_bytes);
+          save(in);
+          if (in != storage_of_[inputs[0]]) --storages_[in].forward_uses;
+          saved_[node] = {in};
+          break;
+        }
+        case OpKind::batchnorm: {
+          out = new_storage(node, out_bytes);
+          if (training) {  // save_mean and save_invstd, per channel, in fp32
+            const Bytes channels = static_cast<Bytes>(o.channels());
+            extras_[node] = {alloc(channels * 4, Tag::activation, o.name), alloc(channels * 4, Tag::activation, o.name)};
+          }
+          save(storage_of_[inputs[0]]);
+          saved_[node] = {storage_of_[inputs[0]]};
+          break;
+        }
+        case OpKind::relu:
+        case OpKind::flatten:
+          out = storage_of_[inputs[0]];
+          if (o.kind == OpKind::relu) {
+            save(out);  // threshold_backward needs the result
+            saved_[node] = {out};
+          }
+          break;
+        case OpKind::add:
+          if (o.in_place) {
+            out = storage_of_[inputs[0]];
+          } else {
+            out = new_storage(node, out_bytes);
+          }
+          break;
+        case OpKind::maxpool: {
+          out = new_storage(node, out_bytes);
+          if (training) extras_[node] = {alloc(batch_bytes(o.elements(), 8), Tag::activation, o.name)};  // indices
+          save(storage_of_[inputs[0]]);
+          saved_[node] = {storage_of_[inputs[0]]};
+          break;
+        }
+        case OpKind::avgpool:
+          out = new_storage(node, out_bytes);
+          break;
+        case OpKind::dropout:
+          if (!training) {
+            out = storage_of_[inputs[0]];  // identity in eval
+            break;
+          }
+          out = new_storage(node, out_bytes);
+          extras_[node] = {alloc(batch_bytes(o.elements(), 1), Tag::activation, o.name)};  // the mask
+          break;
+        case OpKind::linear: {
+          cast_weights(node);
+          out = new_storage(node, out_bytes);
+          save(storage_of_[inputs[0]]);
+          saved_[node] = {storage_of_[inputs[0]]};
+          break;
+        }
+        case OpKind::loss: {
+          if (!training) break;  // inference has no loss
+          // log_softmax runs in fp32 under autocast; nll_loss gives a scalar and total_weight.
+          const Bytes logits = batch_bytes(op(inputs[0]).elements(), 4);
+          int source = storage_of_[inputs[0]];
+          if (options_.precision != Precision::fp32) {
+            source = new_storage(node, logits);
+            ++storages_[source].forward_uses;
+          }
+          out = new_storage(node, logits);  // log_softmax output, saved
+          save(out);
+          saved_[node] = {out};
+          if (source != storage_of_[inputs[0]]) {
+            --storages_[source].forward_uses;
+            release_if_dead(source);
+          }
+          extras_[node] = {alloc(4, Tag::temp, o.name), alloc(4, Tag::temp, o.name)};  // loss, total_weight
+          break;
+        }
+      }
+      storage_of_[node] = out;
+      if (out != kNone) storages_[out].forward_uses += static_cast<int>(boost::out_degree(node, graph_));
+      for (const Node input : inputs) {
+        const int storage = storage_of_[input];
+        if (storage == kNone) continue;
+        --storages_[storage].forward_uses;
+        release_if_dead(storage);
+      }
+      if (out != kNone) release_if_dead(out);
+    }
+  }
+
+  // ---- backward ---------------------------------------------------------------------
+  int new_grad(Node node, Bytes bytes) {
+    grad_pool_.push_back(Grad{alloc(bytes, Tag::gradient, op(node).name), 1});
+    return static_cast<int>(grad_pool_.size() - 1);
+  }
+
+  void drop(int grad) {
+    if (--grad_pool_[grad].references == 0) free(grad_pool_[grad].id);
+  }
+
+  // A gradient arriving for `node`'s output: the first is kept; a second is summed into a
+  // new tensor and both operands dropped (autograd's out-of-place accumulation).
+  void contribute(Node node, int grad) {
+    if (op(node).kind == OpKind::input) {
+      drop(grad);
+      return;
+    }
+    int& slot = grad_of_[node];
+    if (slot == kNone) {
+      slot = grad;
+      return;
+    }
+    const int sum = new_grad(node, batch_bytes(op(node).elements(), activation_bytes_));
+    drop(slot);
+    drop(grad);
+    slot = sum;
+  }
+
+  // AccumulateGrad: the first gradient of a parameter becomes its .grad; later ones are
+  // added in place and freed.
+  void parameter_grads(Node node) {
+    std::size_t index = 0;
+    for (const auto& [owner, weight] : weights_) {
+      if (owner != node) {
+        ++index;
+        continue;
+      }
+      (void)weight;
+      const std::int64_t elements = op(node).params[params_seen_[node]++];
+      AllocId grad{};
+      if (options_.precision != Precision::fp32 && (op(node).kind == OpKind::conv || op(node).kind == OpKind::linear)) {
+        const AllocId half = alloc(static_cast<Bytes>(elements) * 2, Tag::gradient, op(node).name);
+        grad = alloc(static_cast<Bytes>(elements) * 4, Tag::gradient, op(node).name);  // back to the fp32 param
+        free(half);
+      } else {
+        grad = alloc(static_cast<Bytes>(elements) * 4, Tag::gradient, op(node).name);
+      }
+      if (grads_[index]) {
+        free(grad);
+      } else {
+        grads_[index] = grad;
+      }
+      ++index;
+    }
+    params_seen_[node] = 0;
+  }
+
+  void backward() {
+    const auto vertices = boost::vertices(graph_);
+    std::vector<Node> order(vertices.first, vertices.second);
+    std::reverse(order.begin(), order.end());
+    for (const Node node : order) {
+      const ModelOp& o = op(node);
+      if (o.kind == OpKind::input) continue;
+      const std::vector<Node> inputs = inputs_of(node);
+      const Bytes in_bytes = inputs.empty() ? 0 : batch_bytes(op(inputs[0]).elements(), activation_bytes_);
+      int grad_out = grad_of_[node];
+      if (o.kind == OpKind::loss) {
+        const int seed = new_grad(node, 4);  // d loss / d loss = 1
+        const int nll = new_grad(node, batch_bytes(op(inputs[0]).elements(), 4));
+        drop(seed);
+        grad_out = new_grad(node, batch_bytes(op(inputs[0]).elements(), 4));  // log_softmax_backward
+        drop(nll);
+        if (options_.precision != Precision::fp32) {
+          const int half = new_grad(node, in_bytes);
+          drop(grad_out);
+          grad_out = half;
+        }
+        for (const AllocId extra : extras_[node]) free(extra);
+        unsave(saved_[node][0]);
+        contribute(inputs[0], grad_out);
+        continue;
+      }
+      if (grad_out == kNone) throw Error("lowering " + model_.name + ": no gradient reached " + o.name);
+      switch (o.kind) {
+        case OpKind::conv: {
+          const bool needs_input_grad = op(inputs[0]).kind != OpKind::input;
+          const Bytes out_bytes = batch_bytes(o.elements(), activation_bytes_);
+          int grad_in = kNone;
+          if (needs_input_grad) {
+            workspace(node, in_bytes, out_bytes, ConvPass::backward_input);
+            grad_in = new_grad(node, in_bytes);
+          }
+          workspace(node, in_bytes, out_bytes, ConvPass::backward_weight);
+          parameter_grads(node);
+          drop(grad_out);
+          for (const AllocId cast : cast_of_[node]) free(cast);
+          cast_of_[node].clear();
+          unsave(saved_[node][0]);
+          if (needs_input_grad) contribute(inputs[0], grad_in);
+          break;
+        }
+        case OpKind::linear: {
+          const int grad_in = new_grad(node, in_bytes);
+          parameter_grads(node);
+          drop(grad_out);
+          for (const AllocId cast : cast_of_[node]) free(cast);
+          cast_of_[node].clear();
+          unsave(saved_[node][0]);
+          contribute(inputs[0], grad_in);
+          break;
+        }
+        case OpKind::batchnorm: {
+          const int grad_in = new_grad(node, in_bytes);
+          parameter_grads(node);
+          drop(grad_out);
+          for (const AllocId extra : extras_[node]) free(extra);
+          unsave(saved_[node][0]);
+          contribute(inputs[0], grad_in);
+          break;
+        }
+        case OpKind::relu:
+        case OpKind::maxpool:
+        case OpKind::avgpool:
+        case OpKind::dropout: {
+          const int grad_in = new_grad(node, in_bytes);
+          drop(grad_out);
+          for (const AllocId extra : extras_[node]) free(extra);
+          if (!saved_[node].empty()) unsave(saved_[node][0]);
+          contribute(inputs[0], grad_in);
+          break;
+        }
+        case OpKind::flatten:
+          contribute(inputs[0], grad_out);  // a view: the same tensor flows on
+          break;
+        case OpKind::add:
+          ++grad_pool_[grad_out].references;  // both inputs receive the same tensor
+          contribute(inputs[0], grad_out);
+          contribute(inputs[1], grad_out);
+          break;
+        case OpKind::input:
+        case OpKind::loss:
+          break;
+      }
+      extras_[node].clear();
+      saved_[node].clear();
+      grad_of_[node] = kNone;
+    }
+    if (casted_input_ != kNone) casted_input_ = kNone;
+    storages_.clear();
+    grad_pool_.clear();
+  }
+
+  // ---- optimizer --------------------------------------------------------------------
+  void optimizer_step(int step) {
+    std::vector<AllocId> temporaries;
+    const bool amp = options_.precision != Precision::fp32;
+    AllocId found_inf{};
+    if (amp) {
+      if (step == 0) alloc(4, Tag::optimizer, "grad_scaler");  // the scale, kept
+      found_inf = alloc(4, Tag::temp, "grad_scaler");
+    }
+    for (const auto& [node, weight] : weights_) {
+      (void)weight;
+      const Bytes bytes = static_cast<Bytes>(op(node).params[params_seen_[node]++]) * 4;
+      switch (options_.optimizer) {
+        case Optimizer::sgd:
+          break;
+        case Optimizer::momentum:
+          if (step == 0) alloc(bytes, Tag::optimizer, op(node).name);  // momentum_buffer = grad.clone()
+          break;
+        case Optimizer::adam:
+        case Optimizer::adamw:
+          if (step == 0) {  // exp_avg, exp_avg_sq
+            alloc(bytes, Tag::optimizer, op(node).name);
+            alloc(bytes, Tag::optimizer, op(node).name);
+          }
+          if (!options_.fused) temporaries.push_back(alloc(bytes, Tag::temp, op(node).name));  // _foreach_sqrt
+          break;
+      }
+    }
+    for (auto& [node, count] : params_seen_) count = 0;
+    for (const AllocId temporary : temporaries) free(temporary);
+    if (amp) free(found_inf);
+  }
+
+  const Model& model_;
+  const ModelGraph& graph_;
+  LoweringOptions options_;
+  TraceBuilder builder_;
+  Bytes activation_bytes_ = 4;
+  Nanos time_ = 0;
+
+  std::vector<std::pair<Node, AllocId>> weights_;     // every parameter tensor, in order
+  std::vector<std::optional<AllocId>> grads_;         // .grad of each, when it exists
+  std::optional<std::pair<AllocId, AllocId>> batch_;  // images, labels
+  std::vector<Storage> storages_;
+  std::vector<int> storage_of_;                       // by op: the storage its output lives in
+  std::vector<Grad> grad_pool_;
+  std::vector<int> grad_of_;                          // by op: its output's gradient, once complete
+  std::vector<std::vector<AllocId>> cast_of_;         // by op: autocast weight copies it saved
+  std::map<Node, std::vector<int>> saved_;            // storages each op saved for backward
+  std::map<Node, std::vector<AllocId>> extras_;       // tensors an op allocated for its own backward
+  std::map<Node, std::size_t> params_seen_;
+  int casted_input_ = kNone;
+};
+
+}  // namespace
+
+Bytes conv_workspace_bytes(const ModelOp& conv, Bytes input_bytes, Bytes output_bytes, ConvPass pass) {
+  // A model, not a measurement: cuDNN picks algorithms per shape and GPU. Spatial
+  // convolutions get a workspace proportional to the larger of the tensors they read and
+  // write, capped at 128 MiB (the largest seen); 1x1 convolutions get none. The factors
+  // make ResNet-50 at batch 32 sum to the per-step totals of a V100 profile (reference
+  // workloads.md 4.6: 573, 1123 and 911 MiB); how the sum splits over convs is the model's.
+  if (conv.kernel <= 1) return 0;
+  double factor = 0;
+  switch (pass) {
+    case ConvPass::forward:
+      factor = 1.9;
+      break;
+    case ConvPass::backward_input:
+      factor = 5.6;
+      break;
+    case ConvPass::backward_weight:
+      factor = 3.6;
+      break;
+  }
+  const auto bytes = static_cast<Bytes>(factor * static_cast<double>(std::max(input_bytes, output_bytes)));
+  return std::min(align_up(bytes, 256), kMaxWorkspace);
+}
+
+Trace lower_model(const Model& model, const LoweringOptions& options, std::string name) {
+  return Lowering(model, options, std::move(name)).run();
+}
+
+}  // namespace allocsim

@@ -1,0 +1,38 @@
+// Lowering a model to the allocations and frees of training steps, the way PyTorch 2.x
+// eager runs them: weights and buffers first; per step a new batch, zero_grad, forward
+// (each output allocated, freed at its last use unless saved for backward), backward (in
+// reverse, gradients allocated, saved tensors freed after the last node that saved them,
+// weight gradients kept as .grad), then the optimizer's step. Sizes are the tensors'
+// exact bytes; the allocator under test does its own rounding.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/trace.hpp"
+#include "workloads/model/graph.hpp"
+
+namespace allocsim {
+
+enum class Precision : std::uint8_t { fp32, amp, bf16 };  // amp: fp16 activations, fp32 master weights
+enum class Optimizer : std::uint8_t { sgd, momentum, adam, adamw };
+
+struct LoweringOptions {
+  std::int64_t batch = 32;        // per micro-batch
+  Precision precision = Precision::fp32;
+  Optimizer optimizer = Optimizer::momentum;
+  bool fused = false;             // fused optimizer: no foreach temporaries
+  bool set_to_none = true;        // zero_grad(set_to_none=True), PyTorch 2.x's default
+  bool training = true;           // false: forward under no_grad, nothing saved
+  int accumulation = 1;           // micro-batches per optimizer step
+  int steps = 1;
+  bool workspace = true;          // cuDNN convolution workspaces
+};
+
+Trace lower_model(const Model& model, const LoweringOptions& options, std::string name);
+
+// Bytes of one convolution workspace, or 0 (exposed for tests and documentation).
+enum class ConvPass : std::uint8_t { forward, backward_input, backward_weight };
+Bytes conv_workspace_bytes(const ModelOp& conv, Bytes input_bytes, Bytes output_bytes, ConvPass pass);
+
+}  // namespace allocsim
