@@ -179,12 +179,14 @@ class Lowering {
           if (op(inputs[0]).kind == OpKind::input && options_.precision != Precision::fp32) {
             in = new_storage(node, batch_bytes(op(inputs[0]).elements(), 2));  // the image, cast to half
             ++storages_[in].forward_uses;
-            casted_input_ = in;
           }
           workspace(node, batch_bytes(op(inputs[0]).elements(), activation_bytes_), out_bytes, ConvPass::forward);
           out = new_storage(node, out_bytes);
           save(in);
-          if (in != storage_of_[inputs[0]]) --storages_[in].forward_uses;
+          if (in != storage_of_[inputs[0]]) {
+            --storages_[in].forward_uses;
+            release_if_dead(in);  // under no_grad nothing saved the half image
+          }
           saved_[node] = {in};
           break;
         }
@@ -418,7 +420,6 @@ class Lowering {
       saved_[node].clear();
       grad_of_[node] = kNone;
     }
-    if (casted_input_ != kNone) casted_input_ = kNone;
     storages_.clear();
     grad_pool_.clear();
   }
@@ -474,7 +475,6 @@ class Lowering {
   std::map<Node, std::vector<int>> saved_;            // storages each op saved for backward
   std::map<Node, std::vector<AllocId>> extras_;       // tensors an op allocated for its own backward
   std::map<Node, std::size_t> params_seen_;
-  int casted_input_ = kNone;
 };
 
 }  // namespace
