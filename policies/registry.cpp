@@ -5,6 +5,7 @@
 
 #include "policies/bestfit.hpp"
 #include "policies/bfc.hpp"
+#include "policies/caching.hpp"
 #include "policies/direct.hpp"
 #include "sim/error.hpp"
 
@@ -30,6 +31,9 @@ const std::array kPolicies{
     PolicyInfo{"jax-growth", "", "JAX with XLA_PYTHON_CLIENT_PREALLOCATE=false",
                "BFC up to 75% of total memory, growing from 2 MiB, no garbage collection", BfcPolicy::kJaxGrowthParams,
                make<BfcPolicy>},
+    PolicyInfo{"caching", "torch", "PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), native backend",
+               "per-stream best fit in small (2 MiB) and large segments, cached until empty_cache or an OOM",
+               CachingPolicy::kParams, make<CachingPolicy>},
     PolicyInfo{"direct", "platform", "cudaMalloc/cudaFree per request: TensorFlow's cuda_malloc, JAX's platform, "
                "PyTorch with PYTORCH_NO_CUDA_MEMORY_CACHING=1",
                "every request is its own device allocation, rounded to the device granularity",

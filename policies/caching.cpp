@@ -1,0 +1,348 @@
+#include "policies/caching.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <string>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+namespace {
+
+constexpr Bytes kMinBlockSize = 512;
+constexpr Bytes kSmallSize = 1_MiB;
+constexpr Bytes kSmallBuffer = 2_MiB;
+constexpr Bytes kMinLargeAlloc = 10_MiB;
+constexpr Bytes kLargeBuffer = 20_MiB;
+constexpr Bytes kRoundLarge = 2_MiB;
+constexpr Bytes kUnlimited = std::numeric_limits<Bytes>::max();
+
+}  // namespace
+
+Bytes torch_round_size(Bytes size, std::uint64_t divisions) {
+  if (size < kMinBlockSize) return kMinBlockSize;
+  if (divisions > 1 && size > kMinBlockSize * divisions) {
+    if (std::has_single_bit(size)) return size;
+    const Bytes floor_power = std::bit_floor(size);
+    const Bytes step = floor_power >> std::countr_zero(divisions);
+    return step == 0 ? 2 * floor_power : align_up(size, step);
+  }
+  return align_up(size, kMinBlockSize);
+}
+
+Bytes torch_allocation_size(Bytes rounded) {
+  if (rounded <= kSmallSize) return kSmallBuffer;
+  if (rounded < kMinLargeAlloc) return kLargeBuffer;
+  return align_up(rounded, kRoundLarge);
+}
+
+CachingPolicy::CachingPolicy(const Params& params, Device& device) : device_(device) {
+  const auto megabytes_at_least_20 = [&](std::string_view key, Bytes fallback) {
+    if (params.text(key) == "unlimited") return fallback;
+    const Bytes bytes = params.bytes(key);
+    if (bytes < kLargeBuffer) throw Error("policy caching: " + std::string(key) + " must be at least 20 MiB");
+    return bytes;
+  };
+  max_split_size_ = megabytes_at_least_20("max_split_size", kUnlimited);
+  max_non_split_rounding_ = megabytes_at_least_20("max_non_split_rounding", kLargeBuffer);
+  divisions_ = params.count("roundup_power2_divisions");
+  if (divisions_ != 0 && !std::has_single_bit(divisions_)) {
+    throw Error("policy caching: roundup_power2_divisions must be 0 or a power of two");
+  }
+  gc_threshold_ = params.number("gc_threshold");
+  if (gc_threshold_ < 0 || gc_threshold_ >= 1) throw Error("policy caching: gc_threshold must be in [0, 1)");
+  const double fraction = params.number("fraction");
+  if (fraction < 0 || fraction > 1) throw Error("policy caching: fraction must be between 0 and 1");
+  if (fraction > 0) allowed_ = static_cast<Bytes>(fraction * static_cast<double>(device.capacity()));
+}
+
+CachingPolicy::~CachingPolicy() {
+  for (std::uint32_t b = 0; b < blocks_.size(); ++b) {
+    if (blocks_[b].size != 0 && blocks_[b].prev == kNone) {  // the first block of a segment: free all of it
+      Bytes bytes = 0;
+      for (std::uint32_t c = b; c != kNone; c = blocks_[c].next) bytes += blocks_[c].size;
+      device_.free(Segment{blocks_[b].ptr, bytes});
+    }
+  }
+}
+
+void CachingPolicy::expect_allocations(std::size_t allocations) {
+  if (allocations > block_of_.size()) block_of_.resize(allocations, kNone);
+}
+
+CachingPolicy::Key CachingPolicy::key_of(std::uint32_t block) const {
+  const CachedBlock& b = blocks_[block];
+  return Key{b.stream, b.size, b.ptr, block};
+}
+
+void CachingPolicy::cache(std::uint32_t block) {
+  Pool& pool = pool_of(blocks_[block].small);
+  blocks_[block].gc_base = pool.lookups;
+  pool.blocks.insert(key_of(block));
+}
+
+void CachingPolicy::uncache(std::uint32_t block) { pool_of(blocks_[block].small).blocks.erase(key_of(block)); }
+
+std::uint32_t CachingPolicy::new_block(CachedBlock block) {
+  if (spare_blocks_.empty()) {
+    blocks_.push_back(block);
+    return static_cast<std::uint32_t>(blocks_.size() - 1);
+  }
+  const std::uint32_t handle = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  blocks_[handle] = block;
+  return handle;
+}
+
+std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes size) {
+  ++pool.lookups;
+  const auto it = pool.blocks.lower_bound(Key{stream, size, 0, 0});
+  if (it == pool.blocks.end() || it->stream != stream) return kNone;
+  // The max_split_size rules judge only the block found; there is no further search.
+  if (size < max_split_size_ && it->size >= max_split_size_) return kNone;
+  if (size >= max_split_size_ && it->size >= size + max_non_split_rounding_) return kNone;
+  const std::uint32_t block = it->block;
+  pool.blocks.erase(it);
+  return block;
+}
+
+std::uint32_t CachingPolicy::alloc_block(Bytes alloc_size, bool small, Stream stream, bool is_retry) {
+  if (is_retry) ++num_alloc_retries_;
+  if (allowed_ && reserved_ + alloc_size > *allowed_) return kNone;  // no driver call
+  const auto segment = device_.malloc(alloc_size);
+  if (!segment) return kNone;
+  ++num_device_alloc_;
+  reserved_ += alloc_size;
+  ++segments_;
+  note_peaks();
+  return new_block(CachedBlock{segment->addr, alloc_size, 0, kNone, kNone, stream, small, false, 0});
+}
+
+void CachingPolicy::release_block(std::uint32_t block) {
+  uncache(block);
+  device_.free(Segment{blocks_[block].ptr, blocks_[block].size});
+  ++num_device_free_;
+  reserved_ -= blocks_[block].size;
+  --segments_;
+  retire(block);
+}
+
+void CachingPolicy::retire(std::uint32_t block) {
+  blocks_[block].size = 0;  // marks the slot unused
+  spare_blocks_.push_back(block);
+}
+
+bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, Bytes size) {
+  if (max_split_size_ == kUnlimited) return false;
+  const Bytes key_size = std::max(size, max_split_size_);
+  auto it = pool.blocks.lower_bound(Key{stream, key_size, 0, 0});
+  if (it != pool.blocks.end() && it->stream == stream) {
+    release_block(it->block);  // one cached block large enough
+    return true;
+  }
+  // Otherwise free oversize blocks of this stream from the largest down; those freed stay
+  // freed even when they are not enough.
+  std::vector<std::uint32_t> victims;
+  Bytes released = 0;
+  while (released < key_size && it != pool.blocks.begin()) {
+    --it;
+    if (it->stream != stream || it->size < max_split_size_) break;
+    victims.push_back(it->block);
+    released += it->size;
+  }
+  for (const std::uint32_t block : victims) release_block(block);
+  return released >= key_size;
+}
+
+void CachingPolicy::release_cached_blocks() {
+  for (Pool* pool : {&large_, &small_}) {
+    std::vector<std::uint32_t> whole;
+    for (const Key& key : pool->blocks) {
+      if (unsplit(key.block)) whole.push_back(key.block);
+    }
+    for (const std::uint32_t block : whole) release_block(block);
+  }
+}
+
+void CachingPolicy::garbage_collect_cached_blocks() {
+  const auto threshold = static_cast<Bytes>(gc_threshold_ * static_cast<double>(*allowed_));
+  if (reserved_ <= threshold) return;
+  const Bytes target = reserved_ - threshold;
+  std::uint64_t total_age = 0;
+  std::uint64_t count = 0;
+  for (const Key& key : large_.blocks) {
+    if (!unsplit(key.block)) continue;
+    total_age += large_.lookups - blocks_[key.block].gc_base;
+    ++count;
+  }
+  if (count == 0) return;
+  Bytes reclaimed = 0;
+  bool freed = true;
+  while (reclaimed < target && freed && count > 0) {
+    freed = false;
+    const std::uint64_t average = total_age / count;
+    std::vector<std::uint32_t> old;
+    for (const Key& key : large_.blocks) {
+      if (unsplit(key.block) && large_.lookups - blocks_[key.block].gc_base >= average) old.push_back(key.block);
+    }
+    for (const std::uint32_t block : old) {  // the whole pass, even past the target
+      total_age -= large_.lookups - blocks_[block].gc_base;
+      --count;
+      reclaimed += blocks_[block].size;
+      release_block(block);
+      freed = true;
+    }
+  }
+}
+
+std::optional<Block> CachingPolicy::allocate(const Request& request) {
+  const Bytes size = torch_round_size(request.bytes, divisions_);
+  const bool small = size <= kSmallSize;
+  Pool& pool = pool_of(small);
+  const Bytes alloc_size = torch_allocation_size(size);
+  std::uint32_t block = get_free_block(pool, request.stream, size);
+  if (block == kNone) {
+    if (allowed_ && gc_threshold_ > 0) garbage_collect_cached_blocks();
+    block = alloc_block(alloc_size, small, request.stream, false);
+    if (block == kNone && release_available_cached_blocks(pool, request.stream, size)) {
+      block = alloc_block(alloc_size, small, request.stream, false);
+    }
+    if (block == kNone) {
+      release_cached_blocks();
+      block = alloc_block(alloc_size, small, request.stream, true);
+    }
+    if (block == kNone) {
+      ++num_ooms_;
+      return std::nullopt;
+    }
+  }
+  const Bytes rest = blocks_[block].size - size;
+  const bool split = small ? rest >= kMinBlockSize : size < max_split_size_ && rest > kSmallSize;
+  if (split) {
+    const CachedBlock& whole = blocks_[block];
+    const std::uint32_t remainder =
+        new_block(CachedBlock{whole.ptr + size, rest, 0, block, whole.next, whole.stream, small, false, 0});
+    if (blocks_[remainder].next != kNone) blocks_[blocks_[remainder].next].prev = remainder;
+    blocks_[block].next = remainder;
+    blocks_[block].size = size;
+    cache(remainder);
+  }
+  CachedBlock& used = blocks_[block];
+  used.allocated = true;
+  used.requested = request.bytes;
+  const std::size_t id = index_of(request.id);
+  if (id >= block_of_.size()) block_of_.resize(std::max(id + 1, block_of_.size() * 2), kNone);
+  block_of_[id] = block;
+  allocated_ += used.size;
+  requested_ += request.bytes;
+  note_peaks();
+  return Block{used.ptr, used.size, request.bytes, request.id, request.stream};
+}
+
+void CachingPolicy::merge(std::uint32_t left, std::uint32_t right) {
+  blocks_[left].size += blocks_[right].size;
+  blocks_[left].next = blocks_[right].next;
+  if (blocks_[left].next != kNone) blocks_[blocks_[left].next].prev = left;
+  retire(right);
+}
+
+void CachingPolicy::deallocate(const Block& block, Nanos) {
+  const std::size_t id = index_of(block.id);
+  std::uint32_t b = id < block_of_.size() ? block_of_[id] : kNone;
+  if (b == kNone || !blocks_[b].allocated || blocks_[b].ptr != block.addr) {
+    throw Error("caching: free of a block it did not hand out (id " + std::to_string(id) + ")");
+  }
+  block_of_[id] = kNone;
+  blocks_[b].allocated = false;
+  allocated_ -= blocks_[b].size;
+  requested_ -= blocks_[b].requested;
+  // Previous first, then next, as free_block does.
+  if (const std::uint32_t prev = blocks_[b].prev; prev != kNone && !blocks_[prev].allocated) {
+    uncache(prev);
+    merge(prev, b);
+    b = prev;
+  }
+  if (const std::uint32_t next = blocks_[b].next; next != kNone && !blocks_[next].allocated) {
+    uncache(next);
+    merge(b, next);
+  }
+  cache(b);
+}
+
+void CachingPolicy::note_peaks() {
+  peak_allocated_ = std::max(peak_allocated_, allocated_);
+  peak_reserved_ = std::max(peak_reserved_, reserved_);
+  peak_requested_ = std::max(peak_requested_, requested_);
+  peak_segments_ = std::max(peak_segments_, segments_);
+}
+
+PolicyStats CachingPolicy::stats() const {
+  Bytes largest = 0;
+  Bytes releasable = 0;
+  for (const Pool* pool : {&small_, &large_}) {
+    for (const Key& key : pool->blocks) {
+      largest = std::max(largest, key.size);
+      if (unsplit(key.block)) releasable += key.size;
+    }
+  }
+  return PolicyStats{.allocated = allocated_,
+                     .reserved = reserved_,
+                     .largest_free = largest,
+                     .releasable = releasable,
+                     .limit = allowed_.value_or(0)};
+}
+
+std::vector<PolicyStat> CachingPolicy::extra_stats() const {
+  Bytes inactive_split = 0;  // free blocks inside segments that are partly in use
+  for (const Pool* pool : {&small_, &large_}) {
+    for (const Key& key : pool->blocks) {
+      if (!unsplit(key.block)) inactive_split += key.size;
+    }
+  }
+  return {
+      {"allocated_bytes_peak", peak_allocated_, Unit::bytes},  // max_memory_allocated()
+      {"reserved_bytes_peak", peak_reserved_, Unit::bytes},    // max_memory_reserved()
+      {"requested_bytes_peak", peak_requested_, Unit::bytes},
+      {"inactive_split_bytes", inactive_split, Unit::bytes},
+      {"segment_peak", peak_segments_},
+      {"num_alloc_retries", num_alloc_retries_},
+      {"num_ooms", num_ooms_},
+      {"num_device_alloc", num_device_alloc_},
+      {"num_device_free", num_device_free_},
+  };
+}
+
+void CachingPolicy::check() const {
+  const auto fail = [](const std::string& what) { throw Error("caching: " + what); };
+  Bytes reserved = 0;
+  Bytes allocated = 0;
+  std::size_t cached = 0;
+  for (std::uint32_t b = 0; b < blocks_.size(); ++b) {
+    const CachedBlock& block = blocks_[b];
+    if (block.size == 0) continue;  // an unused slot
+    if (block.prev == kNone) {
+      Addr expected = block.ptr;
+      for (std::uint32_t c = b; c != kNone; c = blocks_[c].next) {
+        if (blocks_[c].ptr != expected) fail("blocks do not tile their segment");
+        if (blocks_[c].next != kNone && blocks_[blocks_[c].next].prev != c) fail("broken neighbour links");
+        if (!blocks_[c].allocated && blocks_[c].next != kNone && !blocks_[blocks_[c].next].allocated) {
+          fail("two free neighbours left unmerged");
+        }
+        expected += blocks_[c].size;
+        reserved += blocks_[c].size;
+      }
+    }
+    if (block.allocated) {
+      allocated += block.size;
+    } else {
+      ++cached;
+      if (!pool_of_const(block.small).blocks.contains(key_of(b))) fail("a free block missing from its pool");
+    }
+  }
+  if (reserved != reserved_) fail("reserved bytes are off");
+  if (allocated != allocated_) fail("allocated bytes are off");
+  if (cached != small_.blocks.size() + large_.blocks.size()) fail("stale pool entries");
+}
+
+}  // namespace allocsim

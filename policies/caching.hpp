@@ -1,0 +1,131 @@
+// caching: PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp, the
+// native backend), as ../shared/reference/allocators.md section 2 describes it.
+// - sizes round to 512 B (or to power-of-two divisions with roundup_power2_divisions);
+//   up to 1 MiB comes from the small pool in 2 MiB segments, larger from the large pool
+//   in 20 MiB segments (under 10 MiB) or the size rounded to 2 MiB;
+// - per-stream best fit by (size, address); max_split_size keeps oversize blocks whole
+//   and away from small requests; a block is split when the rest is >= 512 B (small
+//   pool) or > 1 MiB (large pool, requests under max_split_size);
+// - freed blocks merge with free neighbours in their segment; segments go back to the
+//   device only on empty_cache() and on the OOM path: release oversize cached blocks,
+//   then every unsplit cached block, then retry once;
+// - set_per_process_memory_fraction caps reserved bytes; garbage_collection_threshold
+//   frees the oldest unsplit large blocks above that share of the cap.
+// Not modelled yet: expandable segments, cross-stream frees (recordStream events), the
+// list form of roundup_power2_divisions, CUDA graph pools.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory_resource>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/device.hpp"
+#include "sim/policy.hpp"
+#include "sim/spec.hpp"
+
+namespace allocsim {
+
+// round_size with `divisions` per power-of-two interval (0 or 1: plain 512-B rounding).
+Bytes torch_round_size(Bytes size, std::uint64_t divisions);
+// The segment a rounded size asks the device for: 2 MiB, 20 MiB or rounded to 2 MiB.
+Bytes torch_allocation_size(Bytes rounded);
+
+class CachingPolicy final : public Policy {
+ public:
+  static constexpr std::array kParams{
+      ParamInfo{"max_split_size", "unlimited", "max_split_size_mb: blocks this large are never split or given to "
+                                               "smaller requests"},
+      ParamInfo{"max_non_split_rounding", "20MiB", "max_non_split_rounding_mb: how much larger than an oversize "
+                                                   "request a cached block may be"},
+      ParamInfo{"roundup_power2_divisions", "0", "round sizes up to this many divisions of each power of two"},
+      ParamInfo{"gc_threshold", "0", "garbage_collection_threshold (0 < t < 1, needs fraction): free old cached "
+                                     "blocks above t x the cap"},
+      ParamInfo{"fraction", "0", "set_per_process_memory_fraction: cap reserved bytes at this share of total; "
+                                 "0 = no cap"},
+  };
+
+  CachingPolicy(const Params& params, Device& device);
+  ~CachingPolicy() override;
+
+  std::optional<Block> allocate(const Request& request) override;
+  void deallocate(const Block& block, Nanos now) override;
+  PolicyStats stats() const override;
+  void release_cached() override { release_cached_blocks(); }
+  void check() const override;
+  std::vector<PolicyStat> extra_stats() const override;
+  void expect_allocations(std::size_t allocations) override;
+
+ private:
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+
+  struct CachedBlock {
+    Addr ptr;
+    Bytes size;
+    Bytes requested;
+    std::uint32_t prev;  // neighbours within the segment
+    std::uint32_t next;
+    Stream stream;
+    bool small;
+    bool allocated;
+    std::uint64_t gc_base;  // the pool's lookup count when it was cached
+  };
+  struct Key {
+    Stream stream;
+    Bytes size;
+    Addr ptr;
+    std::uint32_t block;
+    friend bool operator<(const Key& a, const Key& b) {
+      if (a.stream != b.stream) return a.stream < b.stream;
+      if (a.size != b.size) return a.size < b.size;
+      return a.ptr < b.ptr;
+    }
+  };
+  struct Pool {
+    explicit Pool(std::pmr::memory_resource* resource) : blocks(resource) {}
+    std::pmr::set<Key> blocks;
+    std::uint64_t lookups = 0;
+  };
+
+  Key key_of(std::uint32_t block) const;
+  Pool& pool_of(bool small) { return small ? small_ : large_; }
+  const Pool& pool_of_const(bool small) const { return small ? small_ : large_; }
+  void cache(std::uint32_t block);
+  void uncache(std::uint32_t block);
+  std::uint32_t get_free_block(Pool& pool, Stream stream, Bytes size);
+  std::uint32_t alloc_block(Bytes alloc_size, bool small, Stream stream, bool is_retry);
+  bool release_available_cached_blocks(Pool& pool, Stream stream, Bytes size);
+  void release_cached_blocks();
+  void release_block(std::uint32_t block);
+  void garbage_collect_cached_blocks();
+  std::uint32_t new_block(CachedBlock block);
+  void retire(std::uint32_t block);
+  void merge(std::uint32_t left, std::uint32_t right);
+  bool unsplit(std::uint32_t block) const { return blocks_[block].prev == kNone && blocks_[block].next == kNone; }
+  void note_peaks();
+
+  Device& device_;
+  Bytes max_split_size_;
+  Bytes max_non_split_rounding_;
+  std::uint64_t divisions_;
+  double gc_threshold_;
+  std::optional<Bytes> allowed_;  // the fraction's cap on reserved bytes
+
+  std::pmr::unsynchronized_pool_resource tree_nodes_;
+  Pool small_{&tree_nodes_};
+  Pool large_{&tree_nodes_};
+  std::vector<CachedBlock> blocks_;
+  std::vector<std::uint32_t> spare_blocks_;
+  std::vector<std::uint32_t> block_of_;  // by AllocId
+
+  // memory_stats, "all" pools
+  Bytes allocated_ = 0, reserved_ = 0, requested_ = 0;
+  Bytes peak_allocated_ = 0, peak_reserved_ = 0, peak_requested_ = 0;
+  std::uint64_t segments_ = 0, peak_segments_ = 0;
+  std::uint64_t num_alloc_retries_ = 0, num_ooms_ = 0, num_device_alloc_ = 0, num_device_free_ = 0;
+};
+
+}  // namespace allocsim

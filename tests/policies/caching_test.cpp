@@ -1,0 +1,146 @@
+// PyTorch's caching allocator worked by hand from the reference (allocators.md section 2).
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+#include "policies/caching.hpp"
+
+namespace allocsim::test {
+namespace {
+
+std::uint64_t extra(Policy& policy, const std::string& name) {
+  for (const PolicyStat& stat : policy.extra_stats()) {
+    if (stat.name == name) return stat.value;
+  }
+  FAIL("no statistic " << name);
+  return 0;
+}
+
+TEST_CASE("caching rounds to 512 bytes, or to power-of-two divisions above 512 x d", "[caching]") {
+  CHECK(torch_round_size(1, 0) == 512);
+  CHECK(torch_round_size(511, 0) == 512);
+  CHECK(torch_round_size(512, 0) == 512);
+  CHECK(torch_round_size(513, 0) == 1024);
+  // d = 4: 1200 is not above 512 x 4, so plain 512-rounding (the source comment's 1280 is not what runs).
+  CHECK(torch_round_size(1200, 4) == 1536);
+  // d = 4, 5,000,000: floor power 4,194,304, step 1,048,576, so 5,242,880.
+  CHECK(torch_round_size(5'000'000, 4) == 5'242'880);
+  CHECK(torch_round_size(4'194'304, 4) == 4'194'304);  // a power of two stays
+  CHECK(torch_round_size(2049, 4) == 2560);            // 2048 < 2049 and step 512: align up to 2560
+}
+
+TEST_CASE("caching asks the device for 2 MiB, 20 MiB or the size rounded to 2 MiB", "[caching]") {
+  CHECK(torch_allocation_size(512) == 2_MiB);
+  CHECK(torch_allocation_size(1_MiB) == 2_MiB);
+  CHECK(torch_allocation_size(1_MiB + 512) == 20_MiB);
+  CHECK(torch_allocation_size(10_MiB - 512) == 20_MiB);
+  CHECK(torch_allocation_size(10_MiB) == 10_MiB);
+  CHECK(torch_allocation_size(10_MiB + 512) == 12_MiB);
+}
+
+TEST_CASE("caching packs small requests in one 2 MiB segment and splits down to 512 bytes", "[caching]") {
+  Harness harness("caching", plain_device(64_MiB));
+  const auto a = harness.alloc(1000);  // 1024 in a new 2 MiB segment, the rest cached
+  const auto b = harness.alloc(1_MiB);
+  REQUIRE((a && b));
+  CHECK(a->size == 1024);
+  CHECK(b->addr == a->addr + 1024);
+  CHECK(harness.policy().stats().reserved == 2_MiB);
+  CHECK(harness.device().stats().mallocs == 1);
+  // 2 MiB - 1024 - 1 MiB = 1 MiB - 1024 left; a 1 MiB - 1536 request leaves exactly 512: split.
+  const auto c = harness.alloc(1_MiB - 1536);
+  REQUIRE(c);
+  CHECK(c->size == 1_MiB - 1536);
+  CHECK(harness.policy().stats().largest_free == 512);
+  harness.finish();
+}
+
+TEST_CASE("caching splits a large block only when more than 1 MiB would be left", "[caching]") {
+  Harness harness("caching", plain_device(64_MiB));
+  // 19 MiB in a 20 MiB segment: exactly 1 MiB left, not more: handed out whole.
+  const auto whole = harness.alloc(19_MiB);
+  REQUIRE(whole);
+  CHECK(whole->size == 20_MiB);
+  // 19 MiB - 512: 1 MiB + 512 left: split.
+  Harness other("caching", plain_device(64_MiB));
+  const auto split = other.alloc(19_MiB - 512);
+  REQUIRE(split);
+  CHECK(split->size == 19_MiB - 512);
+  CHECK(other.policy().stats().largest_free == 1_MiB + 512);
+  harness.finish();
+  other.finish();
+}
+
+TEST_CASE("caching keeps segments after a free and reuses them best fit, per stream", "[caching]") {
+  Harness harness("caching", plain_device(256_MiB));
+  const auto big = harness.alloc(50_MiB);
+  REQUIRE(big);
+  harness.free(*big);
+  CHECK(harness.policy().stats().reserved == 50_MiB);  // never returned on free
+  CHECK(harness.alloc(50_MiB, 1)->addr != big->addr);  // another stream does not see it
+  const auto again = harness.alloc(50_MiB, 0);
+  REQUIRE(again);
+  CHECK(again->addr == big->addr);
+  CHECK(harness.device().stats().mallocs == 2);
+  harness.finish();
+}
+
+TEST_CASE("caching frees its cache and retries once before an OOM", "[caching]") {
+  Harness harness("caching", plain_device(60_MiB));
+  const auto a = harness.alloc(30_MiB);
+  REQUIRE(a);
+  harness.free(*a);  // 30 MiB cached
+  // 40 MiB does not fit the cache nor the 30 MiB left on the device: release, retry, fit.
+  const auto b = harness.alloc(40_MiB);
+  REQUIRE(b);
+  CHECK(extra(harness.policy(), "num_alloc_retries") == 1);
+  CHECK(extra(harness.policy(), "num_device_free") == 1);
+  CHECK_FALSE(harness.alloc(40_MiB));  // now a real OOM
+  CHECK(extra(harness.policy(), "num_ooms") == 1);
+  harness.finish();
+}
+
+TEST_CASE("caching's max_split_size keeps oversize blocks whole and away from small requests", "[caching]") {
+  Harness harness("caching:max_split_size=64MiB", plain_device(512_MiB));
+  const auto big = harness.alloc(100_MiB);
+  REQUIRE(big);
+  harness.free(*big);
+  // A 30 MiB request must not take the cached 100 MiB block: it gets its own segment.
+  const auto small = harness.alloc(30_MiB);
+  REQUIRE(small);
+  CHECK(small->addr != big->addr);
+  // An oversize request may take a cached block at most 20 MiB larger: 90 MiB can, 79 MiB cannot.
+  const auto fits = harness.alloc(90_MiB);
+  REQUIRE(fits);
+  CHECK(fits->addr == big->addr);
+  CHECK(fits->size == 100_MiB);  // oversize blocks are never split
+  harness.free(*fits);
+  const auto too_small = harness.alloc(79_MiB);
+  REQUIRE(too_small);
+  CHECK(too_small->addr != big->addr);
+  harness.finish();
+}
+
+TEST_CASE("caching's fraction caps reserved bytes without a device call", "[caching]") {
+  Harness harness("caching:fraction=0.5", plain_device(100_MiB));
+  REQUIRE(harness.alloc(40_MiB));
+  CHECK_FALSE(harness.alloc(12_MiB));  // 40 + 12 > 50 MiB
+  CHECK(harness.device().stats().failed_mallocs == 0);
+  CHECK(harness.policy().stats().limit == 50_MiB);
+  harness.finish();
+}
+
+TEST_CASE("caching's empty_cache returns every unsplit cached segment", "[caching]") {
+  Harness harness("caching", plain_device(256_MiB));
+  const auto a = harness.alloc(30_MiB);
+  const auto b = harness.alloc(100);
+  const auto c = harness.alloc(200);
+  REQUIRE((a && b && c));
+  harness.free(*a);
+  harness.free(*b);  // the small segment is still split: c lives in it
+  harness.policy().release_cached();
+  CHECK(harness.policy().stats().reserved == 2_MiB);
+  harness.finish();
+}
+
+}  // namespace
+}  // namespace allocsim::test
