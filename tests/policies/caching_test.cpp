@@ -37,6 +37,33 @@ TEST_CASE("caching asks the device for 2 MiB, 20 MiB or the size rounded to 2 Mi
   CHECK(torch_allocation_size(10_MiB + 512) == 12_MiB);
 }
 
+TEST_CASE("caching follows the reference's worked example step by step", "[caching]") {
+  Harness harness("caching", plain_device(1_GiB));
+  const auto reserved = [&] { return harness.policy().stats().reserved; };
+  const auto allocated = [&] { return harness.policy().stats().allocated; };
+  const auto a = harness.alloc(1);  // 512 in a new 2 MiB small segment, split
+  CHECK(reserved() == 2'097'152);
+  CHECK(allocated() == 512);
+  const auto b = harness.alloc(1'572'864);  // a 20 MiB segment, split: 19,398,656 left
+  CHECK(reserved() == 23'068'672);
+  CHECK(allocated() == 1'573'376);
+  const auto c = harness.alloc(12'345'678);  // 12,345,856 from b's remainder, split: 7,052,800 left
+  CHECK(reserved() == 23'068'672);
+  CHECK(allocated() == 13'919'232);
+  harness.free(*b);  // its neighbour c is allocated: nothing merges
+  CHECK(allocated() == 12'346'368);
+  const auto d = harness.alloc(19'922'944);  // a 20 MiB segment; 1 MiB left is not > 1 MiB: whole
+  CHECK(d->size == 20'971'520);
+  CHECK(reserved() == 44'040'192);
+  CHECK(allocated() == 33'317'888);
+  const auto e = harness.alloc(12'000'000);  // 12,000,256 in a 12 MiB segment; 582,656 left: whole
+  CHECK(e->size == 12'582'912);
+  CHECK(reserved() == 56'623'104);
+  CHECK(allocated() == 45'900'800);
+  REQUIRE((a && c));
+  harness.finish();
+}
+
 TEST_CASE("caching packs small requests in one 2 MiB segment and splits down to 512 bytes", "[caching]") {
   Harness harness("caching", plain_device(64_MiB));
   const auto a = harness.alloc(1000);  // 1024 in a new 2 MiB segment, the rest cached

@@ -1,0 +1,220 @@
+"""Tests of tools/torch_snapshot.py: python3 -m unittest discover -s tools/tests -v"""
+import csv
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+TOOLS = Path(__file__).resolve().parents[1]
+SCRIPT = TOOLS / "torch_snapshot.py"
+SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+sys.path.insert(0, str(TOOLS))
+import torch_snapshot  # noqa: E402
+
+
+def entry(action, addr, size, stream, time_us, **extra):
+    return dict(action=action, addr=addr, size=size, stream=stream, time_us=time_us, frames=[], **extra)
+
+
+# A recording that starts mid-run, on two streams, with an empty_cache() and a failed malloc.
+TINY = {
+    "segments": [
+        {"device": 0, "address": 0x50000, "total_size": 2097152, "stream": 777, "segment_type": "small",
+         "blocks": [{"address": 0x50000, "size": 512, "requested_size": 64, "state": "active_allocated"},
+                    {"address": 0x50200, "size": 512, "requested_size": 0, "state": "inactive"}]},
+        {"device": 0, "address": 0x10000, "total_size": 2097152, "stream": 777, "segment_type": "small",
+         "blocks": [{"address": 0x10000, "size": 512, "requested_size": 200, "state": "active_allocated"},
+                    {"address": 0x20000, "size": 512, "requested_size": 300, "state": "active_allocated"}]},
+    ],
+    "device_traces": [[
+        entry("segment_alloc", 0x10000, 2097152, 777, 1000),
+        entry("alloc", 0x10000, 100, 777, 1000),
+        entry("alloc", 0x20000, 300, 5, 1002),
+        entry("free_requested", 0x30000, 50, 5, 1003),   # a block from before the recording
+        entry("free_completed", 0x30000, 50, 5, 1004),
+        entry("free_requested", 0x10000, 100, 777, 1001),  # goes back in time: clamped
+        entry("free_completed", 0x10000, 100, 777, 1005),
+        entry("segment_free", 0x10000, 2097152, 777, 1006),  # empty_cache(): one release
+        entry("segment_free", 0x40000, 2097152, 777, 1007),
+        entry("alloc", 0x10000, 200, 777, 1008),           # the address is reused
+        entry("segment_free", 0x60000, 2097152, 777, 1009),  # a failed malloc's own release
+        {"action": "oom", "device_free": 0, "size": 1048576, "stream": 777, "time_us": 1010},
+        entry("snapshot", 0, 600, 0, 1011),
+    ]],
+}
+
+TINY_ROWS = """\
+time_ns,op,id,bytes,stream,tag
+0,alloc,0x30000,50,0,other
+0,alloc,0x50000,64,1,other
+0,alloc,0x10000,100,1,other
+2000,alloc,0x20000,300,0,other
+4000,free,0x30000,50,,
+5000,free,0x10000,100,,
+6000,release,,,,
+8000,alloc,0x10000,200,1,other
+"""
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+
+
+def data_lines(text):
+    return [line for line in text.splitlines() if not line.startswith("#")]
+
+
+def replay_csv(path):
+    """Replays a CSV trace as allocsim's reader does; returns (events, peak live bytes)."""
+    live, current, peak, last, events = {}, 0, 0, 0, 0
+    with open(path, newline="") as file:
+        rows = csv.DictReader(line for line in file if not line.startswith("#"))
+        for row in rows:
+            events += 1
+            time_ns = int(row["time_ns"])
+            if time_ns < last:
+                raise AssertionError(f"time goes back: {row}")
+            last = time_ns
+            if row["op"] == "alloc":
+                if row["id"] in live:
+                    raise AssertionError(f"alloc of a live id: {row}")
+                if not 0 <= int(row["stream"]) <= 0xFFFF or row["tag"] != "other":
+                    raise AssertionError(f"bad stream or tag: {row}")
+                live[row["id"]] = int(row["bytes"])
+                current += live[row["id"]]
+                peak = max(peak, current)
+            elif row["op"] == "free":
+                if row["id"] not in live:
+                    raise AssertionError(f"free of an id that is not live: {row}")
+                if row["bytes"] and int(row["bytes"]) != live[row["id"]]:
+                    raise AssertionError(f"free with another size than its alloc: {row}")
+                current -= live.pop(row["id"])
+            elif row["op"] != "release":
+                raise AssertionError(f"unknown op: {row}")
+    return events, peak
+
+
+class UnpicklerTest(unittest.TestCase):
+    def load(self, data):
+        return torch_snapshot.PlainDataUnpickler(io.BytesIO(data)).load()
+
+    def test_refuses_a_function_reference(self):
+        with self.assertRaises(pickle.UnpicklingError) as caught:
+            self.load(pickle.dumps(os.system))
+        self.assertIn(f"{os.system.__module__}.system", str(caught.exception))
+
+    def test_refuses_a_handcrafted_global_opcode(self):
+        # Protocol 0: GLOBAL os system, MARK, STRING, TUPLE, REDUCE: would run `echo pwned`.
+        with self.assertRaises(pickle.UnpicklingError) as caught:
+            self.load(b"cos\nsystem\n(S'echo pwned'\ntR.")
+        self.assertIn("os.system", str(caught.exception))
+
+    def test_refuses_a_harmless_looking_class(self):
+        with self.assertRaises(pickle.UnpicklingError) as caught:
+            self.load(pickle.dumps(io.BytesIO))  # a class, not even an instance
+        self.assertIn("BytesIO", str(caught.exception))
+
+    def test_loads_plain_data(self):
+        data = {"a": [1, 2.5, "x", None, True, (3, 4)], "b": {"c": -1 << 70}}
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            self.assertEqual(self.load(pickle.dumps(data, protocol=protocol)), data)
+
+
+class ConvertTest(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.dir = Path(self.folder.name)
+        self.addCleanup(self.folder.cleanup)
+
+    def write_pickle(self, data, name="snap.pickle"):
+        path = self.dir / name
+        path.write_bytes(pickle.dumps(data))
+        return path
+
+    def test_tiny_snapshot_converts_exactly(self):
+        out, sidecar = self.dir / "trace.csv", self.dir / "settings.json"
+        done = run_cli(self.write_pickle(TINY), "-o", out, "--settings-out", sidecar, "--summary")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        text = out.read_text()
+        self.assertEqual("\n".join(data_lines(text)) + "\n", TINY_ROWS)
+        self.assertIn("# 2 pre-existing blocks", text)
+        self.assertIn("# 1 timestamps clamped", text)
+        self.assertIn("1 bursts inside a failed malloc left out", text)
+        self.assertIn("# streams (ours = cuda): 0 = 5, 1 = 777", text)
+        self.assertEqual(replay_csv(out), (8, 564))  # 64 + 300 + 200 at the end
+        self.assertIn("peak live requested bytes: 564", done.stdout)
+        self.assertIn("releases emitted: 1", done.stdout)
+        settings = json.loads(sidecar.read_text())
+        self.assertFalse(settings["allocator_settings_recorded"])
+        self.assertEqual(settings["allocator_settings"]["max_split_size"], -1)
+        events = [(e["action"], e["addr"], e["size"], e["stream"], e["before_event"])
+                  for e in settings["segment_events"]]
+        self.assertEqual(events, [("segment_alloc", 0x10000, 2097152, 1, 2),
+                                  ("segment_free", 0x10000, 2097152, 1, 7),
+                                  ("segment_free", 0x40000, 2097152, 1, 7),
+                                  ("segment_free", 0x60000, 2097152, 1, 8)])
+        self.assertEqual([(o["size"], o["before_event"]) for o in settings["ooms"]], [(1048576, 8)])
+
+    def test_recorded_settings_and_second_device(self):
+        snapshot = dict(TINY, allocator_settings={"expandable_segments": True},
+                        device_traces=[[], [entry("alloc", 0x100, 7, 0, 5)]])
+        sidecar = self.dir / "s.json"
+        done = run_cli(self.write_pickle(snapshot), "--device", 1, "--settings-out", sidecar)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(sidecar.read_text())["allocator_settings"], {"expandable_segments": True})
+
+    def assert_fails(self, snapshot_path, message, *extra):
+        out, before = self.dir / "trace.csv", sorted(self.dir.iterdir())
+        done = run_cli(snapshot_path, "-o", out, *extra)
+        self.assertEqual(done.returncode, 2)
+        self.assertEqual(len(done.stderr.splitlines()), 1, done.stderr)
+        self.assertTrue(done.stderr.startswith(f"torch_snapshot: {snapshot_path}: "), done.stderr)
+        self.assertIn(message, done.stderr)
+        self.assertEqual(sorted(self.dir.iterdir()), before)  # no output, not even a partial one
+
+    def test_errors(self):
+        garbage = self.dir / "garbage.pickle"
+        garbage.write_bytes(b"time_ns,op\n")
+        self.assert_fails(garbage, "not a pickle")
+        evil = self.dir / "evil.pickle"
+        evil.write_bytes(b"cos\nsystem\n(S'touch pwned'\ntR.")
+        self.assert_fails(evil, "refused global os.system")
+        self.assert_fails(self.write_pickle([1, 2]), "not a dict")
+        self.assert_fails(self.write_pickle({"segments": []}), "no 'device_traces'")
+        self.assert_fails(self.write_pickle({"segments": [], "device_traces": []}), "no device traces")
+        self.assert_fails(self.write_pickle(TINY), "no device trace 3", "--device", 3)
+        broken = dict(TINY, device_traces=[[{"action": "alloc", "addr": 1, "stream": 0, "time_us": 0}]])
+        self.assert_fails(self.write_pickle(broken), "lacks key 'size'")
+
+
+@unittest.skipUnless(SHARED_TRACES.is_dir(), f"no shared traces at {SHARED_TRACES}")
+class SharedTracesTest(unittest.TestCase):
+    def convert(self, name):
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        out, sidecar = Path(folder.name) / "trace.csv", Path(folder.name) / "s.json"
+        done = run_cli(SHARED_TRACES / name, "-o", out, "--settings-out", sidecar, "--summary")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return replay_csv(out), out.read_text(), json.loads(sidecar.read_text())
+
+    def test_lm_medium_training_step(self):
+        (events, peak), text, settings = self.convert("lm_medium_ctx128_train.snapshot.pickle")
+        self.assertIn("438 freed in it", text)  # as the traces README says
+        self.assertTrue(settings["allocator_settings_recorded"])
+        self.assertEqual(settings["segment_events"], [])  # every segment predates the trace
+        self.assertGreater(peak, 6 << 30)
+
+    def test_vae_decode_loop(self):
+        (events, peak), text, settings = self.convert("vae_decode_loop.snapshot.pickle")
+        self.assertFalse(settings["allocator_settings_recorded"])
+        self.assertEqual([e["action"] for e in settings["segment_events"]], ["segment_alloc"] * 7)
+        self.assertTrue(all(0 <= e["before_event"] <= events for e in settings["segment_events"]))
+
+
+if __name__ == "__main__":
+    unittest.main()

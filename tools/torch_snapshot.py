@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Convert a PyTorch CUDA memory snapshot into an allocsim CSV trace.
+
+    python3 tools/torch_snapshot.py SNAPSHOT.pickle -o trace.csv [--settings-out s.json]
+                                    [--device N] [--summary]
+
+The input is what torch.cuda.memory._dump_snapshot() writes: a pickled dict with
+`segments` (state at snapshot time) and `device_traces` (one list of entries per device;
+see docs in shared/reference/allocators.md section 2.12). Pickles can run code, and these
+files come from strangers, so they are loaded with an unpickler that refuses every
+global: a snapshot is plain data (dicts, lists, str, int, float, tuples, None, bool).
+
+Conversion rules (trace CSV: time_ns,op,id,bytes,stream,tag; see workloads/csv_trace.hpp):
+- `alloc` -> alloc; id = the address in hex, bytes = the unrounded request, tag = other,
+  stream = the CUDA stream renumbered 0,1,2... in order of first appearance in the output.
+- `free_completed` -> free: the block becomes reusable then (reference section 2.8).
+  `free_requested` carries nothing, except that it may reveal a pre-existing block.
+- Pre-existing blocks (the recording started mid-run, or the ring buffer wrapped): a block
+  whose first trace entry is a free, and an active block of the snapshot's `segments`
+  that the trace never mentions, become allocs at time 0 before everything else.
+- empty_cache(): a maximal run of consecutive `segment_free`/`segment_unmap` entries
+  becomes one `release` at the time of its first entry, unless an `oom` entry follows
+  it before the next `alloc`: then it is the allocator's own release stages inside a
+  malloc that failed (CachingAllocator's malloc records `oom` after releasing), which a
+  simulator redoes by itself. Limitation: a retry that *succeeded* (segment_free...,
+  segment_alloc, alloc) looks exactly like empty_cache() followed by a malloc that needs
+  a new segment, so it becomes a release too; so do garbage-collection frees
+  (garbage_collection_threshold > 0).
+- time_ns = (time_us - first time_us) * 1000, clamped so times never decrease.
+"""
+import argparse
+import collections
+import json
+import os
+import pickle
+import sys
+import tempfile
+
+ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
+           "segment_map", "segment_unmap", "snapshot", "oom")
+SEGMENT_ACTIONS = ("segment_alloc", "segment_free", "segment_map", "segment_unmap")
+RELEASE_ACTIONS = ("segment_free", "segment_unmap")
+# Keys each action must carry besides `action` and `time_us` (oom has device_free, not addr).
+REQUIRED_KEYS = {"oom": ("device_free", "size", "stream"), "snapshot": ()}
+ACTIVE_STATES = ("active_allocated", "active_pending_free")  # blocks that hold memory
+# What an old snapshot without `allocator_settings` ran with: PyTorch's defaults
+# (max_split_size -1 is SIZE_MAX, i.e. no limit, as _snapshot() reports it).
+DEFAULT_SETTINGS = {
+    "PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1, "garbage_collection_threshold": 0.0,
+    "expandable_segments": False, "pinned_num_register_threads": 1,
+    "release_lock_on_cudamalloc": False, "pinned_use_cuda_host_register": False,
+    "roundup_power2_divisions": {str(1 << i): 0 for i in range(16)},
+}
+
+
+class SnapshotError(Exception):
+    """A problem with the input that the user must fix; reported as one line, exit 2."""
+
+
+class PlainDataUnpickler(pickle.Unpickler):
+    """Loads only plain data: every global (class, function) is refused, so loading a
+    stranger's pickle cannot import modules or call anything. REDUCE/BUILD/NEWOBJ need a
+    callable, which only a global (or a copyreg extension, resolved through find_class
+    too) can supply; persistent ids and out-of-band buffers already fail by default."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(
+            f"refused global {module}.{name}: a memory snapshot is plain data")
+
+
+def load_snapshot(path):
+    """Read and check the top level of a snapshot file; raises SnapshotError."""
+    try:
+        with open(path, "rb") as file:
+            data = PlainDataUnpickler(file).load()
+    except OSError as error:
+        raise SnapshotError(f"cannot read: {error.strerror or error}") from None
+    except pickle.UnpicklingError as error:
+        if str(error).startswith("refused global"):
+            raise SnapshotError(str(error)) from None
+        raise SnapshotError(f"not a pickle: {error}") from None
+    except Exception as error:  # truncated or garbage input raises many kinds
+        raise SnapshotError(f"not a pickle: {type(error).__name__}: {error}") from None
+    if not isinstance(data, dict):
+        raise SnapshotError(f"not a memory snapshot: the pickle holds a {type(data).__name__}, not a dict")
+    for key in ("segments", "device_traces"):
+        if not isinstance(data.get(key), list):
+            raise SnapshotError(f"not a memory snapshot: no '{key}' list")
+    if not data["device_traces"]:
+        raise SnapshotError("no device traces (was _record_memory_history enabled?)")
+    return data
+
+
+def checked_entries(snapshot, device):
+    """The device's trace entries, each checked for the keys its action needs, so the
+    converter can index them freely. Unknown actions (newer PyTorch) are kept; the
+    converter counts and otherwise ignores them."""
+    traces = snapshot["device_traces"]
+    if not 0 <= device < len(traces):
+        raise SnapshotError(f"no device trace {device} (the snapshot has {len(traces)})")
+    entries = traces[device]
+    if not isinstance(entries, list) or not entries:
+        raise SnapshotError(f"device trace {device} is empty")
+    for index, entry in enumerate(entries):
+        where = f"device_traces[{device}][{index}]"
+        if not isinstance(entry, dict) or "action" not in entry:
+            raise SnapshotError(f"{where} is not a trace entry (a dict with an 'action')")
+        action = entry.get("action")
+        if action not in ACTIONS:
+            keys = ("time_us",)  # a newer action: only its time matters
+        else:
+            keys = ("time_us",) + REQUIRED_KEYS.get(action, ("addr", "size", "stream"))
+        for key in keys:
+            if key not in entry:
+                raise SnapshotError(f"{where} ({action}) lacks key '{key}'")
+            value, kinds = entry[key], (int, float) if key == "time_us" else int
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise SnapshotError(f"{where} ({action}): '{key}' is {value!r}, not a number")
+        if action in ("alloc", "free_requested", "free_completed") and entry["size"] < 0:
+            raise SnapshotError(f"{where} ({action}): negative size {entry['size']}")
+    return entries
+
+
+def oom_follows_bursts(entries):
+    """For each index, whether the first alloc-or-oom entry at or after it is an oom:
+    a segment_free burst followed by oom before any alloc is part of a failed malloc."""
+    result = [False] * len(entries)
+    next_is_oom = False
+    for index in range(len(entries) - 1, -1, -1):
+        action = entries[index]["action"]
+        if action in ("alloc", "oom"):
+            next_is_oom = action == "oom"
+        result[index] = next_is_oom
+    return result
+
+
+def convert(snapshot, device=0):
+    """Turn one device's trace into CSV rows (time_ns, op, addr, bytes, cuda_stream) plus
+    the facts the comments, the sidecar and --summary report."""
+    entries = checked_entries(snapshot, device)
+    first_time = entries[0]["time_us"]
+    latest = first_time
+    oom_next = oom_follows_bursts(entries)
+    body, pre_freed, segment_events, ooms = [], [], [], []
+    live, seen = {}, set()  # addr -> (bytes, stream) of blocks the output holds live
+    stats = collections.Counter()
+    actions = collections.Counter(entry["action"] for entry in entries)
+    for index, entry in enumerate(entries):
+        action, addr = entry["action"], entry.get("addr")
+        if entry["time_us"] < latest:
+            stats["clamped"] += 1
+        latest = max(latest, entry["time_us"])
+        time_ns = int(round((latest - first_time) * 1000))
+        if action == "alloc":
+            if addr in live:  # its free_completed is missing: free it here
+                body.append((time_ns, "free", addr, live.pop(addr)[0], None))
+                stats["missing_frees"] += 1
+            live[addr] = (int(entry["size"]), entry["stream"])
+            seen.add(addr)
+            body.append((time_ns, "alloc", addr, int(entry["size"]), entry["stream"]))
+        elif action in ("free_requested", "free_completed") and addr not in live:
+            if addr in seen:  # freed twice, or never allocated after its last free
+                stats["unmatched_frees"] += action == "free_completed"
+                continue
+            seen.add(addr)  # the block predates the recording: its size is the free's
+            pre_freed.append((0, "alloc", addr, int(entry["size"]), entry["stream"]))
+            live[addr] = (int(entry["size"]), entry["stream"])
+        if action == "free_completed" and addr in live:
+            body.append((time_ns, "free", addr, live.pop(addr)[0], None))
+        elif action in RELEASE_ACTIONS and (index == 0 or entries[index - 1]["action"] not in RELEASE_ACTIONS):
+            if oom_next[index]:
+                stats["oom_bursts"] += 1
+            else:
+                body.append((time_ns, "release", None, None, None))
+        if action in SEGMENT_ACTIONS:
+            segment_events.append({"action": action, "addr": addr, "size": int(entry["size"]),
+                                   "cuda_stream": entry["stream"], "time_ns": time_ns, "row": len(body)})
+        elif action == "oom":
+            ooms.append({"size": int(entry["size"]), "device_free": entry["device_free"],
+                         "cuda_stream": entry["stream"], "time_ns": time_ns, "row": len(body)})
+    pre_kept = []  # active at the snapshot, never mentioned by the trace
+    for segment in snapshot["segments"]:
+        if not isinstance(segment, dict) or segment.get("device", device) != device:
+            continue
+        for block in segment.get("blocks", ()):
+            if not isinstance(block, dict) or block.get("state") not in ACTIVE_STATES:
+                continue
+            addr, size = block.get("address"), block.get("requested_size", block.get("size"))
+            if not all(isinstance(value, int) and not isinstance(value, bool) for value in (addr, size)):
+                raise SnapshotError(f"a block of the segment at {segment.get('address')} lacks address or size")
+            if addr not in seen:
+                pre_kept.append((0, "alloc", addr, size, segment.get("stream", 0)))
+            elif addr not in live:
+                stats["snapshot_unexplained"] += 1
+    pre_kept.sort(key=lambda row: row[2])
+    rows = pre_freed + pre_kept + body
+    shift = len(pre_freed) + len(pre_kept)
+    for event in segment_events + ooms:
+        event["before_event"] = event.pop("row") + shift
+    streams = {}  # cuda stream -> dense number, in order of first appearance
+    for row in rows:
+        if row[1] == "alloc":
+            streams.setdefault(row[4], len(streams))
+    for event in segment_events + ooms:
+        event["stream"] = streams.setdefault(event["cuda_stream"], len(streams))
+    if len(streams) > 1 << 16:
+        raise SnapshotError(f"{len(streams)} streams; the trace's stream field has 16 bits")
+    settings = snapshot.get("allocator_settings")
+    return {"rows": rows, "streams": streams, "actions": actions, "stats": stats,
+            "pre_freed": len(pre_freed), "pre_kept": len(pre_kept),
+            "releases": sum(row[1] == "release" for row in rows),
+            "segment_events": segment_events, "ooms": ooms, "peak": replay_peak(rows),
+            "settings": dict(settings) if isinstance(settings, dict) else dict(DEFAULT_SETTINGS),
+            "settings_recorded": isinstance(settings, dict)}
+
+
+def replay_peak(rows):
+    """Replays the rows as the C++ reader will, so a converter bug fails here rather than
+    in allocsim; returns the peak of live requested bytes."""
+    live, current, peak, last_time = {}, 0, 0, 0
+    for time_ns, op, addr, size, _ in rows:
+        if time_ns < last_time or (op == "alloc" and addr in live) or (op == "free" and addr not in live):
+            raise RuntimeError(f"converter bug: inconsistent row {time_ns},{op},{addr}")
+        last_time = time_ns
+        if op == "alloc":
+            live[addr] = size
+            current += size
+            peak = max(peak, current)
+        elif op == "free":
+            current -= live.pop(addr)
+    return peak
+
+
+def render_csv(result, source, device):
+    """The CSV text: comments saying where it came from and what was guessed, then rows."""
+    actions = ", ".join(f"{name} {count}" for name, count in sorted(result["actions"].items()))
+    stats, streams = result["stats"], result["streams"]
+    lines = [f"# from PyTorch memory snapshot {source}, device {device}, by tools/torch_snapshot.py",
+             f"# trace entries: {actions}",
+             f"# {result['pre_freed'] + result['pre_kept']} pre-existing blocks (allocated before the "
+             f"recording; {result['pre_freed']} freed in it, {result['pre_kept']} live at the snapshot) "
+             "are allocs at time 0, tag other",
+             f"# {result['releases']} releases from segment_free bursts (empty_cache); "
+             f"{stats['oom_bursts']} bursts inside a failed malloc left out",
+             f"# {stats['clamped']} timestamps clamped (they went back in time)",
+             "# streams (ours = cuda): " + ", ".join(f"{ours} = {cuda}" for cuda, ours in streams.items())]
+    for key, text in (("missing_frees", "allocs of a live address (a free_completed is missing; freed there)"),
+                      ("unmatched_frees", "free_completed entries of a block not live (skipped)"),
+                      ("snapshot_unexplained", "snapshot blocks active but freed in the trace")):
+        if stats[key]:
+            lines.append(f"# {stats[key]} {text}")
+    lines.append("time_ns,op,id,bytes,stream,tag")
+    for time_ns, op, addr, size, stream in result["rows"]:
+        if op == "alloc":
+            lines.append(f"{time_ns},alloc,{addr:#x},{size},{streams[stream]},other")
+        elif op == "free":
+            lines.append(f"{time_ns},free,{addr:#x},{size},,")
+        else:
+            lines.append(f"{time_ns},release,,,,")
+    return "\n".join(lines) + "\n"
+
+
+def render_settings(result, source, device):
+    """The JSON sidecar a later replay-check needs: what the allocator was configured with,
+    and where the real allocator reserved and released memory. `before_event` is the index
+    (0-based, over the CSV's event rows) of the first row after the segment event."""
+    streams = [{"stream": ours, "cuda_stream": cuda} for cuda, ours in result["streams"].items()]
+    return json.dumps({"source": source, "device": device, "events": len(result["rows"]),
+                       "allocator_settings": result["settings"],
+                       "allocator_settings_recorded": result["settings_recorded"],
+                       "streams": streams, "segment_events": result["segment_events"],
+                       "ooms": result["ooms"]}, indent=1) + "\n"
+
+
+def write_atomically(path, text):
+    """Write to a temporary file in the same folder, then rename: no partial outputs."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def summary(result):
+    """The --summary text: what the snapshot held and what the conversion decided."""
+    actions = ", ".join(f"{name} {count}" for name, count in sorted(result["actions"].items()))
+    streams = ", ".join(str(cuda) for cuda in result["streams"])
+    return "\n".join([
+        f"events by action: {actions}",
+        f"pre-existing blocks: {result['pre_freed'] + result['pre_kept']} "
+        f"({result['pre_freed']} freed in the trace, {result['pre_kept']} live at the snapshot)",
+        f"releases emitted: {result['releases']} (bursts inside a failed malloc: {result['stats']['oom_bursts']})",
+        f"streams: {len(result['streams'])} (cuda {streams})",
+        f"peak live requested bytes: {result['peak']} ({result['peak'] / 2**30:.3f} GiB)",
+        f"clamped timestamps: {result['stats']['clamped']}",
+        f"csv events: {len(result['rows'])}, segment events: {len(result['segment_events'])}, "
+        f"allocator settings recorded: {result['settings_recorded']}"]) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Convert a PyTorch memory snapshot to an allocsim CSV trace.")
+    parser.add_argument("snapshot", help="pickle written by torch.cuda.memory._dump_snapshot")
+    parser.add_argument("-o", "--output", help="CSV trace to write")
+    parser.add_argument("--settings-out", help="JSON sidecar: allocator settings and segment events")
+    parser.add_argument("--device", type=int, default=0, help="which device trace (default 0)")
+    parser.add_argument("--summary", action="store_true", help="print counts to stdout")
+    args = parser.parse_args(argv)
+    if not (args.output or args.settings_out or args.summary):
+        parser.error("nothing to do: give -o, --settings-out or --summary")
+    source = os.path.basename(args.snapshot)
+    try:
+        result = convert(load_snapshot(args.snapshot), args.device)
+    except SnapshotError as error:
+        print(f"torch_snapshot: {args.snapshot}: {error}", file=sys.stderr)
+        return 2
+    for path, render in ((args.output, render_csv), (args.settings_out, render_settings)):
+        if path:
+            try:
+                write_atomically(path, render(result, source, args.device))
+            except OSError as error:
+                print(f"torch_snapshot: {path}: cannot write: {error.strerror or error}", file=sys.stderr)
+                return 2
+    if args.summary:
+        sys.stdout.write(summary(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
