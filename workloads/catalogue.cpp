@@ -31,7 +31,7 @@ std::span<const WorkloadInfo> all_workloads() { return kWorkloads; }
 Trace load_workload(std::string_view spec_text) {
   if (names_a_file(spec_text)) return read_csv_trace_file(std::string(spec_text));
   if (const auto model = parse_model_spec(spec_text)) {
-    return lower_model(model->model->build(), model->options, std::string(spec_text));
+    return lower_model(model->build(), model->options, std::string(spec_text));
   }
   const Spec spec = parse_spec(spec_text);
   for (const WorkloadInfo& info : kWorkloads) {

@@ -51,8 +51,10 @@ Node ModelBuilder::add_op(ModelOp new_op, std::initializer_list<Node> inputs) {
   return node;
 }
 
-Node ModelBuilder::input(std::vector<std::int64_t> shape) {
-  return add_op(make_op("input", OpKind::input, std::move(shape)), {});
+Node ModelBuilder::input(std::vector<std::int64_t> shape, std::string name, Bytes element_bytes) {
+  ModelOp input_op = make_op(std::move(name), OpKind::input, std::move(shape));
+  input_op.element_bytes = element_bytes;
+  return add_op(std::move(input_op), {});
 }
 
 Node ModelBuilder::conv(Node x, std::string name, std::int64_t out_channels, std::int64_t kernel, std::int64_t stride,
@@ -97,9 +99,23 @@ Node ModelBuilder::flatten(Node x, std::string name) {
   return add_op(make_op(std::move(name), OpKind::flatten, {op(x).elements()}, true), {x});
 }
 
-Node ModelBuilder::linear(Node x, std::string name, std::int64_t out_features, bool bias) {
-  ModelOp linear_op = make_op(std::move(name), OpKind::linear, {out_features});
-  linear_op.params.push_back(out_features * op(x).elements());
+Node ModelBuilder::linear(Node x, std::string name, std::int64_t out_features, bool bias,
+                          std::optional<Node> tied_to) {
+  // flatten gives rank 1, so a CNN's classifier sees all its input's elements here.
+  std::vector<std::int64_t> shape = op(x).shape;
+  const std::int64_t in_features = shape.back();
+  shape.back() = out_features;
+  ModelOp linear_op = make_op(std::move(name), OpKind::linear, std::move(shape));
+  if (tied_to) {
+    if (bias) throw Error("model " + model_.name + ": " + linear_op.name + " shares a weight and has a bias");
+    const auto& tied = op(*tied_to).params;
+    if (tied.empty() || tied.front() != out_features * in_features) {
+      throw Error("model " + model_.name + ": " + linear_op.name + " cannot share the weight of " + op(*tied_to).name);
+    }
+    linear_op.tied_to = *tied_to;
+  } else {
+    linear_op.params.push_back(out_features * in_features);
+  }
   if (bias) linear_op.params.push_back(out_features);
   return add_op(std::move(linear_op), {x});
 }
@@ -110,9 +126,80 @@ Node ModelBuilder::add(Node x, Node other, std::string name, bool in_place) {
                 {x, other});
 }
 
-Node ModelBuilder::loss(Node logits, std::string name) {
-  return add_op(make_op(std::move(name), OpKind::loss, {1}), {logits});
+Node ModelBuilder::loss(Node logits, std::string name, std::int64_t labels) {
+  ModelOp loss_op = make_op(std::move(name), OpKind::loss, {1});
+  loss_op.labels = labels;
+  return add_op(std::move(loss_op), {logits});
 }
+
+Node ModelBuilder::embedding(Node ids, std::string name, std::int64_t rows, std::int64_t dim) {
+  if (op(ids).kind != OpKind::input) throw Error("model " + model_.name + ": " + name + " needs ids from an input");
+  std::vector<std::int64_t> shape = op(ids).shape;
+  shape.push_back(dim);
+  return add_op(with_params(make_op(std::move(name), OpKind::embedding, std::move(shape)), {rows * dim}), {ids});
+}
+
+Node ModelBuilder::position_embedding(std::string name, std::int64_t rows, std::int64_t used, std::int64_t dim) {
+  if (used > rows) throw Error("model " + model_.name + ": " + std::to_string(used) + " positions, " + name +
+                               " has " + std::to_string(rows));
+  ModelOp embedding_op = with_params(make_op(std::move(name), OpKind::embedding, {used, dim}), {rows * dim});
+  embedding_op.batched = false;
+  return add_op(std::move(embedding_op), {});
+}
+
+Node ModelBuilder::layernorm(Node x, std::string name) {
+  const std::int64_t features = op(x).shape.back();
+  return add_op(with_params(make_op(std::move(name), OpKind::layernorm, op(x).shape), {features, features}), {x});
+}
+
+Node ModelBuilder::matmul(Node a, Node b, std::string name, std::vector<std::int64_t> shape) {
+  return add_op(make_op(std::move(name), OpKind::matmul, std::move(shape)), {a, b});
+}
+
+Node ModelBuilder::softmax(Node x, std::string name) {
+  return add_op(make_op(std::move(name), OpKind::softmax, op(x).shape), {x});
+}
+
+Node ModelBuilder::pointwise(Node x, std::string name, Pointwise kind) {
+  ModelOp pointwise_op = make_op(std::move(name), OpKind::pointwise, op(x).shape);
+  pointwise_op.pointwise = kind;
+  return add_op(std::move(pointwise_op), {x});
+}
+
+Node ModelBuilder::pointwise(Node x, Node other, std::string name, Pointwise kind) {
+  ModelOp pointwise_op = make_op(std::move(name), OpKind::pointwise, op(x).shape);
+  pointwise_op.pointwise = kind;
+  return add_op(std::move(pointwise_op), {x, other});
+}
+
+namespace {
+
+ModelOp part_of(const ModelOp& whole, std::string name, OpKind kind, std::vector<std::int64_t> shape,
+                const std::string& model) {
+  ModelOp part = make_op(std::move(name), kind, std::move(shape), kind != OpKind::contiguous);
+  if (part.elements() > whole.elements()) {
+    throw Error("model " + model + ": " + part.name + " is larger than its input");
+  }
+  return part;
+}
+
+}  // namespace
+
+Node ModelBuilder::contiguous(Node x, std::string name, std::vector<std::int64_t> shape) {
+  return add_op(part_of(op(x), std::move(name), OpKind::contiguous, std::move(shape), model_.name), {x});
+}
+
+Node ModelBuilder::view(Node x, std::string name, std::vector<std::int64_t> shape) {
+  return add_op(part_of(op(x), std::move(name), OpKind::view, std::move(shape), model_.name), {x});
+}
+
+Node ModelBuilder::split(Node x, std::string name, std::vector<std::int64_t> shape) {
+  return add_op(part_of(op(x), std::move(name), OpKind::split, std::move(shape), model_.name), {x});
+}
+
+void ModelBuilder::add_buffer(Node node, Bytes bytes) { model_.graph[node].buffers.push_back(bytes); }
+
+void ModelBuilder::set_returned(Node node) { model_.graph[node].returned = true; }
 
 Model ModelBuilder::finish() && { return std::move(model_); }
 

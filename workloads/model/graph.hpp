@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,27 @@ enum class OpKind : std::uint8_t {
   linear,     // Linear
   add,        // x + other: in place into x (out += identity) or a new tensor
   loss,       // cross entropy: log_softmax + nll_loss
+  // transformers (per-sample shapes are {S, H}, {heads, S, S}...)
+  embedding,   // a gather from its table by int64 ids (its input), or by position (no input)
+  layernorm,   // LayerNorm over the last dim: saves its input and per-row mean and rstd (fp32)
+  matmul,      // a batched product of two activations (Q.K^T, probs.V): saves both
+  softmax,     // over the last dim: saves its output
+  pointwise,   // an elementwise op, out of place; which one says what it saves (Pointwise)
+  contiguous,  // a copy in a new layout (permute(...).contiguous(), matmul's reshape of a
+               // permuted view) or of a part (logits[:, :-1]); backward of a part allocates
+  view,        // a view of its input or of a part of it (hidden[:, 0]): no allocation
+  split,       // one of the parts Tensor.split gives: a view; backward gathers the parts' grads
+};
+
+// What a pointwise op saves for backward and whether its backward makes a new gradient.
+enum class Pointwise : std::uint8_t {
+  scale,  // x * c or x / c: saves nothing
+  shift,  // x + c, or x + a mask (second input): saves nothing, the gradient passes on
+  where,  // where(mask, x, c) with a mask buffer: saves the mask (a view of the buffer)
+  pow,    // x ** 3: saves x
+  tanh,   // saves its output
+  gelu,   // erf GELU: saves x
+  mul,    // x * y of two tensors: saves both
 };
 
 struct ModelOp {
@@ -34,6 +56,13 @@ struct ModelOp {
   std::vector<std::int64_t> params;  // elements of each parameter tensor: weight, bias...
   std::int64_t kernel = 1;           // conv: k for a k x k kernel
   bool in_place = false;             // writes into its first input's storage (or views it)
+  bool batched = true;               // false: one tensor for the whole batch (position embeddings)
+  bool returned = false;             // the model's output holds it until forward returns
+  Bytes element_bytes = 4;           // input: bytes per element (int64 ids: 8)
+  std::int64_t labels = 1;           // loss: int64 targets per sample (GPT-2: one per token)
+  Pointwise pointwise = Pointwise::scale;
+  std::optional<std::size_t> tied_to;  // uses that op's parameters, has none of its own
+  std::vector<Bytes> buffers;        // persistent tensors that are not parameters
 
   std::int64_t elements() const;     // of the output, per sample
   std::int64_t channels() const { return shape.front(); }
@@ -55,7 +84,7 @@ class ModelBuilder {
  public:
   explicit ModelBuilder(std::string model_name);
 
-  Node input(std::vector<std::int64_t> shape);
+  Node input(std::vector<std::int64_t> shape, std::string name = "input", Bytes element_bytes = 4);
   Node conv(Node x, std::string name, std::int64_t out_channels, std::int64_t kernel, std::int64_t stride,
             std::int64_t padding, bool bias = false, std::int64_t groups = 1);
   Node batchnorm(Node x, std::string name);
@@ -64,9 +93,27 @@ class ModelBuilder {
   Node avgpool(Node x, std::string name, std::int64_t out_size = 1);  // adaptive: to C x out x out
   Node dropout(Node x, std::string name);
   Node flatten(Node x, std::string name);
-  Node linear(Node x, std::string name, std::int64_t out_features, bool bias = true);
+  // Applies to the last dimension: {S, H} -> {S, out}. tied_to: an op whose weight this
+  // one uses (GPT-2's LM head and wte), so it adds no parameters.
+  Node linear(Node x, std::string name, std::int64_t out_features, bool bias = true,
+              std::optional<Node> tied_to = std::nullopt);
   Node add(Node x, Node other, std::string name, bool in_place = true);
-  Node loss(Node logits, std::string name);
+  Node loss(Node logits, std::string name, std::int64_t labels = 1);
+
+  // Transformers. An embedding without ids gathers rows 0..S-1 (positions): one tensor
+  // for the batch, {rows_used, dim}.
+  Node embedding(Node ids, std::string name, std::int64_t rows, std::int64_t dim);
+  Node position_embedding(std::string name, std::int64_t rows, std::int64_t used, std::int64_t dim);
+  Node layernorm(Node x, std::string name);
+  Node matmul(Node a, Node b, std::string name, std::vector<std::int64_t> shape);
+  Node softmax(Node x, std::string name);
+  Node pointwise(Node x, std::string name, Pointwise kind);
+  Node pointwise(Node x, Node other, std::string name, Pointwise kind);  // shift by a mask, mul
+  Node contiguous(Node x, std::string name, std::vector<std::int64_t> shape);
+  Node view(Node x, std::string name, std::vector<std::int64_t> shape);
+  Node split(Node x, std::string name, std::vector<std::int64_t> shape);
+  void add_buffer(Node node, Bytes bytes);   // a persistent buffer the op's module owns
+  void set_returned(Node node);              // the model's output keeps it until forward returns
 
   Model finish() &&;
 

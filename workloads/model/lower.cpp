@@ -43,6 +43,17 @@ class Lowering {
     storage_of_.assign(ops, kNone);
     grad_of_.assign(ops, kNone);
     cast_of_.assign(ops, {});
+    dtype_.assign(ops, 4);
+    read_as_.assign(ops, {});
+    requires_grad_.assign(ops, false);
+    for (const Node node : boost::make_iterator_range(boost::vertices(graph_))) {
+      const ModelOp& o = op(node);
+      if (o.kind == OpKind::input) inputs_.push_back(node);
+      if (o.kind == OpKind::loss) labels_ = o.labels;
+      bool requires_grad = !o.params.empty() || o.tied_to.has_value();
+      for (const Node input : inputs_of(node)) requires_grad = requires_grad || requires_grad_[input];
+      requires_grad_[node] = requires_grad;
+    }
   }
 
   Trace run() && {
@@ -80,12 +91,55 @@ class Lowering {
   void free(AllocId id) { builder_.free(tick(), id); }
   Nanos tick() { return time_ += kEventGap; }
 
+  // Bytes of a node's whole output (the batch, unless one tensor serves it) at a dtype.
+  Bytes bytes_of(Node node, Bytes element) const {
+    const Bytes bytes = static_cast<Bytes>(op(node).elements()) * element;
+    return op(node).batched ? bytes * static_cast<Bytes>(options_.batch) : bytes;
+  }
+  Bytes output_bytes(Node node) const { return bytes_of(node, dtype_[node]); }
+
+  // A tied op (GPT-2's LM head) computes with its owner's parameters.
+  Node parameter_owner(Node node) const { return op(node).tied_to.value_or(node); }
+  const std::vector<std::int64_t>& params_of(Node node) const { return op(parameter_owner(node)).params; }
+
+  // The dtype of an op's output. Under autocast conv, linear and matmul run in half;
+  // layer_norm, softmax and log_softmax in fp32; an embedding returns its fp32 table's
+  // rows; the rest follow their float inputs (fp16 + fp32 promotes to fp32).
+  Bytes output_dtype(Node node, const std::vector<Node>& inputs) const {
+    const ModelOp& o = op(node);
+    if (o.kind == OpKind::input) return o.element_bytes;
+    if (options_.precision == Precision::fp32) return 4;
+    switch (o.kind) {
+      case OpKind::conv:
+      case OpKind::batchnorm:
+      case OpKind::relu:
+      case OpKind::maxpool:
+      case OpKind::avgpool:
+      case OpKind::flatten:
+      case OpKind::linear:
+      case OpKind::matmul:
+        return activation_bytes_;
+      case OpKind::embedding:
+      case OpKind::layernorm:
+      case OpKind::softmax:
+      case OpKind::loss:
+        return 4;
+      default: {
+        Bytes dtype = 0;
+        for (const Node input : inputs) {
+          if (op(input).kind != OpKind::input) dtype = std::max(dtype, dtype_[input]);
+        }
+        return dtype == 0 ? 4 : dtype;  // built from ids alone: the attention mask, in fp32
+      }
+    }
+  }
   // ---- persistent state -------------------------------------------------------------
   void allocate_weights() {
     for (const Node node : boost::make_iterator_range(boost::vertices(graph_))) {
       for (const std::int64_t elements : op(node).params) {
         weights_.push_back({node, alloc(static_cast<Bytes>(elements) * 4, Tag::weight, op(node).name)});
       }
+      for (const Bytes buffer : op(node).buffers) alloc(buffer, Tag::weight, op(node).name);
       if (op(node).kind == OpKind::batchnorm) {  // running_mean, running_var, num_batches_tracked
         const Bytes channels = static_cast<Bytes>(op(node).channels());
         alloc(channels * 4, Tag::weight, op(node).name);
@@ -97,15 +151,15 @@ class Lowering {
   }
 
   void new_batch() {
-    // The loader's next batch arrives before the old one is released (rebinding x, y).
-    const Node input = *boost::vertices(graph_).first;
-    const AllocId images = alloc(batch_bytes(op(input).elements(), 4), Tag::input, "input");
-    const AllocId labels = alloc(batch_bytes(1, 8), Tag::input, "labels");
-    if (batch_) {
-      free(batch_->first);
-      free(batch_->second);
+    // The loader's next batch (every model input, then the labels) arrives before the old
+    // one is released (rebinding x, y).
+    std::vector<AllocId> batch;
+    for (const Node input : inputs_) {
+      batch.push_back(alloc(batch_bytes(op(input).elements(), op(input).element_bytes), Tag::input, op(input).name));
     }
-    batch_ = {images, labels};
+    batch.push_back(alloc(batch_bytes(labels_, 8), Tag::input, "labels"));
+    for (const AllocId old : batch_) free(old);
+    batch_ = std::move(batch);
   }
 
   void zero_grad() {
@@ -143,7 +197,7 @@ class Lowering {
   // use; the casts they save for backward stay alive until that backward has run.
   void cast_weights(Node node) {
     if (options_.precision == Precision::fp32) return;
-    for (const std::int64_t elements : op(node).params) {
+    for (const std::int64_t elements : params_of(node)) {
       const AllocId cast = alloc(static_cast<Bytes>(elements) * 2, Tag::weight, op(node).name);
       if (options_.training) {
         cast_of_[node].push_back(cast);
@@ -160,16 +214,42 @@ class Lowering {
     free(alloc(bytes, Tag::workspace, op(node).name));
   }
 
+  // Autocast: an op that runs in `dtype` reads a copy of an input of another float type
+  // (int64 ids are never cast). The copy lives while the op runs, or until its backward
+  // when saved. Returns the storage the op reads; backward finds the dtype in read_as_.
+  int read_as(Node node, Node input, Bytes dtype) {
+    const bool cast =
+        options_.precision != Precision::fp32 && op(input).kind != OpKind::input && dtype_[input] != dtype;
+    read_as_[node].push_back(cast ? dtype : dtype_[input]);
+    if (!cast) return storage_of_[input];
+    const int copy = new_storage(node, bytes_of(input, dtype));
+    ++storages_[copy].forward_uses;
+    casts_.push_back(copy);
+    return copy;
+  }
+
+  void release_casts() {
+    for (const int copy : casts_) {
+      --storages_[copy].forward_uses;
+      release_if_dead(copy);
+    }
+    casts_.clear();
+  }
+
   void forward() {
     const bool training = options_.training;
+    std::vector<int> returned;
     for (const Node node : boost::make_iterator_range(boost::vertices(graph_))) {
       const ModelOp& o = op(node);
       const std::vector<Node> inputs = inputs_of(node);
-      const Bytes out_bytes = batch_bytes(o.elements(), activation_bytes_);
+      dtype_[node] = output_dtype(node, inputs);
+      read_as_[node].clear();
+      const Bytes out_bytes = output_bytes(node);
       int out = kNone;
       switch (o.kind) {
         case OpKind::input: {
-          storages_.push_back(Storage{batch_->first, 0, 0, true, true});
+          const auto slot = std::find(inputs_.begin(), inputs_.end(), node) - inputs_.begin();
+          storages_.push_back(Storage{batch_[static_cast<std::size_t>(slot)], 0, 0, true, true});
           out = static_cast<int>(storages_.size() - 1);
           break;
         }
@@ -234,12 +314,75 @@ class Lowering {
           extras_[node] = {alloc(batch_bytes(o.elements(), 1), Tag::activation, o.name)};  // the mask
           break;
         case OpKind::linear: {
+          const int in = read_as(node, inputs[0], activation_bytes_);
           cast_weights(node);
           out = new_storage(node, out_bytes);
-          save(storage_of_[inputs[0]]);
-          saved_[node] = {storage_of_[inputs[0]]};
+          save(in);
+          saved_[node] = {in};
           break;
         }
+        case OpKind::embedding:  // saves its ids: the batch's, or a view of the positions buffer
+          out = new_storage(node, out_bytes);
+          break;
+        case OpKind::layernorm: {
+          const int in = read_as(node, inputs[0], 4);
+          out = new_storage(node, out_bytes);
+          const Bytes rows = output_bytes(node) / dtype_[node] / static_cast<Bytes>(o.shape.back());
+          const AllocId mean = alloc(rows * 4, Tag::activation, o.name);
+          const AllocId rstd = alloc(rows * 4, Tag::activation, o.name);
+          if (training) {
+            extras_[node] = {mean, rstd};
+          } else {
+            free(mean);
+            free(rstd);
+          }
+          save(in);
+          saved_[node] = {in};
+          break;
+        }
+        case OpKind::matmul: {
+          const int a = read_as(node, inputs[0], activation_bytes_);
+          const int b = read_as(node, inputs[1], activation_bytes_);
+          out = new_storage(node, out_bytes);
+          save(a);
+          save(b);
+          saved_[node] = {a, b};
+          break;
+        }
+        case OpKind::softmax:
+          read_as(node, inputs[0], 4);
+          out = new_storage(node, out_bytes);
+          save(out);
+          saved_[node] = {out};
+          break;
+        case OpKind::pointwise: {
+          out = new_storage(node, out_bytes);
+          switch (o.pointwise) {
+            case Pointwise::scale:
+            case Pointwise::shift:
+            case Pointwise::where:
+              break;
+            case Pointwise::pow:
+            case Pointwise::gelu:
+              saved_[node] = {storage_of_[inputs[0]]};
+              break;
+            case Pointwise::tanh:
+              saved_[node] = {out};
+              break;
+            case Pointwise::mul:
+              saved_[node] = {storage_of_[inputs[0]], storage_of_[inputs[1]]};
+              break;
+          }
+          for (const int storage : saved_[node]) save(storage);
+          break;
+        }
+        case OpKind::contiguous:
+          out = new_storage(node, out_bytes);
+          break;
+        case OpKind::view:
+        case OpKind::split:
+          out = storage_of_[inputs[0]];
+          break;
         case OpKind::loss: {
           if (!training) break;  // inference has no loss
           // log_softmax runs in fp32 under autocast; nll_loss gives a scalar and total_weight.
@@ -262,6 +405,11 @@ class Lowering {
       }
       storage_of_[node] = out;
       if (out != kNone) storages_[out].forward_uses += static_cast<int>(boost::out_degree(node, graph_));
+      if (out != kNone && o.returned) {
+        ++storages_[out].forward_uses;
+        returned.push_back(out);
+      }
+      release_casts();
       for (const Node input : inputs) {
         const int storage = storage_of_[input];
         if (storage == kNone) continue;
@@ -269,6 +417,10 @@ class Lowering {
         release_if_dead(storage);
       }
       if (out != kNone) release_if_dead(out);
+    }
+    for (const int storage : returned) {  // the output object goes when forward returns
+      --storages_[storage].forward_uses;
+      release_if_dead(storage);
     }
   }
 
@@ -285,7 +437,7 @@ class Lowering {
   // A gradient arriving for `node`'s output: the first is kept; a second is summed into a
   // new tensor and both operands dropped (autograd's out-of-place accumulation).
   void contribute(Node node, int grad) {
-    if (op(node).kind == OpKind::input) {
+    if (!requires_grad_[node]) {
       drop(grad);
       return;
     }
@@ -294,7 +446,7 @@ class Lowering {
       slot = grad;
       return;
     }
-    const int sum = new_grad(node, batch_bytes(op(node).elements(), activation_bytes_));
+    const int sum = new_grad(node, output_bytes(node));
     drop(slot);
     drop(grad);
     slot = sum;
@@ -303,14 +455,15 @@ class Lowering {
   // AccumulateGrad: the first gradient of a parameter becomes its .grad; later ones are
   // added in place and freed.
   void parameter_grads(Node node) {
+    const Node owner_of_params = parameter_owner(node);
     std::size_t index = 0;
     for (const auto& [owner, weight] : weights_) {
-      if (owner != node) {
+      if (owner != owner_of_params) {
         ++index;
         continue;
       }
       (void)weight;
-      const std::int64_t elements = op(node).params[params_seen_[node]++];
+      const std::int64_t elements = op(owner).params[params_seen_[owner]++];
       AllocId grad{};
       if (options_.precision != Precision::fp32 && (op(node).kind == OpKind::conv || op(node).kind == OpKind::linear)) {
         const AllocId half = alloc(static_cast<Bytes>(elements) * 2, Tag::gradient, op(node).name);
@@ -326,7 +479,51 @@ class Lowering {
       }
       ++index;
     }
-    params_seen_[node] = 0;
+    params_seen_[owner_of_params] = 0;
+  }
+
+  // The gradient of input `i` as the op read it; one read through an autocast copy goes
+  // back through the cast (ToCopyBackward) to the input's own dtype.
+  int input_grad(Node node, std::size_t i, Node input) {
+    return new_grad(node, bytes_of(input, read_as_[node][i]));
+  }
+  void pass_back(Node node, std::size_t i, Node input, int grad) {
+    if (read_as_[node].size() > i && read_as_[node][i] != dtype_[input] && requires_grad_[input]) {
+      const int back = new_grad(node, output_bytes(input));
+      drop(grad);
+      grad = back;
+    }
+    contribute(input, grad);
+  }
+
+  // Backward of a part (a slice or a select): a zero gradient of the whole, the part's copied in.
+  void part_back(Node node, Node input, int grad_out) {
+    if (op(node).elements() == op(input).elements()) {
+      contribute(input, grad_out);  // a reshape or permute of the gradient: a view
+      return;
+    }
+    const int whole = new_grad(node, output_bytes(input));
+    drop(grad_out);
+    contribute(input, whole);
+  }
+
+  // Tensor.split's backward waits for every part's gradient, then concatenates them.
+  void split_back(Node input, int grad_out) {
+    std::vector<int>& parts = split_parts_[input];
+    parts.push_back(grad_out);
+    int expected = 0;
+    for (const Edge edge : boost::make_iterator_range(boost::out_edges(input, graph_))) {
+      if (op(boost::target(edge, graph_)).kind == OpKind::split) ++expected;
+    }
+    if (static_cast<int>(parts.size()) < expected) return;
+    const int whole = new_grad(input, output_bytes(input));
+    for (const int part : parts) drop(part);
+    parts.clear();
+    contribute(input, whole);
+  }
+
+  void unsave_all(Node node) {
+    for (const int storage : saved_[node]) unsave(storage);
   }
 
   void backward() {
@@ -335,7 +532,7 @@ class Lowering {
     std::reverse(order.begin(), order.end());
     for (const Node node : order) {
       const ModelOp& o = op(node);
-      if (o.kind == OpKind::input) continue;
+      if (!requires_grad_[node]) continue;  // the batch, the attention mask
       const std::vector<Node> inputs = inputs_of(node);
       const Bytes in_bytes = inputs.empty() ? 0 : batch_bytes(op(inputs[0]).elements(), activation_bytes_);
       int grad_out = grad_of_[node];
@@ -375,15 +572,61 @@ class Lowering {
           break;
         }
         case OpKind::linear: {
-          const int grad_in = new_grad(node, in_bytes);
+          const int grad_in = input_grad(node, 0, inputs[0]);
           parameter_grads(node);
           drop(grad_out);
           for (const AllocId cast : cast_of_[node]) free(cast);
           cast_of_[node].clear();
           unsave(saved_[node][0]);
-          contribute(inputs[0], grad_in);
+          pass_back(node, 0, inputs[0], grad_in);
           break;
         }
+        case OpKind::embedding:  // embedding_dense_backward: a gradient for the whole table
+          parameter_grads(node);
+          drop(grad_out);
+          break;
+        case OpKind::layernorm: {
+          const int grad_in = input_grad(node, 0, inputs[0]);
+          parameter_grads(node);
+          drop(grad_out);
+          for (const AllocId extra : extras_[node]) free(extra);
+          unsave_all(node);
+          pass_back(node, 0, inputs[0], grad_in);
+          break;
+        }
+        case OpKind::matmul:
+        case OpKind::softmax: {
+          std::vector<int> grads;
+          for (std::size_t i = 0; i < inputs.size(); ++i) grads.push_back(input_grad(node, i, inputs[i]));
+          drop(grad_out);
+          unsave_all(node);
+          for (std::size_t i = 0; i < inputs.size(); ++i) pass_back(node, i, inputs[i], grads[i]);
+          break;
+        }
+        case OpKind::pointwise: {
+          if (o.pointwise == Pointwise::shift) {  // x + c: the gradient passes on unchanged
+            contribute(inputs[0], grad_out);
+            break;
+          }
+          std::vector<int> grads;
+          const std::size_t operands = o.pointwise == Pointwise::mul ? 2 : 1;
+          for (std::size_t i = 0; i < operands; ++i) {
+            grads.push_back(requires_grad_[inputs[i]] ? new_grad(node, output_bytes(inputs[i])) : kNone);
+          }
+          drop(grad_out);
+          unsave_all(node);
+          for (std::size_t i = 0; i < operands; ++i) {
+            if (grads[i] != kNone) contribute(inputs[i], grads[i]);
+          }
+          break;
+        }
+        case OpKind::contiguous:
+        case OpKind::view:
+          part_back(node, inputs[0], grad_out);
+          break;
+        case OpKind::split:
+          split_back(inputs[0], grad_out);
+          break;
         case OpKind::batchnorm: {
           const int grad_in = new_grad(node, in_bytes);
           parameter_grads(node);
@@ -397,7 +640,7 @@ class Lowering {
         case OpKind::maxpool:
         case OpKind::avgpool:
         case OpKind::dropout: {
-          const int grad_in = new_grad(node, in_bytes);
+          const int grad_in = new_grad(node, output_bytes(inputs[0]));
           drop(grad_out);
           for (const AllocId extra : extras_[node]) free(extra);
           if (!saved_[node].empty()) unsave(saved_[node][0]);
@@ -408,6 +651,12 @@ class Lowering {
           contribute(inputs[0], grad_out);  // a view: the same tensor flows on
           break;
         case OpKind::add:
+          if (op(inputs[1]).batched != o.batched) {  // a broadcast operand's gradient is summed over the batch
+            const int reduced = new_grad(node, output_bytes(inputs[1]));
+            contribute(inputs[0], grad_out);
+            contribute(inputs[1], reduced);
+            break;
+          }
           ++grad_pool_[grad_out].references;  // both inputs receive the same tensor
           contribute(inputs[0], grad_out);
           contribute(inputs[1], grad_out);
@@ -466,7 +715,9 @@ class Lowering {
 
   std::vector<std::pair<Node, AllocId>> weights_;     // every parameter tensor, in order
   std::vector<std::optional<AllocId>> grads_;         // .grad of each, when it exists
-  std::optional<std::pair<AllocId, AllocId>> batch_;  // images, labels
+  std::vector<Node> inputs_;                          // the input ops, in order
+  std::int64_t labels_ = 1;                           // int64 targets per sample
+  std::vector<AllocId> batch_;                        // each input's tensor, then the labels
   std::vector<Storage> storages_;
   std::vector<int> storage_of_;                       // by op: the storage its output lives in
   std::vector<Grad> grad_pool_;
@@ -475,6 +726,11 @@ class Lowering {
   std::map<Node, std::vector<int>> saved_;            // storages each op saved for backward
   std::map<Node, std::vector<AllocId>> extras_;       // tensors an op allocated for its own backward
   std::map<Node, std::size_t> params_seen_;
+  std::vector<Bytes> dtype_;                          // by op: bytes per element of its output
+  std::vector<std::vector<Bytes>> read_as_;           // by op: the dtype it read each input in
+  std::vector<bool> requires_grad_;                   // by op: whether backward reaches it
+  std::vector<int> casts_;                            // autocast copies of the op running now
+  std::map<Node, std::vector<int>> split_parts_;      // by split op's input: part gradients so far
 };
 
 }  // namespace

@@ -8,7 +8,8 @@ namespace allocsim {
 namespace {
 
 constexpr std::string_view kTokens =
-    "bN (batch per step, default 32), fp32 | amp | bf16, sgd | momentum | adam | adamw, fused, "
+    "bN (batch per step, default 32), sN (tokens per sample, transformers only: default 128 for bert, 1024 "
+    "for gpt2), fp32 | amp | bf16, sgd | momentum | adam | adamw, fused, "
     "keepgrad (zero_grad without set_to_none), accN (micro-batches per step), stepsN, infer, nows (no cuDNN workspace)";
 
 // "b64" with prefix "b" -> 64; nullopt when the token is not prefix + digits.
@@ -22,7 +23,8 @@ std::optional<std::int64_t> numbered(std::string_view token, std::string_view pr
   return value;
 }
 
-void apply(LoweringOptions& options, std::string_view token, std::string_view spec) {
+void apply(ModelSpec& model_spec, std::string_view token, std::string_view spec) {
+  LoweringOptions& options = model_spec.options;
   const auto positive = [&](std::int64_t value) {
     if (value < 1 || value > 1'000'000) {
       throw Error("workload " + std::string(spec) + ": '" + std::string(token) + "' is out of range");
@@ -35,6 +37,17 @@ void apply(LoweringOptions& options, std::string_view token, std::string_view sp
     options.accumulation = static_cast<int>(positive(*acc));
   } else if (auto steps = numbered(token, "steps")) {
     options.steps = static_cast<int>(positive(*steps));
+  } else if (auto sequence = numbered(token, "s")) {
+    const ZooModel& model = *model_spec.model;
+    if (!model.takes_sequence()) {
+      throw Error("workload " + std::string(spec) + ": " + std::string(model.name) +
+                  " takes no sequence length ('" + std::string(token) + "')");
+    }
+    if (*sequence < 1 || *sequence > model.max_sequence) {
+      throw Error("workload " + std::string(spec) + ": '" + std::string(token) + "' is out of range; " +
+                  std::string(model.name) + " takes 1 to " + std::to_string(model.max_sequence) + " tokens");
+    }
+    model_spec.sequence = *sequence;
   } else if (token == "fp32") {
     options.precision = Precision::fp32;
   } else if (token == "amp" || token == "fp16") {
@@ -75,13 +88,13 @@ std::optional<ModelSpec> parse_model_spec(std::string_view text) {
     if (prefix && (!model || candidate.name.size() > model->name.size())) model = &candidate;
   }
   if (!model) return std::nullopt;
-  ModelSpec spec{model, LoweringOptions{}};
+  ModelSpec spec{model, LoweringOptions{}, model->default_sequence};
   std::string_view rest = text.substr(model->name.size());
   while (!rest.empty()) {
     rest.remove_prefix(1);  // the '_'
     const std::string_view token = rest.substr(0, rest.find('_'));
     if (token.empty()) throw Error("workload " + std::string(text) + ": empty token");
-    apply(spec.options, token, text);
+    apply(spec, token, text);
     rest.remove_prefix(token.size());
   }
   return spec;

@@ -1,7 +1,10 @@
 #include "workloads/model/zoo.hpp"
 
 #include <array>
+#include <optional>
 #include <string>
+
+#include "sim/error.hpp"
 
 namespace allocsim {
 namespace {
@@ -60,14 +63,14 @@ Model resnet(const char* name, bool bottleneck, std::array<int, 4> blocks) {
   return std::move(b).finish();
 }
 
-Model resnet18() { return resnet("resnet18", false, {2, 2, 2, 2}); }
-Model resnet34() { return resnet("resnet34", false, {3, 4, 6, 3}); }
-Model resnet50() { return resnet("resnet50", true, {3, 4, 6, 3}); }
-Model resnet101() { return resnet("resnet101", true, {3, 4, 23, 3}); }
-Model resnet152() { return resnet("resnet152", true, {3, 8, 36, 3}); }
+Model resnet18(int64_t) { return resnet("resnet18", false, {2, 2, 2, 2}); }
+Model resnet34(int64_t) { return resnet("resnet34", false, {3, 4, 6, 3}); }
+Model resnet50(int64_t) { return resnet("resnet50", true, {3, 4, 6, 3}); }
+Model resnet101(int64_t) { return resnet("resnet101", true, {3, 4, 23, 3}); }
+Model resnet152(int64_t) { return resnet("resnet152", true, {3, 8, 36, 3}); }
 
 // torchvision vgg.py, configuration D, no batch norm.
-Model vgg16() {
+Model vgg16(int64_t) {
   ModelBuilder b("vgg16");
   Node x = b.input({3, 224, 224});
   int index = 0;
@@ -95,7 +98,7 @@ Model vgg16() {
 
 // torchvision mobilenetv2.py: inverted residuals with depthwise 3x3 convolutions; the
 // residual is `x + conv(x)`, a new tensor.
-Model mobilenet_v2() {
+Model mobilenet_v2(int64_t) {
   ModelBuilder b("mobilenet_v2");
   Node x = b.input({3, 224, 224});
   x = conv_bn_relu(b, x, "features.0.0", "features.0.1", "features.0.2", 32, 3, 2, 1);
@@ -156,19 +159,198 @@ Model seed_cnn(bool depthwise) {
   return std::move(b).finish();
 }
 
-Model seed_cnn_plain() { return seed_cnn(false); }
-Model seed_cnn_depthwise() { return seed_cnn(true); }
+Model seed_cnn_plain(int64_t) { return seed_cnn(false); }
+Model seed_cnn_depthwise(int64_t) { return seed_cnn(true); }
 
+// ---- transformers ------------------------------------------------------------------
+// Hugging Face transformers 4.3x in eager attention (attn_implementation="eager"): every
+// layer materialises its B x heads x S x S scores and probabilities. SDPA and flash
+// attention do not; their memory is not modelled here. Shapes are per sample: {S, H}.
+
+// Scaled dot-product attention on projected q, k, v of {S, H}. The head copies are
+// matmul's own: it reshapes the permuted view (B, heads, S, d) to (B*heads, S, d), which
+// cannot be a view; bmm saves the copies. BERT adds its padding mask (the gradient passes
+// through); GPT-2 applies its causal mask buffer with torch.where (a new gradient).
+Node attention(ModelBuilder& b, const std::string& p, Node q, Node k, Node v, std::optional<Node> padding_mask,
+               int64_t sequence, int64_t hidden, int64_t heads) {
+  const int64_t head_dim = hidden / heads;
+  const Node q_heads = b.contiguous(q, p + "query_heads", {heads, sequence, head_dim});
+  const Node k_heads = b.contiguous(k, p + "key_heads_t", {heads, head_dim, sequence});
+  Node scores = b.matmul(q_heads, k_heads, p + "scores", {heads, sequence, sequence});
+  scores = b.pointwise(scores, p + "scale", Pointwise::scale);
+  scores = padding_mask ? b.pointwise(scores, *padding_mask, p + "mask", Pointwise::shift)
+                        : b.pointwise(scores, p + "causal_mask", Pointwise::where);
+  Node probs = b.softmax(scores, p + "softmax");
+  probs = b.dropout(probs, p + "attn_dropout");
+  const Node v_heads = b.contiguous(v, p + "value_heads", {heads, sequence, head_dim});
+  const Node context = b.matmul(probs, v_heads, p + "context", {heads, sequence, head_dim});
+  return b.contiguous(context, p + "merge_heads", {sequence, hidden});  // permute(0, 2, 1, 3).contiguous()
+}
+
+void check_sequence(const char* model, int64_t sequence, int64_t low, int64_t positions) {
+  if (sequence < low || sequence > positions) {
+    throw Error(std::string(model) + ": a sequence of " + std::to_string(sequence) + " tokens; it takes " +
+                std::to_string(low) + " to " + std::to_string(positions));
+  }
+}
+
+struct BertConfig {
+  int64_t hidden, layers, heads, intermediate;
+};
+
+constexpr int64_t kBertVocab = 30522;
+constexpr int64_t kBertPositions = 512;
+constexpr int64_t kBertTypes = 2;
+constexpr int64_t kBertLabels = 2;
+
+// HF BertForSequenceClassification with two labels: BertModel (embeddings, post-LN encoder
+// layers with erf GELU, dropout 0.1, the tanh pooler on the first token), then dropout,
+// Linear(hidden, 2) and cross entropy: the usual fine-tuning step. The inputs are
+// input_ids, token_type_ids and attention_mask (int64, B x S) and one label per sample.
+//
+// Parameters, base (H 768, 12 layers, 3072) and large (H 1024, 24 layers, 4096):
+//   embeddings  (30522 + 512 + 2) x H + 2H (LayerNorm)   23,837,184 | 31,782,912
+//   per layer   4 (H^2 + H) (q, k, v, attention.output)   2,362,368 |  4,198,400
+//               + (H I + I) + (I H + H) + 2 x 2H          4,725,504 |  8,397,824
+//               = 7,087,872 | 12,596,224; x 12 | x 24    85,054,464 | 302,309,376
+//   pooler      H^2 + H                                     590,592 |  1,049,600
+//   BertModel ("bert.*")                                109,482,240 | 335,141,888
+//   classifier  2H + 2                                        1,538 |      2,050
+//   parameter_count()                                   109,483,778 | 335,143,938
+Model bert(const char* name, BertConfig config, int64_t sequence) {
+  check_sequence(name, sequence, 1, kBertPositions);
+  const int64_t hidden = config.hidden;
+  ModelBuilder b(name);
+  const Node ids = b.input({sequence}, "input_ids", 8);
+  const Node token_types = b.input({sequence}, "token_type_ids", 8);
+  const Node attention_mask = b.input({sequence}, "attention_mask", 8);
+  // get_extended_attention_mask: (1 - mask[:, None, None, :].float()) * min, B x 1 x 1 x S.
+  const Node mask = b.pointwise(attention_mask, "bert.extended_attention_mask", Pointwise::scale);
+
+  Node x = b.embedding(ids, "bert.embeddings.word_embeddings", kBertVocab, hidden);
+  const Node types = b.embedding(token_types, "bert.embeddings.token_type_embeddings", kBertTypes, hidden);
+  x = b.add(x, types, "bert.embeddings.add", false);
+  const Node positions = b.position_embedding("bert.embeddings.position_embeddings", kBertPositions, sequence, hidden);
+  x = b.add(x, positions, "bert.embeddings.add_positions");  // embeddings += position_embeddings
+  x = b.layernorm(x, "bert.embeddings.LayerNorm");
+  b.add_buffer(x, kBertPositions * 8);  // bert.embeddings.position_ids
+  b.add_buffer(x, kBertPositions * 8);  // bert.embeddings.token_type_ids
+  x = b.dropout(x, "bert.embeddings.dropout");
+
+  for (int64_t layer = 0; layer < config.layers; ++layer) {
+    const std::string p = "bert.encoder.layer." + std::to_string(layer) + ".";
+    const Node q = b.linear(x, p + "attention.self.query", hidden);
+    const Node k = b.linear(x, p + "attention.self.key", hidden);
+    const Node v = b.linear(x, p + "attention.self.value", hidden);
+    Node a = attention(b, p + "attention.self.", q, k, v, mask, sequence, hidden, config.heads);
+    a = b.linear(a, p + "attention.output.dense", hidden);
+    a = b.dropout(a, p + "attention.output.dropout");
+    a = b.add(a, x, p + "attention.output.add", false);  // LayerNorm(hidden_states + input_tensor)
+    a = b.layernorm(a, p + "attention.output.LayerNorm");
+    Node f = b.linear(a, p + "intermediate.dense", config.intermediate);
+    f = b.pointwise(f, p + "intermediate.intermediate_act_fn", Pointwise::gelu);
+    f = b.linear(f, p + "output.dense", hidden);
+    f = b.dropout(f, p + "output.dropout");
+    f = b.add(f, a, p + "output.add", false);
+    x = b.layernorm(f, p + "output.LayerNorm");
+  }
+  Node pooled = b.view(x, "bert.pooler.first_token", {hidden});  // hidden_states[:, 0]
+  pooled = b.linear(pooled, "bert.pooler.dense", hidden);
+  pooled = b.pointwise(pooled, "bert.pooler.activation", Pointwise::tanh);
+  pooled = b.dropout(pooled, "dropout");
+  const Node logits = b.linear(pooled, "classifier", kBertLabels);
+  b.set_returned(logits);
+  b.loss(logits, "loss");
+  return std::move(b).finish();
+}
+
+Model bert_base(int64_t sequence) { return bert("bert_base", {768, 12, 12, 3072}, sequence); }
+Model bert_large(int64_t sequence) { return bert("bert_large", {1024, 24, 16, 4096}, sequence); }
+
+// NewGELUActivation ("gelu_new"), a Python expression evaluated left to right:
+// 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3))). Every step is a tensor;
+// autograd saves x (pow), the tanh output and both factors of the last product.
+Node gelu_new(ModelBuilder& b, Node x, const std::string& p) {
+  const Node half = b.pointwise(x, p + ".mul_half", Pointwise::scale);
+  Node inner = b.pointwise(x, p + ".pow", Pointwise::pow);
+  inner = b.pointwise(inner, p + ".mul_0.044715", Pointwise::scale);
+  inner = b.add(x, inner, p + ".add", false);
+  inner = b.pointwise(inner, p + ".mul_sqrt_2_over_pi", Pointwise::scale);
+  Node gate = b.pointwise(inner, p + ".tanh", Pointwise::tanh);
+  gate = b.pointwise(gate, p + ".add_one", Pointwise::shift);
+  return b.pointwise(half, gate, p + ".mul", Pointwise::mul);
+}
+
+constexpr int64_t kGpt2Vocab = 50257;
+constexpr int64_t kGpt2Positions = 1024;
+
+// HF GPT2LMHeadModel (small): pre-LN blocks, gelu_new, dropout 0.1, an LM head that uses
+// wte's weight (tied: no parameters of its own, no second weight in memory), the labels
+// are the input ids (B x S int64), and the loss shifts the logits with
+// logits[..., :-1, :].contiguous(), a second B x (S-1) x 50257 tensor. The output object
+// holds the logits and every layer's key/value (use_cache=True: views of c_attn's
+// output) until forward returns, as in the Trainer's compute_loss.
+//
+// Parameters:  wte 50257 x 768 = 38,597,376;  wpe 1024 x 768 = 786,432
+//   per layer  ln_1 1,536 + c_attn 768 x 2304 + 2304 = 1,771,776 + attn.c_proj 590,592
+//              + ln_2 1,536 + c_fc 2,362,368 + mlp.c_proj 2,360,064 = 7,087,872; x 12 = 85,054,464
+//   ln_f 1,536;  lm_head 0 (tied)
+//   total      38,597,376 + 786,432 + 85,054,464 + 1,536 = 124,439,808
+Model gpt2(int64_t sequence) {
+  check_sequence("gpt2", sequence, 2, kGpt2Positions);  // the shifted loss needs two tokens
+  constexpr int64_t hidden = 768;
+  constexpr int64_t heads = 12;
+  ModelBuilder b("gpt2");
+  const Node ids = b.input({sequence}, "input_ids", 8);
+  const Node wte = b.embedding(ids, "transformer.wte", kGpt2Vocab, hidden);
+  const Node wpe = b.position_embedding("transformer.wpe", kGpt2Positions, sequence, hidden);
+  Node x = b.add(wte, wpe, "transformer.add", false);
+  x = b.dropout(x, "transformer.drop");
+  for (int layer = 0; layer < 12; ++layer) {
+    const std::string p = "transformer.h." + std::to_string(layer) + ".";
+    const Node qkv = b.linear(b.layernorm(x, p + "ln_1"), p + "attn.c_attn", 3 * hidden);
+    b.set_returned(qkv);  // present = (key, value)
+    const Node q = b.split(qkv, p + "attn.query", {sequence, hidden});
+    const Node k = b.split(qkv, p + "attn.key", {sequence, hidden});
+    const Node v = b.split(qkv, p + "attn.value", {sequence, hidden});
+    Node a = attention(b, p + "attn.", q, k, v, std::nullopt, sequence, hidden, heads);
+    a = b.linear(a, p + "attn.c_proj", hidden);
+    b.add_buffer(a, kGpt2Positions * kGpt2Positions);  // attn.bias: the causal mask, bool
+    b.add_buffer(a, 4);                                 // attn.masked_bias
+    a = b.dropout(a, p + "attn.resid_dropout");
+    x = b.add(a, x, p + "add_attn", false);  // attn_output + residual
+    Node f = b.linear(b.layernorm(x, p + "ln_2"), p + "mlp.c_fc", 4 * hidden);
+    f = gelu_new(b, f, p + "mlp.act");
+    f = b.linear(f, p + "mlp.c_proj", hidden);
+    f = b.dropout(f, p + "mlp.dropout");
+    x = b.add(x, f, p + "add_mlp", false);  // residual + feed_forward_hidden_states
+  }
+  x = b.layernorm(x, "transformer.ln_f");
+  const Node logits = b.linear(x, "lm_head", kGpt2Vocab, false, wte);
+  b.set_returned(logits);
+  const Node shifted = b.contiguous(logits, "shift_logits", {sequence - 1, kGpt2Vocab});
+  b.loss(shifted, "loss", sequence);
+  return std::move(b).finish();
+}
+
+// Default sequence lengths: what the Hugging Face example scripts use, run_glue's
+// max_seq_length of 128 for BERT fine-tuning and run_clm's block size of 1024 for GPT-2.
 const std::array kZoo{
-    ZooModel{"resnet18", "torchvision ResNet-18", resnet18},
-    ZooModel{"resnet34", "torchvision ResNet-34", resnet34},
-    ZooModel{"resnet50", "torchvision ResNet-50 v1.5", resnet50},
-    ZooModel{"resnet101", "torchvision ResNet-101 v1.5", resnet101},
-    ZooModel{"resnet152", "torchvision ResNet-152 v1.5", resnet152},
-    ZooModel{"vgg16", "torchvision VGG-16 (no batch norm)", vgg16},
-    ZooModel{"mobilenet_v2", "torchvision MobileNetV2 (depthwise separable)", mobilenet_v2},
-    ZooModel{"seed_cnn", "the seed article's small CNN, with a plain 3x3 convolution", seed_cnn_plain},
-    ZooModel{"seed_cnn_dw", "the seed article's small CNN, depthwise separable", seed_cnn_depthwise},
+    ZooModel{"resnet18", "torchvision ResNet-18", resnet18, 0, 0},
+    ZooModel{"resnet34", "torchvision ResNet-34", resnet34, 0, 0},
+    ZooModel{"resnet50", "torchvision ResNet-50 v1.5", resnet50, 0, 0},
+    ZooModel{"resnet101", "torchvision ResNet-101 v1.5", resnet101, 0, 0},
+    ZooModel{"resnet152", "torchvision ResNet-152 v1.5", resnet152, 0, 0},
+    ZooModel{"vgg16", "torchvision VGG-16 (no batch norm)", vgg16, 0, 0},
+    ZooModel{"mobilenet_v2", "torchvision MobileNetV2 (depthwise separable)", mobilenet_v2, 0, 0},
+    ZooModel{"seed_cnn", "the seed article's small CNN, with a plain 3x3 convolution", seed_cnn_plain, 0, 0},
+    ZooModel{"seed_cnn_dw", "the seed article's small CNN, depthwise separable", seed_cnn_depthwise, 0, 0},
+    ZooModel{"bert_base", "Hugging Face BERT-base (BertModel) + a 2-label classifier, eager attention, default S 128",
+             bert_base, 128, kBertPositions},
+    ZooModel{"bert_large", "Hugging Face BERT-large (BertModel) + a 2-label classifier, eager attention, default S 128",
+             bert_large, 128, kBertPositions},
+    ZooModel{"gpt2", "Hugging Face GPT-2 small (GPT2LMHeadModel, tied LM head), eager attention, default S 1024", gpt2,
+             1024, kGpt2Positions},
 };
 
 }  // namespace

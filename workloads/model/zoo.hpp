@@ -1,7 +1,9 @@
-// The model zoo: torchvision's ResNets, VGG-16 and MobileNetV2, and the seed article's
-// small CNN, each built op by op as its forward() runs, with the framework's layer names.
+// The model zoo: torchvision's ResNets, VGG-16 and MobileNetV2, the seed article's small
+// CNN, and Hugging Face's BERT (base, large) and GPT-2, each built op by op as its
+// forward() runs, with the framework's layer names.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -12,7 +14,13 @@ namespace allocsim {
 struct ZooModel {
   std::string_view name;
   std::string_view summary;
-  Model (*build)();
+  Model (*make)(std::int64_t sequence);  // sequence: tokens per sample; the CNNs ignore it
+  std::int64_t default_sequence;         // 0: the model takes no sequence length (a CNN)
+  std::int64_t max_sequence;             // rows of its position table
+
+  bool takes_sequence() const { return default_sequence > 0; }
+  Model build() const { return make(default_sequence); }
+  Model build(std::int64_t sequence) const { return make(sequence); }
 };
 
 std::span<const ZooModel> zoo();
