@@ -636,3 +636,62 @@ TEST_CASE("keepgrad keeps .grad across steps instead of freeing it at zero_grad"
 
 }  // namespace
 }  // namespace allocsim
+
+namespace allocsim {
+namespace {
+
+// Counts allocations whose layer name ends with `suffix` and whose tag is `tag`.
+std::size_t allocs_by_layer_suffix(const Trace& trace, std::string_view suffix, Tag tag) {
+  std::size_t count = 0;
+  for (const Event& event : trace.events) {
+    if (event.op == Op::alloc && event.tag == tag && layer_of(trace, event.id).ends_with(suffix)) ++count;
+  }
+  return count;
+}
+
+TEST_CASE("tf style: ReLU and residual adds write new tensors, PyTorch's work in place", "[model]") {
+  const Trace torch = load_workload("resnet50_b2_nows");
+  const Trace tf = load_workload("resnet50_b2_nows_tf");
+  // ResNet-50 has 49 ReLU applications (stem 1 + 16 blocks x 3) and 16 residual adds.
+  CHECK(allocs_by_layer_suffix(torch, "relu", Tag::activation) == 0);
+  // "relu": the stem's and each block's last (1 + 16); "relu1", "relu2": inside each block.
+  CHECK(allocs_by_layer_suffix(tf, "relu", Tag::activation) == 17);
+  CHECK(allocs_by_layer_suffix(tf, "relu1", Tag::activation) + allocs_by_layer_suffix(tf, "relu2", Tag::activation) +
+            allocs_by_layer_suffix(tf, "relu", Tag::activation) ==
+        49);
+  CHECK(allocs_by_layer_suffix(torch, "add", Tag::activation) == 0);
+  CHECK(allocs_by_layer_suffix(tf, "add", Tag::activation) == 16);
+}
+
+TEST_CASE("tf style: MaxPool keeps no int64 indices", "[model]") {
+  // PyTorch's max_pool2d_with_indices allocates B x 64 x 56 x 56 int64 indices; TensorFlow's
+  // MaxPoolGrad reads input and output instead.
+  const auto indices = [](const Trace& trace) {
+    std::size_t count = 0;
+    for (const Event& event : trace.events) {
+      if (event.op == Op::alloc && layer_of(trace, event.id) == "maxpool" &&
+          trace.bytes_of(event.id) == 2 * 64 * 56 * 56 * 8) {
+        ++count;
+      }
+    }
+    return count;
+  };
+  CHECK(indices(load_workload("resnet50_b2_nows")) == 1);
+  CHECK(indices(load_workload("resnet50_b2_nows_tf")) == 0);
+}
+
+TEST_CASE("tf style: gradients die after apply_gradients, with no foreach temporaries", "[model]") {
+  const Trace tf = load_workload("resnet50_b2_nows_adam_tf_steps2");
+  const Trace torch = load_workload("resnet50_b2_nows_adam_steps2");
+  // At the end PyTorch still holds the 161 .grad tensors (4 B per parameter); TensorFlow none.
+  CHECK(of(live_by_tag(torch), Tag::gradient) == 4 * kResNet50Params);
+  CHECK(of(live_by_tag(tf), Tag::gradient) == 0);
+  // PyTorch's foreach Adam makes one temporary per parameter tensor per step; Keras' fused kernels none.
+  CHECK(count_allocs(torch, Tag::temp) >= 2 * kResNet50Tensors);
+  CHECK(count_allocs(tf, Tag::temp) < 2 * kResNet50Tensors);
+  // Both create Adam's two slots once.
+  CHECK(count_allocs(tf, Tag::optimizer) == 2 * kResNet50Tensors);
+}
+
+}  // namespace
+}  // namespace allocsim

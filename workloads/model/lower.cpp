@@ -163,7 +163,7 @@ class Lowering {
   }
 
   void zero_grad() {
-    if (!options_.set_to_none) return;
+    if (!options_.set_to_none || tf_) return;
     for (auto& grad : grads_) {
       if (grad) free(*grad);
       grad.reset();
@@ -282,14 +282,15 @@ class Lowering {
         }
         case OpKind::relu:
         case OpKind::flatten:
-          out = storage_of_[inputs[0]];
+          // TensorFlow's Relu kernel writes a new tensor; a reshape is a view in both.
+          out = o.kind == OpKind::relu && tf_ ? new_storage(node, out_bytes) : storage_of_[inputs[0]];
           if (o.kind == OpKind::relu) {
             save(out);  // threshold_backward needs the result
             saved_[node] = {out};
           }
           break;
         case OpKind::add:
-          if (o.in_place) {
+          if (o.in_place && !tf_) {
             out = storage_of_[inputs[0]];
           } else {
             out = new_storage(node, out_bytes);
@@ -297,9 +298,14 @@ class Lowering {
           break;
         case OpKind::maxpool: {
           out = new_storage(node, out_bytes);
-          if (training) extras_[node] = {alloc(batch_bytes(o.elements(), 8), Tag::activation, o.name)};  // indices
           save(storage_of_[inputs[0]]);
           saved_[node] = {storage_of_[inputs[0]]};
+          if (tf_) {  // MaxPoolGrad reads the input and the output
+            save(out);
+            saved_[node].push_back(out);
+          } else if (training) {
+            extras_[node] = {alloc(batch_bytes(o.elements(), 8), Tag::activation, o.name)};  // int64 indices
+          }
           break;
         }
         case OpKind::avgpool:
@@ -643,7 +649,7 @@ class Lowering {
           const int grad_in = new_grad(node, output_bytes(inputs[0]));
           drop(grad_out);
           for (const AllocId extra : extras_[node]) free(extra);
-          if (!saved_[node].empty()) unsave(saved_[node][0]);
+          for (const int saved : saved_[node]) unsave(saved);
           contribute(inputs[0], grad_in);
           break;
         }
@@ -697,18 +703,25 @@ class Lowering {
             alloc(bytes, Tag::optimizer, op(node).name);
             alloc(bytes, Tag::optimizer, op(node).name);
           }
-          if (!options_.fused) temporaries.push_back(alloc(bytes, Tag::temp, op(node).name));  // _foreach_sqrt
+          if (!options_.fused && !tf_) temporaries.push_back(alloc(bytes, Tag::temp, op(node).name));  // _foreach_sqrt
           break;
       }
     }
     for (auto& [node, count] : params_seen_) count = 0;
     for (const AllocId temporary : temporaries) free(temporary);
     if (amp) free(found_inf);
+    if (tf_) {  // apply_gradients has consumed the tape's gradients
+      for (auto& grad : grads_) {
+        if (grad) free(*grad);
+        grad.reset();
+      }
+    }
   }
 
   const Model& model_;
   const ModelGraph& graph_;
   LoweringOptions options_;
+  bool tf_ = options_.framework == Framework::tf;
   TraceBuilder builder_;
   Bytes activation_bytes_ = 4;
   Nanos time_ = 0;

@@ -16,6 +16,12 @@ namespace allocsim {
 
 enum class Precision : std::uint8_t { fp32, amp, bf16 };  // amp: fp16 activations, fp32 master weights
 enum class Optimizer : std::uint8_t { sgd, momentum, adam, adamw };
+// torch: PyTorch 2.x eager. tf: TensorFlow 2 / Keras graph mode, which differs where its
+// kernels do: no in-place ops (ReLU and residual adds write new tensors), MaxPool's
+// gradient reads its input and output (no int64 indices), gradients are tape outputs
+// that apply_gradients consumes (freed after each step, no zero_grad), and the Keras
+// optimizers' update kernels are fused (no foreach temporaries). Liveness is the same.
+enum class Framework : std::uint8_t { torch, tf };
 
 struct LoweringOptions {
   std::int64_t batch = 32;        // per micro-batch
@@ -27,6 +33,7 @@ struct LoweringOptions {
   int accumulation = 1;           // micro-batches per optimizer step
   int steps = 1;
   bool workspace = true;          // cuDNN convolution workspaces
+  Framework framework = Framework::torch;
 };
 
 Trace lower_model(const Model& model, const LoweringOptions& options, std::string name);

@@ -10,7 +10,7 @@ namespace {
 constexpr std::string_view kTokens =
     "bN (batch per step, default 32), sN (tokens per sample, transformers only: default 128 for bert, 1024 "
     "for gpt2), fp32 | amp | bf16, sgd | momentum | adam | adamw, fused, "
-    "keepgrad (zero_grad without set_to_none), accN (micro-batches per step), stepsN, infer, nows (no cuDNN workspace)";
+    "keepgrad (zero_grad without set_to_none), accN (micro-batches per step), stepsN, infer, nows (no cuDNN workspace), torch | tf (framework style)";
 
 // "b64" with prefix "b" -> 64; nullopt when the token is not prefix + digits.
 std::optional<std::int64_t> numbered(std::string_view token, std::string_view prefix) {
@@ -68,6 +68,10 @@ void apply(ModelSpec& model_spec, std::string_view token, std::string_view spec)
     options.set_to_none = false;
   } else if (token == "infer") {
     options.training = false;
+  } else if (token == "tf") {
+    options.framework = Framework::tf;
+  } else if (token == "torch") {
+    options.framework = Framework::torch;
   } else if (token == "nows") {
     options.workspace = false;
   } else {
