@@ -7,6 +7,7 @@
 #include "workloads/csv_trace.hpp"
 #include "workloads/model/model_spec.hpp"
 #include "workloads/random_trace.hpp"
+#include "workloads/snapshot_import.hpp"
 
 namespace allocsim {
 namespace {
@@ -29,6 +30,7 @@ bool names_a_file(std::string_view spec) {
 std::span<const WorkloadInfo> all_workloads() { return kWorkloads; }
 
 Trace load_workload(std::string_view spec_text) {
+  if (spec_text.ends_with(".pickle")) return read_torch_snapshot(std::string(spec_text));
   if (names_a_file(spec_text)) return read_csv_trace_file(std::string(spec_text));
   if (const auto model = parse_model_spec(spec_text)) {
     return lower_model(model->build(), model->options, std::string(spec_text));

@@ -141,3 +141,24 @@ TEST_CASE("cli: bad input is one line, exit status 2, and no output file", "[cli
 
 }  // namespace
 }  // namespace allocsim
+
+namespace allocsim {
+namespace {
+
+TEST_CASE("cli: a PyTorch snapshot is a workload; a bad pickle is one line and exit 2", "[cli]") {
+  TempDir dir;
+  const Outcome bad = cli({"--workload", dir.file("bad.pickle", "not a pickle at all\n"), "--policy", "caching"});
+  CHECK(bad.status == 2);
+  CHECK(one_line(bad.err));
+  CHECK_THAT(bad.err, Catch::Contains("bad.pickle"));
+  const fs::path recorded = fs::path(ALLOCSIM_SHARED_TRACES) / "vae_decode_loop.snapshot.pickle";
+  if (!fs::exists(recorded)) return;  // the shared traces are beside the checkout, not in it
+  const Outcome run = cli({"--workload", recorded.string(), "--policy", "caching", "--capacity", "16GiB"});
+  INFO(run.err);
+  CHECK(run.status == 0);
+  // 1935 allocs and 1926 frees recorded, plus 31 blocks that predate the recording.
+  CHECK_THAT(run.out, Catch::Contains("3892"));
+}
+
+}  // namespace
+}  // namespace allocsim

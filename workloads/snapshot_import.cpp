@@ -1,0 +1,73 @@
+#include "workloads/snapshot_import.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/error.hpp"
+#include "workloads/csv_trace.hpp"
+
+extern char** environ;
+
+namespace allocsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Removes a file when it goes out of scope.
+struct TemporaryFile {
+  fs::path path;
+  ~TemporaryFile() {
+    std::error_code ignored;
+    fs::remove(path, ignored);
+  }
+};
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+Trace read_torch_snapshot(const fs::path& pickle) {
+  const std::string stem = (fs::temp_directory_path() / ("allocsim-" + std::to_string(::getpid()) + "-")).string();
+  const TemporaryFile csv{stem + "trace.csv"};
+  const TemporaryFile errors{stem + "errors.txt"};
+  const std::string script = std::string(ALLOCSIM_TOOLS_DIR) + "/torch_snapshot.py";
+  // No shell: the path goes to python as one argument, whatever characters it holds.
+  std::vector<std::string> args{"python3", script, pickle.string(), "-o", csv.path.string()};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t child = 0;
+  const int spawned = posix_spawnp(&child, "python3", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) throw Error(pickle.string() + ": cannot run python3 to read a PyTorch snapshot");
+  int status = 0;
+  if (waitpid(child, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string reason = read_all(errors.path);
+    while (!reason.empty() && (reason.back() == '\n' || reason.back() == '\r')) reason.pop_back();
+    const auto last_line = reason.rfind('\n');
+    if (last_line != std::string::npos) reason = reason.substr(last_line + 1);
+    const std::string prefix = "torch_snapshot: ";
+    if (reason.starts_with(prefix)) reason = reason.substr(prefix.size());
+    throw Error(reason.empty() ? pickle.string() + ": the snapshot converter failed" : reason);
+  }
+  Trace trace = read_csv_trace_file(csv.path);
+  trace.info = TraceInfo{pickle.string(), "torch snapshot"};
+  return trace;
+}
+
+}  // namespace allocsim

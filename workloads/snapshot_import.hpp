@@ -1,0 +1,15 @@
+// PyTorch memory snapshots (torch.cuda.memory._dump_snapshot pickles) as workloads. The
+// conversion runs tools/torch_snapshot.py, whose unpickler refuses every global: a pickle
+// can run code, and snapshots come from strangers.
+#pragma once
+
+#include <filesystem>
+
+#include "sim/trace.hpp"
+
+namespace allocsim {
+
+// Throws Error with the converter's one-line reason when the file cannot be converted.
+Trace read_torch_snapshot(const std::filesystem::path& pickle);
+
+}  // namespace allocsim
