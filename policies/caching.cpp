@@ -1,6 +1,7 @@
 #include "policies/caching.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <bit>
 #include <limits>
 #include <string>
@@ -31,6 +32,58 @@ Bytes torch_round_size(Bytes size, std::uint64_t divisions) {
   return align_up(size, kMinBlockSize);
 }
 
+Bytes torch_round_size(Bytes size, const RoundupDivisions& divisions) {
+  const int log2_size = size == 0 ? 0 : static_cast<int>(std::bit_width(size)) - 1;
+  const auto interval = static_cast<std::size_t>(std::clamp(log2_size - 20, 0, 15));
+  return torch_round_size(size, divisions[interval]);
+}
+
+RoundupDivisions parse_roundup_divisions(std::string_view text) {
+  const auto fail = [&](const std::string& why) -> RoundupDivisions {
+    throw Error("policy caching: roundup_power2_divisions '" + std::string(text) + "': " + why);
+  };
+  const auto value_of = [&](std::string_view digits) {
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (error != std::errc{} || end != digits.data() + digits.size() || digits.empty()) {
+      fail(std::string(digits).append(" is not a number"));
+    }
+    if (value != 0 && !std::has_single_bit(value)) fail("every value must be 0 or a power of two");
+    return value;
+  };
+  RoundupDivisions divisions{};
+  if (!text.starts_with('[')) {
+    divisions.fill(value_of(text));
+    return divisions;
+  }
+  if (!text.ends_with(']')) return fail("a list ends with ']'");
+  std::string_view rest = text.substr(1, text.size() - 2);
+  int last = -1;  // the last interval set explicitly
+  bool first = true;
+  while (!rest.empty()) {
+    const std::string_view item = rest.substr(0, rest.find(','));
+    rest.remove_prefix(std::min(rest.size(), item.size() + 1));
+    const auto colon = item.find(':');
+    if (colon == std::string_view::npos) return fail(std::string(item).append(" is not KEY:VALUE"));
+    const std::uint64_t value = value_of(item.substr(colon + 1));
+    const std::string_view key = item.substr(0, colon);
+    if (key == ">") {  // every interval after the last one set
+      for (std::size_t i = static_cast<std::size_t>(last + 1); i < divisions.size(); ++i) divisions[i] = value;
+      continue;
+    }
+    const std::uint64_t megabytes = value_of(key);
+    if (megabytes == 0) return fail("keys are powers of two in MB");
+    const int index = std::min(static_cast<int>(std::bit_width(megabytes)) - 1, 15);
+    if (first) {  // the first key also covers every interval below it
+      for (int i = 0; i < index; ++i) divisions[static_cast<std::size_t>(i)] = value;
+      first = false;
+    }
+    divisions[static_cast<std::size_t>(index)] = value;
+    last = index;
+  }
+  return divisions;
+}
+
 Bytes torch_allocation_size(Bytes rounded) {
   if (rounded <= kSmallSize) return kSmallBuffer;
   if (rounded < kMinLargeAlloc) return kLargeBuffer;
@@ -46,15 +99,50 @@ CachingPolicy::CachingPolicy(const Params& params, Device& device) : device_(dev
   };
   max_split_size_ = megabytes_at_least_20("max_split_size", kUnlimited);
   max_non_split_rounding_ = megabytes_at_least_20("max_non_split_rounding", kLargeBuffer);
-  divisions_ = params.count("roundup_power2_divisions");
-  if (divisions_ != 0 && !std::has_single_bit(divisions_)) {
-    throw Error("policy caching: roundup_power2_divisions must be 0 or a power of two");
-  }
+  divisions_ = parse_roundup_divisions(params.text("roundup_power2_divisions"));
   gc_threshold_ = params.number("gc_threshold");
   if (gc_threshold_ < 0 || gc_threshold_ >= 1) throw Error("policy caching: gc_threshold must be in [0, 1)");
   const double fraction = params.number("fraction");
   if (fraction < 0 || fraction > 1) throw Error("policy caching: fraction must be between 0 and 1");
   if (fraction > 0) allowed_ = static_cast<Bytes>(fraction * static_cast<double>(device.capacity()));
+  apply_conf(params.text("conf"));
+}
+
+// PYTORCH_CUDA_ALLOC_CONF, as c10/core/AllocatorConfig.cpp reads it.
+void CachingPolicy::apply_conf(std::string_view conf) {
+  while (!conf.empty()) {
+    const std::size_t end = conf.find_first_of("+;");
+    const std::string_view entry = conf.substr(0, end);
+    conf.remove_prefix(std::min(conf.size(), entry.size() + 1));
+    if (entry.empty()) continue;
+    const auto colon = entry.find(':');
+    if (colon == std::string_view::npos) throw Error("policy caching: conf entry '" + std::string(entry) + "' is not key:value");
+    const std::string key(entry.substr(0, colon));
+    const std::string_view value = entry.substr(colon + 1);
+    const auto megabytes = [&] {
+      const Bytes bytes = parse_bytes(std::string(value).append("MiB"));
+      if (bytes < kLargeBuffer) throw Error("policy caching: conf " + key + " must be at least 20");
+      return bytes;
+    };
+    if (key == "max_split_size_mb") {
+      max_split_size_ = megabytes();
+    } else if (key == "max_non_split_rounding_mb") {
+      max_non_split_rounding_ = megabytes();
+    } else if (key == "roundup_power2_divisions") {
+      divisions_ = parse_roundup_divisions(value);
+    } else if (key == "garbage_collection_threshold") {
+      gc_threshold_ = std::stod(std::string(value));
+      if (!(gc_threshold_ > 0 && gc_threshold_ < 1)) throw Error("policy caching: garbage_collection_threshold must be in (0, 1)");
+    } else if (key == "backend" && value == "native") {
+    } else if (key == "release_lock_on_cudamalloc" || key.starts_with("pinned_")) {
+      // no effect on what a single-threaded replay allocates
+    } else if (key == "expandable_segments" && value == "False") {
+    } else {
+      throw Error("policy caching: conf " + key + ":" + std::string(value) +
+                  " is not modelled (max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, "
+                  "garbage_collection_threshold, backend:native)");
+    }
+  }
 }
 
 CachingPolicy::~CachingPolicy() {

@@ -11,8 +11,8 @@
 //   then every unsplit cached block, then retry once;
 // - set_per_process_memory_fraction caps reserved bytes; garbage_collection_threshold
 //   frees the oldest unsplit large blocks above that share of the cap.
-// Not modelled yet: expandable segments, cross-stream frees (recordStream events), the
-// list form of roundup_power2_divisions, CUDA graph pools.
+// Not modelled yet: expandable segments, cross-stream frees (recordStream events), CUDA
+// graph pools, the cudaMallocAsync backend.
 #pragma once
 
 #include <array>
@@ -29,8 +29,15 @@
 
 namespace allocsim {
 
-// round_size with `divisions` per power-of-two interval (0 or 1: plain 512-B rounding).
+// roundup_power2_divisions for each power-of-two interval from 1 MiB ([1, 2) MiB, ...,
+// [32, 64) GiB and above); sizes under 1 MiB use the first.
+using RoundupDivisions = std::array<std::uint64_t, 16>;
+// "4" (every interval) or PyTorch's list form "[256:1,512:2,>:4]" (keys in MB).
+RoundupDivisions parse_roundup_divisions(std::string_view text);
+
+// round_size with `divisions` for the size's interval (0 or 1: plain 512-B rounding).
 Bytes torch_round_size(Bytes size, std::uint64_t divisions);
+Bytes torch_round_size(Bytes size, const RoundupDivisions& divisions);
 // The segment a rounded size asks the device for: 2 MiB, 20 MiB or rounded to 2 MiB.
 Bytes torch_allocation_size(Bytes rounded);
 
@@ -41,11 +48,14 @@ class CachingPolicy final : public Policy {
                                                "smaller requests"},
       ParamInfo{"max_non_split_rounding", "20MiB", "max_non_split_rounding_mb: how much larger than an oversize "
                                                    "request a cached block may be"},
-      ParamInfo{"roundup_power2_divisions", "0", "round sizes up to this many divisions of each power of two"},
+      ParamInfo{"roundup_power2_divisions", "0", "divisions of each power of two to round sizes up to: one number, "
+                                                 "or per interval as [256:1,512:2,>:4] (MB)"},
       ParamInfo{"gc_threshold", "0", "garbage_collection_threshold (0 < t < 1, needs fraction): free old cached "
                                      "blocks above t x the cap"},
       ParamInfo{"fraction", "0", "set_per_process_memory_fraction: cap reserved bytes at this share of total; "
                                  "0 = no cap"},
+      ParamInfo{"conf", "", "a PYTORCH_CUDA_ALLOC_CONF string with '+' (or a quoted ';') between entries, e.g. "
+                            "max_split_size_mb:128+roundup_power2_divisions:4; applied after the keys above"},
   };
 
   CachingPolicy(const Params& params, Device& device);
@@ -90,6 +100,7 @@ class CachingPolicy final : public Policy {
     std::uint64_t lookups = 0;
   };
 
+  void apply_conf(std::string_view conf);
   Key key_of(std::uint32_t block) const;
   Pool& pool_of(bool small) { return small ? small_ : large_; }
   const Pool& pool_of_const(bool small) const { return small ? small_ : large_; }
@@ -110,7 +121,7 @@ class CachingPolicy final : public Policy {
   Device& device_;
   Bytes max_split_size_;
   Bytes max_non_split_rounding_;
-  std::uint64_t divisions_;
+  RoundupDivisions divisions_{};
   double gc_threshold_;
   std::optional<Bytes> allowed_;  // the fraction's cap on reserved bytes
 

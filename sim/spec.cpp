@@ -8,6 +8,21 @@
 
 namespace allocsim {
 
+namespace {
+
+// A value may hold a bracketed list ("[256:1,>:4]") whose commas are its own.
+std::size_t next_comma_outside_brackets(std::string_view text) {
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '[') ++depth;
+    if (text[i] == ']' && depth > 0) --depth;
+    if (text[i] == ',' && depth == 0) return i;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 Spec parse_spec(std::string_view text) {
   Spec spec;
   const auto colon = text.find(':');
@@ -16,7 +31,7 @@ Spec parse_spec(std::string_view text) {
   if (colon == std::string_view::npos) return spec;
   std::string_view rest = text.substr(colon + 1);
   while (!rest.empty()) {
-    const auto comma = rest.find(',');
+    const auto comma = next_comma_outside_brackets(rest);
     const std::string_view item = rest.substr(0, comma);
     const auto equals = item.find('=');
     if (equals == std::string_view::npos || equals == 0) {

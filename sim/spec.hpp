@@ -24,7 +24,8 @@ struct Spec {
   std::vector<std::pair<std::string, std::string>> args;  // in the order written
 };
 
-// Throws Error on an empty name, an argument without '=', or an empty key.
+// Commas inside [...] belong to the value. Throws Error on an empty name, an argument
+// without '=', or an empty key.
 Spec parse_spec(std::string_view text);
 
 // A spec's arguments checked against declared parameters, read with typed getters.

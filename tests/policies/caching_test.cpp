@@ -171,3 +171,55 @@ TEST_CASE("caching's empty_cache returns every unsplit cached segment", "[cachin
 
 }  // namespace
 }  // namespace allocsim::test
+
+namespace allocsim::test {
+namespace {
+
+TEST_CASE("caching reads roundup_power2_divisions as one number or PyTorch's list", "[caching]") {
+  RoundupDivisions all_four{};
+  all_four.fill(4);
+  CHECK(parse_roundup_divisions("4") == all_four);
+  // Keys are MB: 256 MB is interval 8. The first key also fills every interval below it;
+  // '>' fills the intervals after the last one set.
+  const RoundupDivisions list = parse_roundup_divisions("[256:1,512:2,>:4]");
+  CHECK(list[0] == 1);
+  CHECK(list[8] == 1);
+  CHECK(list[9] == 2);
+  CHECK(list[10] == 4);
+  CHECK(list[15] == 4);
+  // PyTorch's own test: [..., 1024:4, >:1] keeps 4 at 1024 MB.
+  const RoundupDivisions tail = parse_roundup_divisions("[1024:4,>:1]");
+  CHECK(tail[10] == 4);
+  CHECK(tail[11] == 1);
+  CHECK_THROWS_WITH(parse_roundup_divisions("3"), Catch::Contains("power of two"));
+  CHECK_THROWS_WITH(parse_roundup_divisions("[256:1"), Catch::Contains("ends with ']'"));
+  // The interval follows the size: 5,000,000 B is in [4, 8) MiB, interval 2.
+  RoundupDivisions only_interval_2{};
+  only_interval_2[2] = 4;
+  CHECK(torch_round_size(5'000'000, only_interval_2) == 5'242'880);
+  CHECK(torch_round_size(3'000'000, only_interval_2) == align_up(3'000'000, 512));
+}
+
+TEST_CASE("caching takes a PYTORCH_CUDA_ALLOC_CONF string, entries joined by '+'", "[caching]") {
+  Harness conf("caching:conf=max_split_size_mb:64+roundup_power2_divisions:4", plain_device(512_MiB));
+  const auto rounded = conf.alloc(5'000'000);
+  REQUIRE(rounded);
+  CHECK(rounded->size == 5'242'880);  // the division rounding, then a split 20 MiB segment
+  const auto big = conf.alloc(100_MiB);
+  REQUIRE(big);
+  conf.free(*big);
+  CHECK(conf.alloc(30_MiB)->addr != big->addr);  // max_split_size took effect
+  conf.finish();
+
+  Harness listed("caching:roundup_power2_divisions=[1:4,>:4],fraction=0.5", plain_device(512_MiB));
+  CHECK(listed.alloc(5'000'000)->size == 5'242'880);  // commas inside [...] belong to the list
+  listed.finish();
+
+  SimDevice device(plain_device(1_GiB));
+  CHECK_THROWS_WITH(make_policy("caching:conf=expandable_segments:True", device), Catch::Contains("not modelled"));
+  CHECK_THROWS_WITH(make_policy("caching:conf=max_split_size_mb:19", device), Catch::Contains("at least 20"));
+  CHECK_THROWS_WITH(make_policy("caching:conf=max_split_size_mb", device), Catch::Contains("not key:value"));
+}
+
+}  // namespace
+}  // namespace allocsim::test
