@@ -388,12 +388,17 @@ std::vector<PolicyStat> CachingPolicy::extra_stats() const {
       if (!unsplit(key.block)) inactive_split += key.size;
     }
   }
+  // torch.cuda.memory_stats() keys. Without cross-stream frees, active equals allocated.
   return {
-      {"allocated_bytes_peak", peak_allocated_, Unit::bytes},  // max_memory_allocated()
-      {"reserved_bytes_peak", peak_reserved_, Unit::bytes},    // max_memory_reserved()
-      {"requested_bytes_peak", peak_requested_, Unit::bytes},
-      {"inactive_split_bytes", inactive_split, Unit::bytes},
-      {"segment_peak", peak_segments_},
+      {"allocated_bytes.all.peak", peak_allocated_, Unit::bytes},  // max_memory_allocated()
+      {"reserved_bytes.all.peak", peak_reserved_, Unit::bytes},    // max_memory_reserved()
+      {"active_bytes.all.peak", peak_allocated_, Unit::bytes},
+      {"requested_bytes.all.peak", peak_requested_, Unit::bytes},
+      {"allocated_bytes.all.current", allocated_, Unit::bytes},
+      {"reserved_bytes.all.current", reserved_, Unit::bytes},
+      {"inactive_split_bytes.all.current", inactive_split, Unit::bytes},
+      {"segment.all.peak", peak_segments_},
+      {"segment.all.current", segments_},
       {"num_alloc_retries", num_alloc_retries_},
       {"num_ooms", num_ooms_},
       {"num_device_alloc", num_device_alloc_},
