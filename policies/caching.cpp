@@ -131,8 +131,10 @@ void CachingPolicy::apply_conf(std::string_view conf) {
     } else if (key == "roundup_power2_divisions") {
       divisions_ = parse_roundup_divisions(value);
     } else if (key == "garbage_collection_threshold") {
-      gc_threshold_ = std::stod(std::string(value));
-      if (!(gc_threshold_ > 0 && gc_threshold_ < 1)) throw Error("policy caching: garbage_collection_threshold must be in (0, 1)");
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), gc_threshold_);
+      if (error != std::errc{} || end != value.data() + value.size() || !(gc_threshold_ > 0 && gc_threshold_ < 1)) {
+        throw Error("policy caching: garbage_collection_threshold must be a number in (0, 1)");
+      }
     } else if (key == "backend" && value == "native") {
     } else if (key == "release_lock_on_cudamalloc" || key.starts_with("pinned_")) {
       // no effect on what a single-threaded replay allocates
@@ -269,10 +271,11 @@ void CachingPolicy::garbage_collect_cached_blocks() {
   bool freed = true;
   while (reclaimed < target && freed && count > 0) {
     freed = false;
-    const std::uint64_t average = total_age / count;
+    // age >= total_age / count, as PyTorch compares in double; exactly, in integers.
     std::vector<std::uint32_t> old;
     for (const Key& key : large_.blocks) {
-      if (unsplit(key.block) && large_.lookups - blocks_[key.block].gc_base >= average) old.push_back(key.block);
+      const unsigned __int128 age = large_.lookups - blocks_[key.block].gc_base;
+      if (unsplit(key.block) && age * count >= total_age) old.push_back(key.block);
     }
     for (const std::uint32_t block : old) {  // the whole pass, even past the target
       total_age -= large_.lookups - blocks_[block].gc_base;

@@ -2,11 +2,11 @@
 
 namespace allocsim {
 
-DirectPolicy::DirectPolicy(const Params&, Device& device) : device_(device) {}
+DirectPolicy::DirectPolicy(const Params&, Device& device) : device_(device), granularity_(device.granularity()) {}
 
 std::optional<Block> DirectPolicy::allocate(const Request& request) {
   if (request.bytes == 0) return Block{0, 0, 0, request.id, request.stream};
-  const Bytes size = align_up(request.bytes, device_.granularity());
+  const Bytes size = align_up(request.bytes, granularity_);
   const auto segment = device_.malloc(size);
   if (!segment) return std::nullopt;
   allocated_ += size;

@@ -30,6 +30,7 @@ class DirectPolicy final : public Policy {
 
  private:
   Device& device_;
+  Bytes granularity_;  // a device property: read once, not per request
   Bytes allocated_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "sim/oom.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace allocsim {
@@ -13,9 +14,13 @@ OomKind classify_oom(const OomContext& context) {
   if (context.live_requested + context.request > context.usable) return OomKind::capacity;
   const Bytes limit = context.policy.limit;
   if (limit != 0 && context.own_live_requested + context.request > limit) return OomKind::capacity;
-  if (context.device_available + context.policy.releasable >= context.request) return OomKind::reservation;
-  const Bytes own_free = context.policy.reserved - context.policy.allocated;
-  if (context.device_available + own_free >= context.request) return OomKind::fragmentation;
+  // What the policy could still take from the device: its own limit caps the device's free bytes.
+  const Bytes reserved = context.policy.reserved;
+  const Bytes headroom =
+      limit == 0 ? context.device_available : std::min(context.device_available, limit > reserved ? limit - reserved : 0);
+  if (headroom + context.policy.releasable >= context.request) return OomKind::reservation;
+  const Bytes own_free = reserved - context.policy.allocated;
+  if (headroom + own_free >= context.request) return OomKind::fragmentation;
   return OomKind::reservation;
 }
 

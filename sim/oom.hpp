@@ -25,9 +25,10 @@ struct OomContext {
 // capacity: the live bytes of all tenants plus this request exceed the usable device,
 //   or this tenant's live bytes plus the request exceed its policy's own limit.
 // reservation: the bytes exist but are held: by this policy's cache (what it could
-//   release plus the device's free bytes would serve the request) or by other tenants.
-// fragmentation: this tenant's free bytes plus the device's would serve the request,
-//   but no free block is large enough.
+//   release plus its headroom would serve the request) or by other tenants.
+// fragmentation: this tenant's free bytes plus its headroom would serve the request, but
+//   no free block is large enough.
+// Headroom: the device's free bytes, capped by what the policy's own limit still allows.
 OomKind classify_oom(const OomContext& context);
 
 }  // namespace allocsim

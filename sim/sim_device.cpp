@@ -20,6 +20,10 @@ Nanos CostModel::copy_cost(Bytes bytes) const { return scaled(1 / copy_bytes_per
 
 SimDevice::SimDevice(DeviceSpec spec) : spec_(std::move(spec)), used_(spec_.context_overhead) {
   if (spec_.granularity == 0) throw Error("device " + spec_.name + ": granularity must be at least 1 byte");
+  if (spec_.granularity > spec_.capacity) {
+    throw Error("device " + spec_.name + ": granularity " + format_bytes(spec_.granularity) + " exceeds capacity " +
+                format_bytes(spec_.capacity));
+  }
   if (spec_.context_overhead > spec_.capacity) {
     throw Error("device " + spec_.name + ": context overhead " + format_bytes(spec_.context_overhead) +
                 " exceeds capacity " + format_bytes(spec_.capacity));

@@ -31,6 +31,9 @@ AllocId TraceBuilder::alloc(Nanos time, Bytes bytes, Stream stream, Tag tag) {
   if (trace_.requested.size() >= std::numeric_limits<std::uint32_t>::max()) {
     throw Error("trace has more than 2^32-1 allocations");
   }
+  if (bytes > ~Bytes{0} - live_bytes_) {
+    throw Error("event " + std::to_string(trace_.events.size()) + ": live bytes would exceed 2^64");
+  }
   const auto id = static_cast<AllocId>(trace_.requested.size());
   trace_.requested.push_back(bytes);
   allocations_.push_back(Allocation{stream, tag, true});

@@ -15,12 +15,15 @@ constexpr Bytes operator""_KiB(unsigned long long v) { return v << 10; }
 constexpr Bytes operator""_MiB(unsigned long long v) { return v << 20; }
 constexpr Bytes operator""_GiB(unsigned long long v) { return v << 30; }
 
-// Largest size a request may name: 256 TiB, far beyond any device, small enough that
-// sums of millions of sizes cannot overflow 64 bits.
+// Largest size a request may name: 256 TiB, far beyond any device. Sums of live sizes are
+// checked where they are kept (65,536 such requests would overflow 64 bits).
 constexpr Bytes kMaxRequestBytes = Bytes{1} << 48;
 
+// Saturates at the largest Bytes instead of wrapping: a huge size stays huge.
 constexpr Bytes align_up(Bytes value, Bytes alignment) {
-  return alignment <= 1 ? value : (value + alignment - 1) / alignment * alignment;
+  if (alignment <= 1 || value % alignment == 0) return value;
+  const Bytes pad = alignment - value % alignment;
+  return value > ~Bytes{0} - pad ? ~Bytes{0} : value + pad;
 }
 constexpr Bytes align_down(Bytes value, Bytes alignment) {
   return alignment <= 1 ? value : value / alignment * alignment;

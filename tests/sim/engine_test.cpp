@@ -177,3 +177,21 @@ TEST_CASE("a timeline samples changes and stays within its bound", "[engine]") {
 
 }  // namespace
 }  // namespace allocsim
+
+namespace allocsim {
+namespace {
+
+TEST_CASE("the simulated device refuses sizes it cannot hold, however large", "[device]") {
+  DeviceSpec spec;
+  spec.capacity = 16_GiB;
+  spec.granularity = 2_MiB;
+  SimDevice device(spec);
+  CHECK_FALSE(device.malloc(~Bytes{0} - 100));  // rounding to pages must not wrap to a small charge
+  CHECK_FALSE(device.malloc(16_GiB + 1));
+  CHECK(device.malloc(16_GiB));
+  spec.granularity = 32_GiB;
+  CHECK_THROWS_WITH(SimDevice(spec), Catch::Contains("granularity"));
+}
+
+}  // namespace
+}  // namespace allocsim

@@ -22,6 +22,14 @@ TEST_CASE("an OOM is fragmentation when enough bytes are free but in pieces", "[
   CHECK(classify_oom(context(3_GiB, 4_GiB, 0, {4_GiB, 8_GiB, 1_GiB, 0, 0})) == OomKind::fragmentation);
 }
 
+TEST_CASE("a policy's own limit caps what the device's free bytes can do for it", "[oom]") {
+  // A pool at its 8 GiB limit with 4 GiB free in 1 GiB holes; the device still has 5 GiB
+  // free, but the limit forbids taking any: a 3 GiB request fails for fragmentation.
+  CHECK(classify_oom(context(3_GiB, 4_GiB, 5_GiB, {4_GiB, 8_GiB, 1_GiB, 0, 8_GiB})) == OomKind::fragmentation);
+  // Without the limit the device could serve it: the bytes are there, held by nobody.
+  CHECK(classify_oom(context(3_GiB, 4_GiB, 5_GiB, {4_GiB, 8_GiB, 1_GiB, 0, 0})) == OomKind::reservation);
+}
+
 TEST_CASE("an OOM is reservation when a cache or another tenant holds the bytes", "[oom]") {
   // Another process preallocated: this tenant has nothing, the device has 1 GiB free.
   CHECK(classify_oom(context(2_GiB, 1_GiB, 1_GiB, {0, 0, 0, 0, 0})) == OomKind::reservation);

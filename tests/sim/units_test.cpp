@@ -51,6 +51,7 @@ TEST_CASE("alignment helpers round to multiples", "[units]") {
   CHECK(align_up(257, 256) == 512);
   CHECK(align_up(5, 1) == 5);
   CHECK(align_down(511, 256) == 256);
+  CHECK(align_up(~Bytes{0} - 5, 256) == ~Bytes{0});  // saturates instead of wrapping to a small size
 }
 
 }  // namespace
