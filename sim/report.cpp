@@ -195,7 +195,8 @@ void write_json(std::ostream& out, const RunResult& run) {
     }
     document["tenants"].push_back(std::move(object));
   }
-  out << document.dump(2) << '\n';
+  // Names come from files and specs the user typed: replace bytes that are not UTF-8.
+  out << document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace allocsim

@@ -10,6 +10,8 @@
 namespace allocsim {
 namespace {
 
+constexpr std::uint64_t kMaxRandomEvents = std::uint64_t{1} << 31;  // ids are 32-bit; memory runs out first
+
 Bytes draw_size(Rng& rng, const RandomTraceOptions& options) {
   if (options.sizes == SizeDistribution::uniform) {
     return options.min_bytes + rng.below(options.max_bytes - options.min_bytes + 1);
@@ -48,7 +50,9 @@ RandomTraceOptions random_trace_options(const Params& params) {
   const std::uint64_t streams = params.count("streams");
   const std::string_view sizes = params.text("sizes");
   const std::string_view order = params.text("order");
-  if (options.events == 0) throw Error("workload random: n must be at least 1");
+  if (options.events == 0 || options.events > kMaxRandomEvents) {
+    throw Error("workload random: n must be between 1 and " + std::to_string(kMaxRandomEvents));
+  }
   if (options.min_bytes == 0 || options.min_bytes > options.max_bytes || options.max_bytes > kMaxRequestBytes) {
     throw Error("workload random: need 0 < min <= max <= 2^48 bytes");
   }

@@ -1,5 +1,6 @@
 #include "sim/cli/cli.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -132,6 +133,14 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
     throw Error("--on-oom " + options.on_oom + " is not stop or continue");
   }
 
+  // Every output's folder must exist before a long run, so a typo fails now, not after it.
+  for (const std::string& path : {options.csv, options.json, options.timeline, options.save_trace}) {
+    if (path.empty()) continue;
+    const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    if (!folder.empty() && !std::filesystem::is_directory(folder)) {
+      throw Error("cannot write " + path + ": no folder " + folder.string());
+    }
+  }
   Scenario scenario;
   scenario.device = build_device(options);
   scenario.on_oom = options.on_oom == "stop" ? OnOom::stop : OnOom::skip;
@@ -139,8 +148,8 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   std::map<std::string, std::shared_ptr<const Trace>> traces;  // a workload named twice loads once
   for (auto [workload, policy] : tenant_specs(options)) {
     find_policy(parse_spec(policy).name);  // a bad policy fails before a long trace load
-    if (options.batch != 0) {
-      if (options.batch < 0 || !parse_model_spec(workload)) throw Error("--batch needs a positive batch and a model workload");
+    if (values.count("batch")) {
+      if (options.batch < 1 || !parse_model_spec(workload)) throw Error("--batch needs a batch of 1 or more and a model workload");
       workload += "_b" + std::to_string(options.batch);  // the last token wins
     }
     auto& trace = traces[workload];
@@ -238,6 +247,9 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     return 2;
   } catch (const po::error& error) {
     err << "allocsim: " << error.what() << " (see allocsim --help)\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    err << "allocsim: out of memory: the workload is too large for this machine\n";
     return 2;
   } catch (const std::exception& error) {
     err << "allocsim: internal error: " << error.what() << '\n';

@@ -122,6 +122,10 @@ TEST_CASE("cli: bad input is one line, exit status 2, and no output file", "[cli
   expect_error({"--tenant", "random"}, "is not WORKLOAD@POLICY");
   expect_error({"--device", "v99", "--workload", "random:n=10", "--policy", "direct"}, "unknown device 'v99'");
   expect_error({"frobnicate"}, "unknown command 'frobnicate'");
+  expect_error({"--workload", "resnet50", "--policy", "direct", "--batch", "0"}, "--batch needs a batch of 1 or more");
+  expect_error({"--workload", "random:n=10", "--policy", "direct", "--batch", "8"}, "and a model workload");
+  expect_error({"--workload", "random:n=10", "--policy", "direct", "--timeline", "/nonexistent/t.csv"},
+               "no folder /nonexistent");
   const std::string missing = dir.file("missing_column.csv", "time_ns,op,id\n0,alloc,a\n");
   expect_error({"--workload", missing, "--policy", "direct"}, missing + ":1: header lacks column 'bytes'");
   const std::string negative = dir.file("negative.csv", header + "0,alloc,a,-1,0,other\n");

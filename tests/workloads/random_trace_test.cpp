@@ -42,7 +42,8 @@ TEST_CASE("a random trace is the same for the same seed and has the asked shape"
 }
 
 TEST_CASE("random trace options are checked", "[random]") {
-  CHECK_THROWS_WITH(load_workload("random:n=0"), Catch::Contains("n must be at least 1"));
+  CHECK_THROWS_WITH(load_workload("random:n=0"), Catch::Contains("n must be between 1 and 2147483648"));
+  CHECK_THROWS_WITH(load_workload("random:n=100000000000"), Catch::Contains("n must be between 1 and"));
   CHECK_THROWS_WITH(load_workload("random:min=2MiB,max=1MiB"), Catch::Contains("min <= max"));
   CHECK_THROWS_WITH(load_workload("random:order=oldest"), Catch::Contains("not random, fifo or lifo"));
   CHECK_THROWS_WITH(load_workload("random:sizes=normal"), Catch::Contains("not loguniform or uniform"));

@@ -12,6 +12,9 @@ constexpr std::string_view kTokens =
     "for gpt2), fp32 | amp | bf16, sgd | momentum | adam | adamw, fused, "
     "keepgrad (zero_grad without set_to_none), accN (micro-batches per step), stepsN, infer, nows (no cuDNN workspace), torch | tf (framework style)";
 
+// Batches, steps and micro-batches beyond this make traces no machine holds.
+constexpr std::int64_t kMaxToken = 100'000;
+
 // "b64" with prefix "b" -> 64; nullopt when the token is not prefix + digits.
 std::optional<std::int64_t> numbered(std::string_view token, std::string_view prefix) {
   if (!token.starts_with(prefix) || token.size() == prefix.size()) return std::nullopt;
@@ -26,7 +29,7 @@ std::optional<std::int64_t> numbered(std::string_view token, std::string_view pr
 void apply(ModelSpec& model_spec, std::string_view token, std::string_view spec) {
   LoweringOptions& options = model_spec.options;
   const auto positive = [&](std::int64_t value) {
-    if (value < 1 || value > 1'000'000) {
+    if (value < 1 || value > kMaxToken) {
       throw Error("workload " + std::string(spec) + ": '" + std::string(token) + "' is out of range");
     }
     return value;
