@@ -1,6 +1,7 @@
 #include "workloads/snapshot_import.hpp"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,13 +21,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Removes a file when it goes out of scope.
-struct TemporaryFile {
-  fs::path path;
-  ~TemporaryFile() {
-    std::error_code ignored;
-    fs::remove(path, ignored);
+// A private folder (mkdtemp: mode 0700, an unpredictable name) removed with its files
+// when it goes out of scope, so nobody can plant a link where the converter writes.
+struct TemporaryFolder {
+  TemporaryFolder() {
+    std::string pattern = (fs::temp_directory_path() / "allocsim-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw Error("cannot make a temporary folder to convert a snapshot");
+    path = pattern;
   }
+  ~TemporaryFolder() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  fs::path path;
 };
 
 std::string read_all(const fs::path& path) {
@@ -39,25 +46,25 @@ std::string read_all(const fs::path& path) {
 }  // namespace
 
 Trace read_torch_snapshot(const fs::path& pickle) {
-  const std::string stem = (fs::temp_directory_path() / ("allocsim-" + std::to_string(::getpid()) + "-")).string();
-  const TemporaryFile csv{stem + "trace.csv"};
-  const TemporaryFile errors{stem + "errors.txt"};
+  const TemporaryFolder folder;
+  const fs::path csv = folder.path / "trace.csv";
+  const fs::path errors = folder.path / "errors.txt";
   const std::string script = std::string(ALLOCSIM_TOOLS_DIR) + "/torch_snapshot.py";
   // No shell: the path goes to python as one argument, whatever characters it holds.
-  std::vector<std::string> args{"python3", script, pickle.string(), "-o", csv.path.string()};
+  std::vector<std::string> args{"python3", script, pickle.string(), "-o", csv.string()};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
   pid_t child = 0;
   const int spawned = posix_spawnp(&child, "python3", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw Error(pickle.string() + ": cannot run python3 to read a PyTorch snapshot");
   int status = 0;
   if (waitpid(child, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string reason = read_all(errors.path);
+    std::string reason = read_all(errors);
     while (!reason.empty() && (reason.back() == '\n' || reason.back() == '\r')) reason.pop_back();
     const auto last_line = reason.rfind('\n');
     if (last_line != std::string::npos) reason = reason.substr(last_line + 1);
@@ -65,7 +72,8 @@ Trace read_torch_snapshot(const fs::path& pickle) {
     if (reason.starts_with(prefix)) reason = reason.substr(prefix.size());
     throw Error(reason.empty() ? pickle.string() + ": the snapshot converter failed" : reason);
   }
-  Trace trace = read_csv_trace_file(csv.path);
+  std::ifstream in(csv, std::ios::binary);
+  Trace trace = read_csv_trace(in, pickle.string() + " (converted)");  // errors name the pickle
   trace.info = TraceInfo{pickle.string(), "torch snapshot"};
   return trace;
 }
