@@ -4,7 +4,7 @@
 
 namespace allocsim {
 
-Breakdown live_breakdown(const Trace& trace, std::size_t event, std::size_t top) {
+Breakdown live_breakdown(const Trace& trace, std::size_t event, std::span<const AllocId> skipped, std::size_t top) {
   Breakdown result;
   result.event = event;
   const bool layered = !trace.layer.empty();
@@ -13,6 +13,7 @@ Breakdown live_breakdown(const Trace& trace, std::size_t event, std::size_t top)
   for (std::size_t i = 0; i < end; ++i) {
     const Event& e = trace.events[i];
     if (e.op == Op::release) continue;
+    if (std::binary_search(skipped.begin(), skipped.end(), e.id)) continue;
     const Bytes bytes = trace.bytes_of(e.id);
     const auto tag = static_cast<std::size_t>(e.tag);
     if (e.op == Op::alloc) {

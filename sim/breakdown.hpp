@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,8 @@ struct Breakdown {
   std::vector<std::pair<std::string, Bytes>> top_layers;  // the largest first; empty without layers
 };
 
-Breakdown live_breakdown(const Trace& trace, std::size_t event, std::size_t top = 5);
+// `skipped`: allocations the replay dropped at an OOM (sorted), which were never live.
+Breakdown live_breakdown(const Trace& trace, std::size_t event, std::span<const AllocId> skipped = {},
+                         std::size_t top = 5);
 
 }  // namespace allocsim

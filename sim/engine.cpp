@@ -36,6 +36,7 @@ struct TenantRun {
   Nanos delay = 0;  // allocator time so far: every later event happens this much later
   Bytes allocated = 0;
   Bytes requested = 0;
+  std::vector<AllocId> skipped;  // allocations dropped at an OOM (--on-oom continue), in order
   TenantResult result;
 };
 
@@ -70,7 +71,9 @@ class Replay {
     }
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_start;
     for (TenantRun& run : tenants_) {
-      if (run.result.peak_allocated > 0) run.result.at_peak = live_breakdown(run.trace, run.result.peak_event);
+      if (run.result.peak_allocated > 0) {
+        run.result.at_peak = live_breakdown(run.trace, run.result.peak_event, run.skipped);
+      }
     }
     if (scenario_.check && device_.used() != baseline_used_) {
       throw Error("check: " + format_bytes(device_.used() - baseline_used_) +
@@ -133,7 +136,7 @@ class Replay {
     run.result.end_time = now + cost;
     if (!run.policy) return;  // stopped by an OOM
     run.result.peak_reserved = std::max(run.result.peak_reserved, run.device.reserved());
-    if (scenario_.check) check(run, tenant, index);
+    if (scenario_.check) check(run, index);
     if (!observers_.empty()) {
       const Sample sample{now + cost, tenant, index, run.allocated, run.device.reserved(), device_.used()};
       for (Observer* observer : observers_) observer->on_event(sample);
@@ -192,7 +195,11 @@ class Replay {
     ++result.ooms_by_kind[static_cast<std::size_t>(record.kind)];
     if (result.ooms.size() < kMaxOomRecords) result.ooms.push_back(record);
     for (Observer* observer : observers_) observer->on_oom(record);
-    if (scenario_.on_oom == OnOom::stop) finish(run);
+    if (scenario_.on_oom == OnOom::stop) {
+      finish(run);
+    } else {
+      run.skipped.push_back(run.trace.events[index].id);
+    }
   }
 
   // Records the tenant's results, then ends it as a process exit would: every live block
@@ -206,11 +213,14 @@ class Replay {
     result.device_failed_mallocs = run.device.failed_mallocs();
     result.bytes_moved = run.device.bytes_moved();
     result.extra = run.policy->extra_stats();
-    for (std::size_t id = 0; id < run.live.size(); ++id) {
-      LiveBlock& live = run.live[id];
+    // Walk the allocations (not the ids) so that each block goes back with its stream.
+    for (std::size_t i = 0; i < run.next; ++i) {
+      const Event& event = run.trace.events[i];
+      if (event.op != Op::alloc) continue;
+      LiveBlock& live = run.live[index_of(event.id)];
       if (live.size == kNotLive) continue;
-      const auto alloc_id = static_cast<AllocId>(id);
-      run.policy->deallocate(Block{live.addr, live.size, run.trace.bytes_of(alloc_id), alloc_id, 0}, result.end_time);
+      run.policy->deallocate(Block{live.addr, live.size, run.trace.bytes_of(event.id), event.id, event.stream},
+                             result.end_time);
       live.size = kNotLive;
     }
     live_requested_ -= run.requested;
@@ -221,7 +231,7 @@ class Replay {
     run.live = {};
   }
 
-  void check(TenantRun& run, std::size_t tenant, std::size_t index) {
+  void check(TenantRun& run, std::size_t index) {
     run.policy->check();
     const PolicyStats stats = run.policy->stats();
     if (stats.allocated != run.allocated) {
@@ -234,7 +244,6 @@ class Replay {
     }
     if (stats.reserved < stats.allocated) fail(run, index, "reserved < allocated");
     if (device_.used() > device_.capacity()) fail(run, index, "device over capacity");
-    (void)tenant;
   }
 
   [[noreturn]] void fail(const TenantRun& run, std::size_t index, const std::string& what) const {

@@ -27,7 +27,7 @@ struct TenantSpec {
 
 enum class OnOom : std::uint8_t {
   stop,          // the tenant crashes, as a program would: its memory goes back to the device
-  skip,          // count the OOM, drop the request and its free, go on
+  continue_run,  // --on-oom continue: count the OOM, drop the request and its free, go on
 };
 
 struct Scenario {

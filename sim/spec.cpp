@@ -63,7 +63,6 @@ Params::Params(const Spec& spec, std::span<const ParamInfo> declared, std::strin
       throw Error(owner_ + ": unknown key '" + key + "'; valid keys: " + list_keys(declared));
     }
     found->second = value;
-    given_.push_back(found->first);
   }
 }
 
@@ -72,10 +71,6 @@ std::string_view Params::text(std::string_view key) const {
     if (name == key) return value;
   }
   throw Error(owner_ + ": parameter '" + std::string(key) + "' is read but was never declared");
-}
-
-bool Params::is_set(std::string_view key) const {
-  return std::find(given_.begin(), given_.end(), key) != given_.end();
 }
 
 void Params::bad_value(std::string_view key, std::string_view expected) const {

@@ -39,14 +39,12 @@ class Params {
   std::uint64_t count(std::string_view key) const;   // a non-negative integer
   double number(std::string_view key) const;         // a finite real
   bool boolean(std::string_view key) const;          // true/false, 1/0, yes/no, on/off
-  bool is_set(std::string_view key) const;           // given explicitly in the spec
 
  private:
   [[noreturn]] void bad_value(std::string_view key, std::string_view expected) const;
 
   std::string owner_;
   std::vector<std::pair<std::string_view, std::string>> values_;  // every declared key
-  std::vector<std::string_view> given_;
 };
 
 // "alignment=256, region=0" style listing, for help texts and error messages.

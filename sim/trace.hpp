@@ -32,9 +32,6 @@ class Trace {
 
   std::size_t allocations() const { return requested.size(); }
   Bytes bytes_of(AllocId id) const { return requested[index_of(id)]; }
-  std::size_t memory_bytes() const {
-    return events.capacity() * sizeof(Event) + requested.capacity() * sizeof(Bytes);
-  }
 };
 
 // Appends validated events. Errors are allocsim::Error naming the event index; readers

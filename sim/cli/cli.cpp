@@ -143,7 +143,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   }
   Scenario scenario;
   scenario.device = build_device(options);
-  scenario.on_oom = options.on_oom == "stop" ? OnOom::stop : OnOom::skip;
+  scenario.on_oom = options.on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
   scenario.check = options.check;
   std::map<std::string, std::shared_ptr<const Trace>> traces;  // a workload named twice loads once
   for (auto [workload, policy] : tenant_specs(options)) {

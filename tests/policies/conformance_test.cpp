@@ -93,7 +93,7 @@ TEST_CASE("every policy keeps the engine's invariants when memory runs out", "[c
   options.target_live = 96_MiB;  // more than the device has: OOMs of every kind happen
   Scenario scenario;
   scenario.device.capacity = 64_MiB;
-  scenario.on_oom = OnOom::skip;
+  scenario.on_oom = OnOom::continue_run;
   scenario.check = true;  // invariants after every event, and the device empty at the end
   scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(make_random_trace(options, "random")), policy, 0});
   const RunResult result = run(scenario, make_policy);

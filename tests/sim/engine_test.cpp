@@ -76,7 +76,7 @@ TEST_CASE("an OOM beyond the device is capacity; continue skips the request and 
   const AllocId small = builder.alloc(2, 512_KiB);
   builder.free(3, small);
   Scenario scenario = one_tenant(1_MiB, share(std::move(builder)), "direct");
-  scenario.on_oom = OnOom::skip;
+  scenario.on_oom = OnOom::continue_run;
   const TenantResult result = allocsim::run(scenario, make_policy).tenants[0];
   CHECK(result.oom_count == 1);
   CHECK(result.ooms_by_kind[static_cast<int>(OomKind::capacity)] == 1);
@@ -148,7 +148,7 @@ TEST_CASE("the same scenario gives byte-identical results", "[engine]") {
   options.target_live = 48_MiB;
   Scenario scenario;
   scenario.device.capacity = 64_MiB;
-  scenario.on_oom = OnOom::skip;
+  scenario.on_oom = OnOom::continue_run;
   const auto trace = std::make_shared<const Trace>(make_random_trace(options, "random"));
   scenario.tenants.push_back(TenantSpec{trace, "bestfit", 0});
   scenario.tenants.push_back(TenantSpec{trace, "direct", 500});
@@ -191,6 +191,28 @@ TEST_CASE("the simulated device refuses sizes it cannot hold, however large", "[
   CHECK(device.malloc(16_GiB));
   spec.granularity = 32_GiB;
   CHECK_THROWS_WITH(SimDevice(spec), Catch::Contains("granularity"));
+}
+
+}  // namespace
+}  // namespace allocsim
+
+namespace allocsim {
+namespace {
+
+TEST_CASE("the breakdown at the peak leaves out requests an OOM dropped", "[engine]") {
+  TraceBuilder builder({"skip", "test"});
+  const AllocId big = builder.alloc(0, 2_MiB, 0, Tag::activation);  // fails on a 1 MiB device
+  const AllocId small = builder.alloc(1, 512_KiB, 0, Tag::weight);
+  builder.free(2, small);
+  builder.free(3, big);
+  Scenario scenario;
+  scenario.device.capacity = 1_MiB;
+  scenario.on_oom = OnOom::continue_run;
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "direct", 0});
+  const TenantResult result = allocsim::run(scenario, make_policy).tenants[0];
+  CHECK(result.peak_event == 1);
+  CHECK(result.at_peak.by_tag[static_cast<int>(Tag::weight)] == 512_KiB);
+  CHECK(result.at_peak.by_tag[static_cast<int>(Tag::activation)] == 0);
 }
 
 }  // namespace
