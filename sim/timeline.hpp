@@ -1,9 +1,12 @@
 // A bounded timeline of each tenant's allocated and reserved bytes, sampled on change.
-// When full it halves itself, keeping the larger of each neighbouring pair, and from then
-// on keeps every other change: memory stays bounded and peaks survive the thinning.
+// Each tenant keeps its own points. When a tenant's points reach the bound they are
+// halved, the larger of each neighbouring pair kept, and from then on one point stands
+// for each window of changes: the window's largest. Memory stays bounded and peaks
+// survive the thinning.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <ostream>
 #include <vector>
 
@@ -13,22 +16,27 @@ namespace allocsim {
 
 class Timeline final : public Observer {
  public:
-  explicit Timeline(std::size_t max_points = 100'000);
+  explicit Timeline(std::size_t max_points_per_tenant = 100'000);
 
   void on_event(const Sample& sample) override;
-  const std::vector<Sample>& points() const { return points_; }
+  // Every tenant's points, by time (ties: by tenant); a window still open counts.
+  std::vector<Sample> points() const;
 
   // CSV: time_ns,tenant,event,allocated_bytes,reserved_bytes,device_used_bytes
   void write_csv(std::ostream& out) const;
 
  private:
-  void thin();
+  struct Track {
+    std::vector<Sample> points;
+    std::size_t window = 1;  // changes each point stands for
+    std::size_t in_window = 0;
+    std::optional<Sample> largest;  // of the open window
+    std::optional<Sample> last;     // to see a change
+  };
+  void thin(Track& track) const;
 
   std::size_t max_points_;
-  std::size_t stride_ = 1;
-  std::size_t skipped_ = 0;
-  std::vector<Sample> points_;
-  std::vector<Sample> last_;  // per tenant, to see a change
+  std::vector<Track> tracks_;  // by tenant
 };
 
 }  // namespace allocsim

@@ -1,4 +1,5 @@
 // The engine on small traces whose every figure was worked out by hand.
+#include <algorithm>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -162,17 +163,29 @@ TEST_CASE("the same scenario gives byte-identical results", "[engine]") {
   CHECK(csv() == csv());
 }
 
-TEST_CASE("a timeline samples changes and stays within its bound", "[engine]") {
+TEST_CASE("a timeline samples changes, stays within its bound and keeps the peak", "[engine]") {
   TraceBuilder builder({"saw", "test"});
   for (int i = 0; i < 100; ++i) builder.free(2 * i + 1, builder.alloc(2 * i, 1_KiB * (1 + i % 7)));
+  const AllocId peak = builder.alloc(300, 100_KiB);  // the largest moment, late in the trace
+  builder.free(301, peak);
   Timeline timeline(16);
   std::vector<Observer*> observers{&timeline};
   allocsim::run(one_tenant(1_MiB, share(std::move(builder)), "direct"), make_policy, observers);
-  CHECK(timeline.points().size() < 16);
-  CHECK(timeline.points().size() >= 8);
-  for (std::size_t i = 1; i < timeline.points().size(); ++i) {
-    CHECK(timeline.points()[i].time > timeline.points()[i - 1].time);
-  }
+  const std::vector<Sample> points = timeline.points();
+  CHECK(points.size() <= 16);
+  CHECK(points.size() >= 8);
+  for (std::size_t i = 1; i < points.size(); ++i) CHECK(points[i].time > points[i - 1].time);
+  const auto largest = std::max_element(points.begin(), points.end(),
+                                        [](const Sample& a, const Sample& b) { return a.allocated < b.allocated; });
+  CHECK(largest->allocated == 100_KiB);
+}
+
+TEST_CASE("a timeline keeps a quiet tenant's points beside a busy one's", "[engine]") {
+  Timeline timeline(4);
+  for (Nanos t = 0; t < 1000; ++t) timeline.on_event(Sample{t, 0, t, t + 1, t + 1, 0});  // busy
+  timeline.on_event(Sample{500, 1, 0, 7, 7, 0});                                         // quiet
+  const std::vector<Sample> points = timeline.points();
+  CHECK(std::count_if(points.begin(), points.end(), [](const Sample& p) { return p.tenant == 1; }) == 1);
 }
 
 }  // namespace
