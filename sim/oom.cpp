@@ -10,14 +10,20 @@ std::string_view name_of(OomKind kind) {
   return kNames[static_cast<std::size_t>(kind)];
 }
 
+Bytes oom_headroom(const OomContext& context) {
+  // The policy's own limit caps what the device's free bytes can do for it.
+  const Bytes limit = context.policy.limit;
+  const Bytes reserved = context.policy.reserved;
+  if (limit == 0) return context.device_available;
+  return std::min(context.device_available, limit > reserved ? limit - reserved : 0);
+}
+
 OomKind classify_oom(const OomContext& context) {
   if (context.live_requested + context.request > context.usable) return OomKind::capacity;
   const Bytes limit = context.policy.limit;
   if (limit != 0 && context.own_live_requested + context.request > limit) return OomKind::capacity;
-  // What the policy could still take from the device: its own limit caps the device's free bytes.
   const Bytes reserved = context.policy.reserved;
-  const Bytes headroom =
-      limit == 0 ? context.device_available : std::min(context.device_available, limit > reserved ? limit - reserved : 0);
+  const Bytes headroom = oom_headroom(context);
   if (headroom + context.policy.releasable >= context.request) return OomKind::reservation;
   const Bytes own_free = reserved - context.policy.allocated;
   if (headroom + own_free >= context.request) return OomKind::fragmentation;

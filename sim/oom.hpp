@@ -31,4 +31,7 @@ struct OomContext {
 // Headroom: the device's free bytes, capped by what the policy's own limit still allows.
 OomKind classify_oom(const OomContext& context);
 
+// What the failing policy could still have taken from the device.
+Bytes oom_headroom(const OomContext& context);
+
 }  // namespace allocsim

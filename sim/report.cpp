@@ -77,11 +77,11 @@ std::string describe_oom(const OomRecord& oom) {
             format_bytes(c.usable) + (c.policy.limit != 0 ? " or the policy's limit " + format_bytes(c.policy.limit) : "");
       break;
     case OomKind::fragmentation:
-      why = format_bytes(pool_free) + " free in the pool and " + format_bytes(c.device_available) +
-            " on the device, but the largest free block is " + format_bytes(c.policy.largest_free);
+      why = format_bytes(pool_free) + " free in the pool and " + format_bytes(oom_headroom(c)) +
+            " more it may take from the device, but the largest free block is " + format_bytes(c.policy.largest_free);
       break;
     case OomKind::reservation:
-      why = "only " + format_bytes(c.device_available) + " free on the device and " + format_bytes(pool_free) +
+      why = "only " + format_bytes(oom_headroom(c)) + " it may take from the device and " + format_bytes(pool_free) +
             " in the pool; the rest is held by " +
             (c.policy.releasable > 0 ? "this policy's cache (" + format_bytes(c.policy.releasable) + ")"
                                      : std::string("other tenants or the pool's limit"));

@@ -9,6 +9,7 @@
 
 #include "policies/registry.hpp"
 #include "sim/cli/cli.hpp"
+#include "sim/metrics.hpp"
 #include "workloads/catalogue.hpp"
 
 namespace allocsim {
@@ -179,6 +180,24 @@ TEST_CASE("cli: a PyTorch snapshot is a workload; a bad pickle is one line and e
   CHECK(run.status == 0);
   // 1935 allocs and 1926 frees recorded, plus 31 blocks that predate the recording.
   CHECK(table_value(run.out, "events") == "3892");
+}
+
+}  // namespace
+}  // namespace allocsim
+
+namespace allocsim {
+namespace {
+
+TEST_CASE("README documents every output column", "[cli]") {
+  std::ifstream in(ALLOCSIM_README);
+  REQUIRE(in);
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const Metric& metric : metrics()) {
+    CAPTURE(metric.name);
+    std::string quoted(1, '`');  // built step by step: GCC 12 warns falsely on "`" + string
+    quoted.append(metric.name).push_back('`');
+    CHECK_THAT(readme, Catch::Contains(quoted));
+  }
 }
 
 }  // namespace
