@@ -122,7 +122,7 @@ std::uint32_t BfcPolicy::use_chunk(Fit fit, Bytes rounded, const Request& reques
   const Bytes size = chunks_[chunk].size;
   if (size >= 2 * rounded || size - rounded >= max_internal_fragmentation_) {
     const Chunk& whole = chunks_[chunk];
-    const std::uint32_t rest = new_chunk(Chunk{whole.ptr + rounded, size - rounded, 0, chunk, whole.next, false});
+    const std::uint32_t rest = chunks_.add(Chunk{whole.ptr + rounded, size - rounded, 0, chunk, whole.next, false});
     if (chunks_[rest].next != kNone) chunks_[chunks_[rest].next].prev = rest;
     chunks_[chunk].next = rest;
     chunks_[chunk].size = rounded;
@@ -172,7 +172,7 @@ void BfcPolicy::merge(std::uint32_t left, std::uint32_t right) {
   chunks_[left].size += chunks_[right].size;
   chunks_[left].next = chunks_[right].next;
   if (chunks_[left].next != kNone) chunks_[chunks_[left].next].prev = left;
-  release_chunk(right);
+  chunks_.remove(right);
 }
 
 bool BfcPolicy::extend(Bytes rounded) {
@@ -212,7 +212,7 @@ bool BfcPolicy::extend(Bytes rounded) {
   if (!increased) region_target_ *= 2;  // unsigned: wraps exactly as TensorFlow's size_t does
   pool_bytes_ += bytes;
   peak_pool_bytes_ = std::max(peak_pool_bytes_, pool_bytes_);
-  const std::uint32_t chunk = new_chunk(Chunk{segment->addr, bytes, 0, kNone, kNone, false});
+  const std::uint32_t chunk = chunks_.add(Chunk{segment->addr, bytes, 0, kNone, kNone, false});
   regions_.push_back(Region{*segment, chunk});
   insert_into_bin(chunk);
   return true;
@@ -238,7 +238,7 @@ void BfcPolicy::free_regions_wholly_free() {
   std::erase_if(regions_, [&](const Region& region) {
     if (!wholly_free(region)) return false;
     remove_from_bin(region.first_chunk);
-    release_chunk(region.first_chunk);
+    chunks_.remove(region.first_chunk);
     device_.free(region.segment);
     pool_bytes_ -= region.segment.bytes;
     return true;
@@ -246,19 +246,6 @@ void BfcPolicy::free_regions_wholly_free() {
 }
 
 void BfcPolicy::release_cached() { free_regions_wholly_free(); }
-
-std::uint32_t BfcPolicy::new_chunk(Chunk chunk) {
-  if (spare_chunks_.empty()) {
-    chunks_.push_back(chunk);
-    return static_cast<std::uint32_t>(chunks_.size() - 1);
-  }
-  const std::uint32_t handle = spare_chunks_.back();
-  spare_chunks_.pop_back();
-  chunks_[handle] = chunk;
-  return handle;
-}
-
-void BfcPolicy::release_chunk(std::uint32_t chunk) { spare_chunks_.push_back(chunk); }
 
 // Where a chunk of this size and address sits, or would sit, in its bin.
 std::pair<std::size_t, std::vector<BfcPolicy::BinEntry>::iterator> BfcPolicy::bin_position(const Chunk& chunk) {

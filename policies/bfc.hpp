@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "policies/common/slots.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -110,8 +111,6 @@ class BfcPolicy final : public Policy {
   bool deallocate_free_regions(Bytes rounded);
   void free_regions_wholly_free();
   bool wholly_free(const Region& region) const;
-  std::uint32_t new_chunk(Chunk chunk);
-  void release_chunk(std::uint32_t chunk);
   void merge(std::uint32_t left, std::uint32_t right);  // right is left's next neighbour
   std::pair<std::size_t, std::vector<BinEntry>::iterator> bin_position(const Chunk& chunk);
   void insert_into_bin(std::uint32_t chunk);
@@ -127,8 +126,7 @@ class BfcPolicy final : public Policy {
   bool started_backpedal_ = false;
   std::string hang_;
 
-  std::vector<Chunk> chunks_;
-  std::vector<std::uint32_t> spare_chunks_;
+  Slots<Chunk> chunks_;
   std::vector<Region> regions_;
   std::array<std::vector<BinEntry>, kBins> bins_;
   std::uint32_t nonempty_bins_ = 0;      // bit b set when bins_[b] has a chunk

@@ -148,7 +148,7 @@ void CachingPolicy::apply_conf(std::string_view conf) {
 }
 
 CachingPolicy::~CachingPolicy() {
-  for (std::uint32_t b = 0; b < blocks_.size(); ++b) {
+  for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
     if (blocks_[b].size != 0 && blocks_[b].prev == kNone) {  // the first block of a segment: free all of it
       Bytes bytes = 0;
       for (std::uint32_t c = b; c != kNone; c = blocks_[c].next) bytes += blocks_[c].size;
@@ -174,17 +174,6 @@ void CachingPolicy::cache(std::uint32_t block) {
 
 void CachingPolicy::uncache(std::uint32_t block) { pool_of(blocks_[block].small).blocks.erase(key_of(block)); }
 
-std::uint32_t CachingPolicy::new_block(CachedBlock block) {
-  if (spare_blocks_.empty()) {
-    blocks_.push_back(block);
-    return static_cast<std::uint32_t>(blocks_.size() - 1);
-  }
-  const std::uint32_t handle = spare_blocks_.back();
-  spare_blocks_.pop_back();
-  blocks_[handle] = block;
-  return handle;
-}
-
 std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes size) {
   ++pool.lookups;
   const auto it = pool.blocks.lower_bound(Key{stream, size, 0, 0});
@@ -206,7 +195,7 @@ std::uint32_t CachingPolicy::alloc_block(Bytes alloc_size, bool small, Stream st
   reserved_ += alloc_size;
   ++segments_;
   note_peaks();
-  return new_block(CachedBlock{segment->addr, alloc_size, 0, kNone, kNone, stream, small, false, 0});
+  return blocks_.add(CachedBlock{segment->addr, alloc_size, 0, kNone, kNone, stream, small, false, 0});
 }
 
 void CachingPolicy::release_block(std::uint32_t block) {
@@ -220,7 +209,7 @@ void CachingPolicy::release_block(std::uint32_t block) {
 
 void CachingPolicy::retire(std::uint32_t block) {
   blocks_[block].size = 0;  // marks the slot unused
-  spare_blocks_.push_back(block);
+  blocks_.remove(block);
 }
 
 bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, Bytes size) {
@@ -313,7 +302,7 @@ std::optional<Block> CachingPolicy::allocate(const Request& request) {
   if (split) {
     const CachedBlock& whole = blocks_[block];
     const std::uint32_t remainder =
-        new_block(CachedBlock{whole.ptr + size, rest, 0, block, whole.next, whole.stream, small, false, 0});
+        blocks_.add(CachedBlock{whole.ptr + size, rest, 0, block, whole.next, whole.stream, small, false, 0});
     if (blocks_[remainder].next != kNone) blocks_[blocks_[remainder].next].prev = remainder;
     blocks_[block].next = remainder;
     blocks_[block].size = size;
@@ -414,7 +403,7 @@ void CachingPolicy::check() const {
   Bytes reserved = 0;
   Bytes allocated = 0;
   std::size_t cached = 0;
-  for (std::uint32_t b = 0; b < blocks_.size(); ++b) {
+  for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
     const CachedBlock& block = blocks_[b];
     if (block.size == 0) continue;  // an unused slot
     if (block.prev == kNone) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "policies/common/slots.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -112,7 +113,6 @@ class CachingPolicy final : public Policy {
   void release_cached_blocks();
   void release_block(std::uint32_t block);
   void garbage_collect_cached_blocks();
-  std::uint32_t new_block(CachedBlock block);
   void retire(std::uint32_t block);
   void merge(std::uint32_t left, std::uint32_t right);
   bool unsplit(std::uint32_t block) const { return blocks_[block].prev == kNone && blocks_[block].next == kNone; }
@@ -128,8 +128,7 @@ class CachingPolicy final : public Policy {
   std::pmr::unsynchronized_pool_resource tree_nodes_;
   Pool small_{&tree_nodes_};
   Pool large_{&tree_nodes_};
-  std::vector<CachedBlock> blocks_;
-  std::vector<std::uint32_t> spare_blocks_;
+  Slots<CachedBlock> blocks_;
   std::vector<std::uint32_t> block_of_;  // by AllocId
 
   // memory_stats, "all" pools

@@ -125,13 +125,15 @@ TagBytes live_at_end_of_forward(const Trace& trace) {
   return live_by_tag(trace, backward);
 }
 
-std::size_t count_allocs(const Trace& trace, Tag tag, std::size_t from = 0, std::size_t to = kNone) {
+std::size_t count_events(const Trace& trace, Op op, Tag tag, std::size_t from, std::size_t to) {
   std::size_t count = 0;
   to = std::min(to, trace.events.size());
-  for (std::size_t i = from; i < to; ++i) {
-    count += trace.events[i].op == Op::alloc && trace.events[i].tag == tag;
-  }
+  for (std::size_t i = from; i < to; ++i) count += trace.events[i].op == op && trace.events[i].tag == tag;
   return count;
+}
+
+std::size_t count_allocs(const Trace& trace, Tag tag, std::size_t from = 0, std::size_t to = kNone) {
+  return count_events(trace, Op::alloc, tag, from, to);
 }
 
 Bytes alloc_bytes(const Trace& trace, Tag tag, std::size_t from = 0, std::size_t to = kNone) {
@@ -144,12 +146,7 @@ Bytes alloc_bytes(const Trace& trace, Tag tag, std::size_t from = 0, std::size_t
 }
 
 std::size_t count_frees(const Trace& trace, Tag tag, std::size_t from = 0, std::size_t to = kNone) {
-  std::size_t count = 0;
-  to = std::min(to, trace.events.size());
-  for (std::size_t i = from; i < to; ++i) {
-    count += trace.events[i].op == Op::free && trace.events[i].tag == tag;
-  }
-  return count;
+  return count_events(trace, Op::free, tag, from, to);
 }
 
 // ---- 1. parameters -------------------------------------------------------------------
