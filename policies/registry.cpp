@@ -3,10 +3,10 @@
 #include <array>
 #include <string>
 
-#include "policies/bestfit.hpp"
 #include "policies/bfc.hpp"
 #include "policies/caching.hpp"
 #include "policies/direct.hpp"
+#include "policies/placement.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -15,6 +15,11 @@ namespace {
 template <typename P>
 std::unique_ptr<Policy> make(const Params& params, Device& device) {
   return std::make_unique<P>(params, device);
+}
+
+template <Fit fit>
+std::unique_ptr<Policy> make_placement(const Params& params, Device& device) {
+  return std::make_unique<PlacementPolicy>(fit, params, device);
 }
 
 const std::array kPolicies{
@@ -38,10 +43,18 @@ const std::array kPolicies{
                "PyTorch with PYTORCH_NO_CUDA_MEMORY_CACHING=1",
                "every request is its own device allocation, rounded to the device granularity",
                DirectPolicy::kParams, make<DirectPolicy>},
-    PolicyInfo{"bestfit", "", "textbook best fit with coalescing (the placement inside TensorFlow's BFC, "
-               "without bins)",
-               "one region of all free device memory, address-ordered best fit, free neighbours merged",
-               BestFitPolicy::kParams, make<BestFitPolicy>},
+    PolicyInfo{"bestfit", "", "textbook best fit with coalescing (BFC's placement without bins)",
+               "one region of all free device memory: the smallest free range that fits, lowest address first",
+               PlacementPolicy::kParams, make_placement<Fit::best>},
+    PolicyInfo{"firstfit", "", "textbook address-ordered first fit with coalescing",
+               "one region of all free device memory: the lowest-addressed free range that fits",
+               PlacementPolicy::kParams, make_placement<Fit::first>},
+    PolicyInfo{"nextfit", "", "textbook next fit with coalescing",
+               "one region: the first free range that fits at or after where the last block ended, wrapping",
+               PlacementPolicy::kParams, make_placement<Fit::next>},
+    PolicyInfo{"worstfit", "", "textbook worst fit with coalescing",
+               "one region: the largest free range, lowest address among equals", PlacementPolicy::kParams,
+               make_placement<Fit::worst>},
 };
 
 }  // namespace

@@ -71,6 +71,30 @@ std::optional<Range> FreeList::best_fit(Bytes size) const {
   return Range{found->second, found->first};
 }
 
+std::optional<Range> FreeList::first_fit(Bytes size) const {
+  for (const auto& [addr, range_size] : by_addr_) {
+    if (range_size >= size) return Range{addr, range_size};
+  }
+  return std::nullopt;
+}
+
+std::optional<Range> FreeList::next_fit(Bytes size, Addr from) const {
+  const auto start = by_addr_.lower_bound(from);
+  for (auto it = start; it != by_addr_.end(); ++it) {
+    if (it->second >= size) return Range{it->first, it->second};
+  }
+  for (auto it = by_addr_.begin(); it != start; ++it) {
+    if (it->second >= size) return Range{it->first, it->second};
+  }
+  return std::nullopt;
+}
+
+std::optional<Range> FreeList::worst_fit(Bytes size) const {
+  if (by_size_.empty() || largest() < size) return std::nullopt;
+  const auto found = by_size_.lower_bound({largest(), 0});
+  return Range{found->second, found->first};
+}
+
 void FreeList::check() const {
   if (by_addr_.size() != by_size_.size()) throw Error("free list: indexes disagree on the count");
   Bytes total = 0;

@@ -38,6 +38,12 @@ class FreeList {
 
   // The smallest range of at least `size` bytes, the lowest address among equals.
   std::optional<Range> best_fit(Bytes size) const;
+  // The lowest-addressed range of at least `size` bytes (a scan: O(ranges)).
+  std::optional<Range> first_fit(Bytes size) const;
+  // The first fitting range at or after `from`, wrapping around to the lowest address.
+  std::optional<Range> next_fit(Bytes size, Addr from) const;
+  // The largest range if it fits, the lowest address among equals.
+  std::optional<Range> worst_fit(Bytes size) const;
 
   Bytes total() const { return total_; }
   Bytes largest() const { return by_size_.empty() ? 0 : by_size_.rbegin()->first; }

@@ -1,17 +1,21 @@
-// bestfit: address-ordered best fit with coalescing over one region.
+// The classic placements over one region: bestfit, firstfit, nextfit, worstfit.
 //
-// The textbook placement that TensorFlow's BFC refines with bins and a split rule
-// (tsl/framework/bfc_allocator.cc): kept plain here as a baseline for research.
+// Textbook dynamic storage allocation (Knuth, TAOCP 2.5; Wilson et al., "Dynamic Storage
+// Allocation: A Survey"), kept plain as baselines for research. TensorFlow's BFC is best
+// fit refined with bins and a split rule (tsl/framework/bfc_allocator.cc).
 // - the first request takes one region from the device: `region` bytes, or by default all
 //   the device has free at that moment (like TensorFlow's greedy default);
-// - requests round up to `alignment`; the smallest free range that fits is used, the
-//   lowest address among equals, and the rest of it stays free (always split);
+// - requests round up to `alignment`; the free range is chosen by the policy's fit:
+//   best (smallest that fits), first (lowest address), next (first at or after where the
+//   last one ended, wrapping), worst (largest); ties go to the lowest address; the rest of
+//   the range stays free (always split);
 // - a freed block merges with free neighbours; the region is never grown;
 // - release_cached() returns the region when no block is live, so the next request takes
 //   a fresh one.
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 
 #include "policies/common/free_list.hpp"
@@ -21,15 +25,17 @@
 
 namespace allocsim {
 
-class BestFitPolicy final : public Policy {
+enum class Fit : std::uint8_t { best, first, next, worst };
+
+class PlacementPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
       ParamInfo{"region", "0", "bytes of the one region; 0 = all free device memory at the first request"},
       ParamInfo{"alignment", "256", "every block's size and address are multiples of this (a power of two >= 256)"},
   };
 
-  BestFitPolicy(const Params& params, Device& device);
-  ~BestFitPolicy() override;
+  PlacementPolicy(Fit fit, const Params& params, Device& device);
+  ~PlacementPolicy() override;
 
   std::optional<Block> allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
@@ -39,13 +45,17 @@ class BestFitPolicy final : public Policy {
 
  private:
   bool acquire_region();
+  std::optional<Range> choose(Bytes size) const;
+  const char* name() const;  // for messages
 
+  Fit fit_;
   Device& device_;
   Bytes region_bytes_;  // 0 = whatever is free
   Bytes alignment_;
   std::optional<Segment> region_;
   FreeList free_;
   Bytes allocated_ = 0;
+  Addr rover_ = 0;  // next fit: where the last block ended
 };
 
 }  // namespace allocsim

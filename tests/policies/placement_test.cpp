@@ -76,3 +76,58 @@ TEST_CASE("bestfit rejects bad options with the reason", "[bestfit]") {
 
 }  // namespace
 }  // namespace allocsim::test
+
+namespace allocsim::test {
+namespace {
+
+// One layout worked on paper for every fit: a 4 KiB region; a (512) b (1 KiB) c (256)
+// d (1 KiB) e (256) fill [0, 3 KiB); b and d are freed. Free: [512, 1536) of 1 KiB,
+// [1792, 2816) of 1 KiB, and the tail [3 KiB, 4 KiB) of 1 KiB.
+struct Layout {
+  explicit Layout(const std::string& policy) : harness(policy, plain_device(4_KiB)) {
+    a = *harness.alloc(512);
+    const Block b = *harness.alloc(1_KiB);
+    harness.alloc(256);
+    const Block d = *harness.alloc(1_KiB);
+    harness.alloc(256);
+    harness.free(b);
+    harness.free(d);
+  }
+  Addr offset(const Block& block) const { return block.addr - a.addr; }
+  Harness harness;
+  Block a{};
+};
+
+TEST_CASE("firstfit takes the lowest-addressed range that fits", "[placement]") {
+  Layout layout("firstfit");
+  CHECK(layout.offset(*layout.harness.alloc(768)) == 512);
+  CHECK(layout.offset(*layout.harness.alloc(512)) == 1792);  // 256 left at 1280 is too small
+  layout.harness.finish();
+}
+
+TEST_CASE("nextfit goes on from where the last block ended, wrapping around", "[placement]") {
+  Layout layout("nextfit");
+  // The last block (e) ended at 3 KiB: the search starts there, at the tail.
+  CHECK(layout.offset(*layout.harness.alloc(256)) == 3_KiB);
+  CHECK(layout.offset(*layout.harness.alloc(1_KiB - 256)) == 3_KiB + 256);  // the rest of the tail
+  CHECK(layout.offset(*layout.harness.alloc(256)) == 512);  // nothing after: wrap to the lowest
+  layout.harness.finish();
+}
+
+TEST_CASE("worstfit takes the largest range, the lowest address among equals", "[placement]") {
+  Layout layout("worstfit");
+  CHECK(layout.offset(*layout.harness.alloc(256)) == 512);   // three ranges of 1 KiB: the lowest
+  CHECK(layout.offset(*layout.harness.alloc(256)) == 1792);  // now [768, 1536) is smaller
+  layout.harness.finish();
+}
+
+TEST_CASE("bestfit takes the smallest range that fits", "[placement]") {
+  Layout layout("bestfit");
+  const Block first = *layout.harness.alloc(768);  // all three ranges are 1 KiB: the lowest
+  CHECK(layout.offset(first) == 512);
+  CHECK(layout.offset(*layout.harness.alloc(256)) == 1280);  // the 256 left over is the best fit
+  layout.harness.finish();
+}
+
+}  // namespace
+}  // namespace allocsim::test
