@@ -4,6 +4,7 @@
 #include <string>
 
 #include "policies/bfc.hpp"
+#include "policies/buddy.hpp"
 #include "policies/caching.hpp"
 #include "policies/direct.hpp"
 #include "policies/placement.hpp"
@@ -52,6 +53,9 @@ const std::array kPolicies{
     PolicyInfo{"nextfit", "", "textbook next fit with coalescing",
                "one region: the first free range that fits at or after where the last block ended, wrapping",
                PlacementPolicy::kParams, make_placement<Fit::next>},
+    PolicyInfo{"buddy", "", "the binary buddy system (Knowlton 1965)",
+               "one power-of-two region: blocks halved to the request's power of two, buddies merged on free",
+               BuddyPolicy::kParams, make<BuddyPolicy>},
     PolicyInfo{"worstfit", "", "textbook worst fit with coalescing",
                "one region: the largest free range, lowest address among equals", PlacementPolicy::kParams,
                make_placement<Fit::worst>},

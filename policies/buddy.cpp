@@ -1,0 +1,109 @@
+#include "policies/buddy.hpp"
+
+#include <bit>
+#include <string>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+
+BuddyPolicy::BuddyPolicy(const Params& params, Device& device)
+    : device_(device), region_bytes_(params.bytes("region")), min_block_(params.bytes("min_block")) {
+  if (min_block_ < kBlockAlignment || !std::has_single_bit(min_block_)) {
+    throw Error("policy buddy: min_block=" + format_bytes(min_block_) + " is not a power of two >= 256 B");
+  }
+}
+
+BuddyPolicy::~BuddyPolicy() {
+  if (region_) device_.free(*region_);
+}
+
+std::size_t BuddyPolicy::order_of(Bytes size) const {
+  const Bytes block = std::bit_ceil(std::max(size, min_block_));
+  return static_cast<std::size_t>(std::countr_zero(block) - std::countr_zero(min_block_));
+}
+
+bool BuddyPolicy::acquire_region() {
+  const Bytes wanted = region_bytes_ != 0 ? region_bytes_ : device_.available();
+  if (wanted < min_block_) return false;
+  const Bytes bytes = std::bit_floor(wanted);
+  region_ = device_.malloc(bytes);
+  if (!region_) return false;
+  // The device promises 512-byte alignment; buddies are paired relative to the base.
+  base_ = region_->addr;
+  top_order_ = order_of(bytes);
+  free_.clear();
+  for (std::size_t order = 0; order <= top_order_; ++order) free_.emplace_back(&nodes_);
+  free_[top_order_].insert(base_);
+  return true;
+}
+
+std::optional<Block> BuddyPolicy::allocate(const Request& request) {
+  if (!region_ && !acquire_region()) return std::nullopt;
+  const Bytes wanted = std::max<Bytes>(request.bytes, 1);
+  if (wanted > size_of(top_order_)) return std::nullopt;
+  const std::size_t order = order_of(wanted);
+  std::size_t found = order;
+  while (found <= top_order_ && free_[found].empty()) ++found;
+  if (found > top_order_) return std::nullopt;
+  const Addr addr = *free_[found].begin();
+  free_[found].erase(free_[found].begin());
+  while (found > order) {  // halve, keeping the lower half, freeing the upper
+    --found;
+    free_[found].insert(addr + size_of(found));
+  }
+  allocated_ += size_of(order);
+  return Block{addr, size_of(order), request.bytes, request.id, request.stream};
+}
+
+void BuddyPolicy::deallocate(const Block& block, Nanos) {
+  std::size_t order = order_of(block.size);
+  Addr addr = block.addr;
+  allocated_ -= block.size;
+  while (order < top_order_) {
+    const Addr buddy = base_ + ((addr - base_) ^ size_of(order));
+    const auto it = free_[order].find(buddy);
+    if (it == free_[order].end()) break;
+    free_[order].erase(it);
+    addr = std::min(addr, buddy);
+    ++order;
+  }
+  free_[order].insert(addr);
+}
+
+PolicyStats BuddyPolicy::stats() const {
+  const Bytes reserved = region_ ? region_->bytes : 0;
+  Bytes largest = 0;
+  for (std::size_t order = 0; order < free_.size(); ++order) {
+    if (!free_[order].empty()) largest = size_of(order);
+  }
+  return PolicyStats{.allocated = allocated_,
+                     .reserved = reserved,
+                     .largest_free = largest,
+                     .releasable = allocated_ == 0 ? reserved : 0};
+}
+
+void BuddyPolicy::release_cached() {
+  if (!region_ || allocated_ != 0) return;
+  device_.free(*region_);
+  region_.reset();
+  free_.clear();
+}
+
+void BuddyPolicy::check() const {
+  if (!region_) return;
+  Bytes free_bytes = 0;
+  for (std::size_t order = 0; order < free_.size(); ++order) {
+    for (const Addr addr : free_[order]) {
+      if ((addr - base_) % size_of(order) != 0) throw Error("buddy: a free block off its boundary");
+      if (addr + size_of(order) > base_ + region_->bytes) throw Error("buddy: a free block past the region");
+      if (order < top_order_ && free_[order].contains(base_ + ((addr - base_) ^ size_of(order)))) {
+        throw Error("buddy: two free buddies left unmerged");
+      }
+      free_bytes += size_of(order);
+    }
+  }
+  if (free_bytes + allocated_ != region_->bytes) throw Error("buddy: free + allocated != region");
+}
+
+}  // namespace allocsim

@@ -1,0 +1,58 @@
+// buddy: the binary buddy system (Knowlton 1965; Knuth, TAOCP 2.5) over one region.
+//
+// A research baseline for power-of-two placement.
+// - the first request takes one region: the largest power of two <= `region`, or <= all
+//   the device has free, at least min_block;
+// - a request rounds up to a power of two >= min_block; the lowest-addressed free block of
+//   the smallest order that fits is halved until it has the right size, the upper halves
+//   staying free;
+// - a freed block merges with its buddy while the buddy is free;
+// - release_cached() returns the region when no block is live.
+// Its waste is internal: a request of 2^k + 1 bytes takes 2^(k+1).
+#pragma once
+
+#include <array>
+#include <memory_resource>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "sim/device.hpp"
+#include "sim/policy.hpp"
+#include "sim/spec.hpp"
+
+namespace allocsim {
+
+class BuddyPolicy final : public Policy {
+ public:
+  static constexpr std::array kParams{
+      ParamInfo{"region", "0", "bytes of the region (rounded down to a power of two); 0 = all free device memory"},
+      ParamInfo{"min_block", "256", "the smallest block, a power of two >= 256"},
+  };
+
+  BuddyPolicy(const Params& params, Device& device);
+  ~BuddyPolicy() override;
+
+  std::optional<Block> allocate(const Request& request) override;
+  void deallocate(const Block& block, Nanos now) override;
+  PolicyStats stats() const override;
+  void release_cached() override;
+  void check() const override;
+
+ private:
+  bool acquire_region();
+  std::size_t order_of(Bytes size) const;  // blocks of order k are min_block << k bytes
+  Bytes size_of(std::size_t order) const { return min_block_ << order; }
+
+  Device& device_;
+  Bytes region_bytes_;
+  Bytes min_block_;
+  std::optional<Segment> region_;
+  Addr base_ = 0;  // the region's first aligned address: buddies pair relative to it
+  std::size_t top_order_ = 0;
+  std::pmr::unsynchronized_pool_resource nodes_;
+  std::vector<std::pmr::set<Addr>> free_;  // by order, lowest address first
+  Bytes allocated_ = 0;
+};
+
+}  // namespace allocsim
