@@ -121,12 +121,7 @@ std::uint32_t BfcPolicy::use_chunk(Fit fit, Bytes rounded, const Request& reques
   if (entries.empty()) nonempty_bins_ &= ~(std::uint32_t{1} << fit.bin);
   const Bytes size = chunks_[chunk].size;
   if (size >= 2 * rounded || size - rounded >= max_internal_fragmentation_) {
-    const Chunk& whole = chunks_[chunk];
-    const std::uint32_t rest = chunks_.add(Chunk{whole.ptr + rounded, size - rounded, 0, chunk, whole.next, false});
-    if (chunks_[rest].next != kNone) chunks_[chunks_[rest].next].prev = rest;
-    chunks_[chunk].next = rest;
-    chunks_[chunk].size = rounded;
-    insert_into_bin(rest);
+    insert_into_bin(split_after(chunks_, chunk, rounded, Chunk{0, 0, 0, kNone, kNone, false}));
   }
   Chunk& used = chunks_[chunk];
   used.in_use = true;
@@ -169,9 +164,7 @@ void BfcPolicy::deallocate(const Block& block, Nanos) {
 }
 
 void BfcPolicy::merge(std::uint32_t left, std::uint32_t right) {
-  chunks_[left].size += chunks_[right].size;
-  chunks_[left].next = chunks_[right].next;
-  if (chunks_[left].next != kNone) chunks_[chunks_[left].next].prev = left;
+  merge_next(chunks_, left, right);
   chunks_.remove(right);
 }
 

@@ -78,7 +78,7 @@ class BfcPolicy final : public Policy {
 
  private:
   enum class Version : std::uint8_t { v2023, v2024_02, v2025_10 };
-  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  static constexpr std::uint32_t kNone = kNoNeighbour;
   static constexpr std::size_t kBins = 21;
 
   struct Chunk {

@@ -300,13 +300,7 @@ std::optional<Block> CachingPolicy::allocate(const Request& request) {
   const Bytes rest = blocks_[block].size - size;
   const bool split = small ? rest >= kMinBlockSize : size < max_split_size_ && rest > kSmallSize;
   if (split) {
-    const CachedBlock& whole = blocks_[block];
-    const std::uint32_t remainder =
-        blocks_.add(CachedBlock{whole.ptr + size, rest, 0, block, whole.next, whole.stream, small, false, 0});
-    if (blocks_[remainder].next != kNone) blocks_[blocks_[remainder].next].prev = remainder;
-    blocks_[block].next = remainder;
-    blocks_[block].size = size;
-    cache(remainder);
+    cache(split_after(blocks_, block, size, CachedBlock{0, 0, 0, kNone, kNone, request.stream, small, false, 0}));
   }
   CachedBlock& used = blocks_[block];
   used.allocated = true;
@@ -321,9 +315,7 @@ std::optional<Block> CachingPolicy::allocate(const Request& request) {
 }
 
 void CachingPolicy::merge(std::uint32_t left, std::uint32_t right) {
-  blocks_[left].size += blocks_[right].size;
-  blocks_[left].next = blocks_[right].next;
-  if (blocks_[left].next != kNone) blocks_[blocks_[left].next].prev = left;
+  merge_next(blocks_, left, right);
   retire(right);
 }
 

@@ -71,7 +71,7 @@ class CachingPolicy final : public Policy {
   void expect_allocations(std::size_t allocations) override;
 
  private:
-  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  static constexpr std::uint32_t kNone = kNoNeighbour;
 
   struct CachedBlock {
     Addr ptr;

@@ -33,4 +33,33 @@ class Slots {
   std::vector<std::uint32_t> spare_;
 };
 
+// Records that tile a device segment, each linked to its physical neighbours: `T` has
+// ptr, size, prev and next (kNoNeighbour at the segment's ends). BFC's chunks and the
+// caching allocator's blocks split and merge through these two.
+inline constexpr std::uint32_t kNoNeighbour = ~std::uint32_t{0};
+
+// Cuts record `handle` after `head` bytes; the tail becomes a new record made from `tail`
+// (whose place and links are set here), and its handle is returned.
+template <typename T>
+std::uint32_t split_after(Slots<T>& slots, std::uint32_t handle, std::uint64_t head, T tail) {
+  tail.ptr = slots[handle].ptr + head;
+  tail.size = slots[handle].size - head;
+  tail.prev = handle;
+  tail.next = slots[handle].next;
+  const std::uint32_t added = slots.add(tail);
+  if (slots[added].next != kNoNeighbour) slots[slots[added].next].prev = added;
+  slots[handle].next = added;
+  slots[handle].size = head;
+  return added;
+}
+
+// Grows `left` over `right`, its next neighbour, and unlinks `right`; the caller frees
+// right's slot.
+template <typename T>
+void merge_next(Slots<T>& slots, std::uint32_t left, std::uint32_t right) {
+  slots[left].size += slots[right].size;
+  slots[left].next = slots[right].next;
+  if (slots[left].next != kNoNeighbour) slots[slots[left].next].prev = left;
+}
+
 }  // namespace allocsim
