@@ -6,7 +6,9 @@
 #include "policies/bfc.hpp"
 #include "policies/buddy.hpp"
 #include "policies/caching.hpp"
+#include "policies/compact.hpp"
 #include "policies/direct.hpp"
+#include "policies/optimal.hpp"
 #include "policies/placement.hpp"
 #include "sim/error.hpp"
 
@@ -59,6 +61,12 @@ const std::array kPolicies{
     PolicyInfo{"worstfit", "", "textbook worst fit with coalescing",
                "one region: the largest free range, lowest address among equals", PlacementPolicy::kParams,
                make_placement<Fit::worst>},
+    PolicyInfo{"compact", "defrag", "no shipping GPU allocator: a moving allocator, as runtimes with handles could be",
+               "best fit over segments; when fragmentation fails a request, live blocks move (device copies) to open room",
+               CompactPolicy::kParams, make<CompactPolicy>},
+    PolicyInfo{"optimal", "", "no real allocator: the offline yardstick of static planners (TFLite, XLA)",
+               "sees the whole trace ahead; fixed offsets in one arena from the best of several greedy heuristics",
+               OptimalPolicy::kParams, make<OptimalPolicy>},
 };
 
 }  // namespace

@@ -20,9 +20,19 @@ struct LiveBlock {
   Bytes size = kNotLive;
 };
 
-struct TenantRun {
+struct TenantRun final : MoveListener {
   TenantRun(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
       : spec(tenant_spec), trace(*tenant_spec.trace), device(shared_device, peak_used), live(trace.allocations()) {}
+
+  // A policy relocated a live block: remember where it is now, to hand it back there.
+  void moved(const Move& move) override {
+    LiveBlock& block = live[index_of(move.id)];
+    if (block.addr != move.from || block.size != move.size) {
+      throw Error("policy " + spec.policy + " moved allocation " + std::to_string(index_of(move.id)) +
+                  " from an address or size it does not have");
+    }
+    block.addr = move.to;
+  }
 
   bool finished() const { return policy == nullptr || next == trace.events.size(); }
   Nanos next_time() const { return trace.events[next].time + spec.start + delay; }
@@ -51,6 +61,8 @@ class Replay {
       TenantRun& run = tenants_.emplace_back(spec, device_, peak_used_);
       run.policy = make_policy(spec.policy, run.device);
       run.policy->expect_allocations(spec.trace->allocations());
+      run.policy->plan(*spec.trace);
+      run.policy->listen_for_moves(&run);
       run.result.index = tenants_.size() - 1;
       run.result.workload = spec.trace->info.name;
       run.result.policy = spec.policy;

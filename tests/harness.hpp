@@ -21,10 +21,12 @@ inline DeviceSpec plain_device(Bytes capacity) {
   return spec;
 }
 
-class Harness {
+class Harness final : public MoveListener {
  public:
   Harness(const std::string& policy_spec, DeviceSpec device)
-      : device_(std::move(device)), policy_(make_policy(policy_spec, device_)) {}
+      : device_(std::move(device)), policy_(make_policy(policy_spec, device_)) {
+    policy_->listen_for_moves(this);
+  }
 
   std::optional<Block> alloc(Bytes bytes, Stream stream = 0) {
     const auto id = static_cast<AllocId>(next_id_++);
@@ -42,13 +44,7 @@ class Harness {
     REQUIRE(block->requested == bytes);
     REQUIRE(block->id == id);
     if (block->size > 0) {
-      auto next = live_.lower_bound(block->addr);
-      if (next != live_.end()) REQUIRE(block->addr + block->size <= next->first);
-      if (next != live_.begin()) {
-        const auto prev = std::prev(next);
-        REQUIRE(prev->first + prev->second.size <= block->addr);
-      }
-      live_.emplace(block->addr, *block);
+      insert_live(*block);
     } else {
       zero_size_.push_back(*block);
     }
@@ -57,7 +53,13 @@ class Harness {
     return block;
   }
 
-  void free(const Block block) {  // a copy: the block may live in live_, which this erases
+  // A block as allocate returned it, or as the caller kept it: a moved one goes back from
+  // where the policy said it moved to.
+  void free(Block block) {  // a copy: the block may live in live_, which this erases
+    if (const auto moved = moved_to_.find(index_of(block.id)); moved != moved_to_.end()) {
+      block.addr = moved->second;
+      moved_to_.erase(moved);
+    }
     if (block.size > 0) REQUIRE(live_.erase(block.addr) == 1);
     policy_->deallocate(block, now_++);
     allocated_ -= block.size;
@@ -88,16 +90,43 @@ class Harness {
     REQUIRE(device_.used() == device_.spec().context_overhead);
   }
 
+  void moved(const Move& move) override {
+    const auto found = live_.find(move.from);
+    REQUIRE(found != live_.end());
+    REQUIRE(found->second.id == move.id);
+    REQUIRE(found->second.size == move.size);
+    REQUIRE(move.to % kBlockAlignment == 0);
+    Block block = found->second;
+    live_.erase(found);
+    block.addr = move.to;
+    insert_live(block);
+    moved_to_[index_of(move.id)] = move.to;
+    ++moves_;
+  }
+
   Policy& policy() { return *policy_; }
+  std::size_t moves() const { return moves_; }
   SimDevice& device() { return device_; }
   std::size_t live_count() const { return live_.size(); }
   const std::map<Addr, Block>& live() const { return live_; }
 
  private:
+  void insert_live(const Block& block) {
+    auto next = live_.lower_bound(block.addr);
+    if (next != live_.end()) REQUIRE(block.addr + block.size <= next->first);
+    if (next != live_.begin()) {
+      const auto prev = std::prev(next);
+      REQUIRE(prev->first + prev->second.size <= block.addr);
+    }
+    live_.emplace(block.addr, block);
+  }
+
   SimDevice device_;
   std::unique_ptr<Policy> policy_;
   std::map<Addr, Block> live_;
   std::vector<Block> zero_size_;
+  std::map<std::uint32_t, Addr> moved_to_;  // by AllocId: where moved blocks are now
+  std::size_t moves_ = 0;
   Bytes allocated_ = 0;
   std::uint32_t next_id_ = 0;
   Nanos now_ = 0;

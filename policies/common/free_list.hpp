@@ -44,6 +44,11 @@ class FreeList {
   std::optional<Range> next_fit(Bytes size, Addr from) const;
   // The largest range if it fits, the lowest address among equals.
   std::optional<Range> worst_fit(Bytes size) const;
+  // The highest-addressed range, if any (where a growing arena ends).
+  std::optional<Range> last() const {
+    if (by_addr_.empty()) return std::nullopt;
+    return Range{by_addr_.rbegin()->first, by_addr_.rbegin()->second};
+  }
 
   Bytes total() const { return total_; }
   Bytes largest() const { return by_size_.empty() ? 0 : by_size_.rbegin()->first; }

@@ -1,0 +1,272 @@
+#include "policies/common/offline_plan.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "policies/common/free_list.hpp"
+
+namespace allocsim {
+namespace {
+
+constexpr Bytes kNone = std::numeric_limits<Bytes>::max();
+
+// Lifetimes in event indices: [start, end); an allocation never freed lives to the end.
+struct Items {
+  std::vector<Bytes> size;
+  std::vector<std::uint64_t> start;
+  std::vector<std::uint64_t> end;
+  std::size_t count() const { return size.size(); }
+};
+
+Items items_of(const Trace& trace, Bytes alignment) {
+  Items items;
+  const std::size_t n = trace.allocations();
+  items.size.resize(n);
+  items.start.assign(n, 0);
+  items.end.assign(n, trace.events.size());
+  for (std::size_t i = 0; i < n; ++i) items.size[i] = align_up(trace.requested[i], alignment);
+  for (std::size_t k = 0; k < trace.events.size(); ++k) {
+    const Event& event = trace.events[k];
+    if (event.op == Op::alloc) items.start[index_of(event.id)] = k;
+    if (event.op == Op::free) items.end[index_of(event.id)] = k;
+  }
+  return items;
+}
+
+// Walks the trace with the set of live (non-empty) allocations, calling visit(i, live)
+// at each allocation i with the ones alive just before it.
+template <typename Visit>
+void sweep(const Trace& trace, const Items& items, Visit visit) {
+  std::vector<std::uint32_t> live;
+  std::vector<std::uint32_t> position(items.count());
+  for (const Event& event : trace.events) {
+    const std::uint32_t i = index_of(event.id);
+    if (event.op == Op::release || items.size[i] == 0) continue;
+    if (event.op == Op::alloc) {
+      visit(i, live);
+      position[i] = static_cast<std::uint32_t>(live.size());
+      live.push_back(i);
+    } else {
+      const std::uint32_t last = live.back();
+      live[position[i]] = last;
+      position[last] = position[i];
+      live.pop_back();
+    }
+  }
+}
+
+// Who overlaps whom in time, as compressed rows: neighbours of i are
+// adjacency[first[i] .. first[i + 1]).
+struct Conflicts {
+  std::vector<std::uint64_t> first;
+  std::vector<std::uint32_t> adjacency;
+};
+
+Conflicts conflicts_of(const Trace& trace, const Items& items) {
+  Conflicts conflicts;
+  std::vector<std::uint64_t> degree(items.count() + 1, 0);
+  sweep(trace, items, [&](std::uint32_t i, const std::vector<std::uint32_t>& live) {
+    degree[i] += live.size();
+    for (std::uint32_t j : live) ++degree[j];
+  });
+  conflicts.first.assign(items.count() + 1, 0);
+  std::partial_sum(degree.begin(), degree.end() - 1, conflicts.first.begin() + 1);
+  conflicts.adjacency.resize(conflicts.first.back());
+  std::vector<std::uint64_t> fill(conflicts.first.begin(), conflicts.first.end() - 1);
+  sweep(trace, items, [&](std::uint32_t i, const std::vector<std::uint32_t>& live) {
+    for (std::uint32_t j : live) {
+      conflicts.adjacency[fill[i]++] = j;
+      conflicts.adjacency[fill[j]++] = i;
+    }
+  });
+  return conflicts;
+}
+
+// Places allocations in `order`, each at the best-fitting gap (the smallest that holds
+// it, the lowest among equals) between the placed allocations that overlap it in time,
+// or on top of them. Gives up (returns kNone) once the arena reaches `give_up`.
+Bytes greedy(const Items& items, const Conflicts& conflicts, const std::vector<std::uint32_t>& order,
+             Bytes give_up, std::vector<Bytes>& offset) {
+  std::vector<char> placed(items.count(), 0);
+  std::vector<std::pair<Bytes, Bytes>> taken;  // [offset, end) of placed neighbours
+  Bytes arena = 0;
+  for (std::uint32_t i : order) {
+    const Bytes size = items.size[i];
+    if (size == 0) continue;
+    taken.clear();
+    for (std::uint64_t k = conflicts.first[i]; k < conflicts.first[i + 1]; ++k) {
+      const std::uint32_t j = conflicts.adjacency[k];
+      if (placed[j]) taken.emplace_back(offset[j], offset[j] + items.size[j]);
+    }
+    std::sort(taken.begin(), taken.end());
+    Bytes best = kNone;
+    Bytes best_gap = kNone;
+    Bytes top = 0;
+    for (const auto& [begin, end] : taken) {
+      if (begin > top && begin - top >= size && begin - top < best_gap) {
+        best = top;
+        best_gap = begin - top;
+      }
+      top = std::max(top, end);
+    }
+    if (best == kNone) best = top;
+    offset[i] = best;
+    placed[i] = 1;
+    arena = std::max(arena, best + size);
+    if (arena >= give_up) return kNone;
+  }
+  return arena;
+}
+
+// Online best fit in time order over an arena that grows at its top.
+Bytes online_best_fit(const Trace& trace, const Items& items, std::vector<Bytes>& offset) {
+  FreeList free;
+  Bytes top = 0;
+  for (const Event& event : trace.events) {
+    const std::uint32_t i = index_of(event.id);
+    if (event.op == Op::release || items.size[i] == 0) continue;
+    const Bytes size = items.size[i];
+    if (event.op == Op::free) {
+      free.add(Range{offset[i], size});
+      continue;
+    }
+    if (const auto range = free.best_fit(size)) {
+      offset[i] = range->addr;
+      free.take_front(*range, size);
+    } else if (const auto last = free.last(); last && last->end() == top) {
+      offset[i] = last->addr;  // the free range under the top grows into the request
+      free.remove(*last);
+      top = last->addr + size;
+    } else {
+      offset[i] = top;
+      top += size;
+    }
+  }
+  return top;
+}
+
+// For each allocation, the most live bytes at any moment of its lifetime.
+std::vector<Bytes> breadth_of(const Trace& trace, const Items& items) {
+  const std::size_t n = trace.events.size();
+  std::size_t leaves = 1;
+  while (leaves < n) leaves *= 2;
+  std::vector<Bytes> tree(2 * leaves, 0);  // a max segment tree over live bytes after each event
+  Bytes live = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const Event& event = trace.events[k];
+    if (event.op == Op::alloc) live += items.size[index_of(event.id)];
+    if (event.op == Op::free) live -= items.size[index_of(event.id)];
+    tree[leaves + k] = live;
+  }
+  for (std::size_t k = leaves - 1; k > 0; --k) tree[k] = std::max(tree[2 * k], tree[2 * k + 1]);
+  std::vector<Bytes> breadth(items.count(), 0);
+  for (std::size_t i = 0; i < items.count(); ++i) {
+    Bytes most = 0;
+    for (std::size_t lo = items.start[i] + leaves, hi = std::max(items.end[i], items.start[i] + 1) + leaves; lo < hi;
+         lo /= 2, hi /= 2) {
+      if (lo & 1) most = std::max(most, tree[lo++]);
+      if (hi & 1) most = std::max(most, tree[--hi]);
+    }
+    breadth[i] = most;
+  }
+  return breadth;
+}
+
+Bytes aligned_lower_bound(const Trace& trace, const Items& items) {
+  Bytes live = 0;
+  Bytes most = 0;
+  for (const Event& event : trace.events) {
+    if (event.op == Op::alloc) live += items.size[index_of(event.id)];
+    if (event.op == Op::free) live -= items.size[index_of(event.id)];
+    most = std::max(most, live);
+  }
+  return most;
+}
+
+}  // namespace
+
+OfflinePlan plan_offline(const Trace& trace, const OfflinePlanOptions& options) {
+  const Items items = items_of(trace, options.alignment);
+  const std::size_t n = items.count();
+  OfflinePlan plan;
+  plan.size = items.size;
+  plan.aligned_lower_bound = aligned_lower_bound(trace, items);
+  plan.offset.assign(n, 0);
+  plan.arena = online_best_fit(trace, items, plan.offset);
+  plan.heuristic = "online-best-fit";
+
+  sweep(trace, items, [&](std::uint32_t, const std::vector<std::uint32_t>& live) { plan.pairs += live.size(); });
+  if (plan.arena == plan.aligned_lower_bound || plan.pairs > options.max_pairs) return plan;
+
+  const Conflicts conflicts = conflicts_of(trace, items);
+  const std::vector<Bytes> breadth = breadth_of(trace, items);
+  auto lifetime = [&](std::uint32_t i) { return items.end[i] - items.start[i]; };
+  // Each order breaks ties by the others, then by id, so that plans are deterministic.
+  struct Order {
+    const char* name;
+    std::function<bool(std::uint32_t, std::uint32_t)> before;
+  };
+  const Order orders[] = {
+      {"greedy-by-size", [&](std::uint32_t a, std::uint32_t b) {
+         return std::tuple(items.size[a], lifetime(a), b) > std::tuple(items.size[b], lifetime(b), a);
+       }},
+      {"greedy-by-breadth", [&](std::uint32_t a, std::uint32_t b) {
+         return std::tuple(breadth[a], items.size[a], lifetime(a), b) > std::tuple(breadth[b], items.size[b], lifetime(b), a);
+       }},
+      {"greedy-by-lifetime", [&](std::uint32_t a, std::uint32_t b) {
+         return std::tuple(lifetime(a), items.size[a], b) > std::tuple(lifetime(b), items.size[b], a);
+       }},
+      {"greedy-by-area", [&](std::uint32_t a, std::uint32_t b) {
+         const auto area = [&](std::uint32_t i) { return static_cast<double>(items.size[i]) * static_cast<double>(lifetime(i)); };
+         return std::tuple(area(a), items.size[a], b) > std::tuple(area(b), items.size[b], a);
+       }},
+  };
+  std::vector<std::uint32_t> order(n);
+  std::vector<Bytes> offset(n, 0);
+  for (const Order& candidate : orders) {
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), candidate.before);
+    const Bytes arena = greedy(items, conflicts, order, plan.arena, offset);
+    if (arena < plan.arena) {
+      plan.arena = arena;
+      plan.offset = offset;
+      plan.heuristic = candidate.name;
+      if (arena == plan.aligned_lower_bound) break;
+    }
+  }
+  return plan;
+}
+
+std::optional<std::string> find_plan_conflict(const Trace& trace, const OfflinePlan& plan) {
+  std::map<Bytes, std::uint32_t> live;  // offset -> id, of live non-empty allocations
+  for (const Event& event : trace.events) {
+    const std::uint32_t i = index_of(event.id);
+    if (event.op == Op::release || plan.size[i] == 0) continue;
+    if (event.op == Op::free) {
+      live.erase(plan.offset[i]);
+      continue;
+    }
+    const Bytes begin = plan.offset[i];
+    const Bytes end = begin + plan.size[i];
+    auto clash = [&](std::uint32_t j) {
+      return "allocations " + std::to_string(j) + " and " + std::to_string(i) + " overlap: [" +
+             std::to_string(plan.offset[j]) + ", " + std::to_string(plan.offset[j] + plan.size[j]) + ") and [" +
+             std::to_string(begin) + ", " + std::to_string(end) + ")";
+    };
+    if (end > plan.arena) return "allocation " + std::to_string(i) + " ends past the arena";
+    const auto next = live.lower_bound(begin);
+    if (next != live.end() && next->first < end) return clash(next->second);
+    if (next != live.begin()) {
+      const auto prev = std::prev(next);
+      if (prev->first + plan.size[prev->second] > begin) return clash(prev->second);
+    }
+    live.emplace(begin, i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace allocsim

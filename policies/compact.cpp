@@ -1,0 +1,283 @@
+#include "policies/compact.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+
+CompactPolicy::CompactPolicy(const Params& params, Device& device)
+    : device_(device),
+      threshold_(params.number("threshold")),
+      segment_bytes_(align_up(params.bytes("segment"), kBlockAlignment)),
+      region_bytes_(params.bytes("region")) {
+  const std::string_view trigger = params.text("trigger");
+  const std::string_view strategy = params.text("strategy");
+  if (trigger != "failure" && trigger != "threshold") {
+    throw Error(std::string("policy compact: trigger=").append(trigger).append(" is not failure or threshold"));
+  }
+  if (strategy != "slide" && strategy != "gap") {
+    throw Error(std::string("policy compact: strategy=").append(strategy).append(" is not slide or gap"));
+  }
+  if (threshold_ < 0 || threshold_ > 1) throw Error("policy compact: threshold must lie in [0, 1]");
+  if (region_bytes_ % kBlockAlignment != 0 || (region_bytes_ != 0 && region_bytes_ <= kGuard)) {
+    throw Error("policy compact: region=" + format_bytes(region_bytes_) + " is not a multiple of 256 B above 256 B");
+  }
+  on_threshold_ = trigger == "threshold";
+  gap_ = strategy == "gap";
+}
+
+CompactPolicy::~CompactPolicy() {
+  for (const Held& held : held_) device_.free(held.segment);
+}
+
+void CompactPolicy::expect_allocations(std::size_t count) {
+  where_.resize(count);
+  size_.resize(count);
+  live_slot_.resize(count);
+}
+
+std::optional<Block> CompactPolicy::allocate(const Request& request) {
+  if (region_bytes_ != 0 && held_.empty() && !grow(region_bytes_ - kGuard)) return std::nullopt;
+  const Bytes size = align_up(std::max<Bytes>(request.bytes, 1), kBlockAlignment);
+  auto range = free_.best_fit(size);
+  if (!range && free_.total() >= size && compact_for(size)) range = free_.best_fit(size);
+  if (!range && region_bytes_ == 0 && grow(size)) range = free_.best_fit(size);
+  if (!range) return std::nullopt;
+  free_.take_front(*range, size);
+  const std::uint32_t id = index_of(request.id);
+  if (id >= where_.size()) expect_allocations(std::max<std::size_t>(id + 1, 2 * where_.size()));
+  where_[id] = range->addr;
+  size_[id] = size;
+  live_slot_[id] = static_cast<std::uint32_t>(live_.size());
+  live_.push_back(id);
+  held_[segment_of(range->addr)].allocated += size;
+  allocated_ += size;
+  return Block{range->addr, size, request.bytes, request.id, request.stream};
+}
+
+void CompactPolicy::deallocate(const Block& block, Nanos) {
+  const std::uint32_t id = index_of(block.id);
+  const Addr addr = where_[id];
+  const Bytes size = size_[id];
+  free_.add(Range{addr, size});
+  const std::uint32_t last = live_.back();
+  live_[live_slot_[id]] = last;
+  live_slot_[last] = live_slot_[id];
+  live_.pop_back();
+  held_[segment_of(addr)].allocated -= size;
+  allocated_ -= size;
+  // Only while there are holes below the segments' tops, or a slide would change nothing.
+  if (on_threshold_ && free_.count() > held_.size() && external_fragmentation() > threshold_) slide(0);
+}
+
+bool CompactPolicy::grow(Bytes size) {
+  const Bytes unit = std::max(kBlockAlignment, device_.granularity());
+  const Bytes wanted = region_bytes_ != 0 ? region_bytes_ : align_up(std::max(size + kGuard, segment_bytes_), unit);
+  auto segment = device_.malloc(wanted);
+  if (!segment && region_bytes_ == 0 && wanted > align_up(size + kGuard, unit)) {
+    segment = device_.malloc(align_up(size + kGuard, unit));  // what is left may still hold this one
+  }
+  if (!segment) return false;
+  const Held held{*segment, 0};
+  held_.insert(std::upper_bound(held_.begin(), held_.end(), held,
+                                [](const Held& a, const Held& b) { return a.segment.addr < b.segment.addr; }),
+               held);
+  reserved_ += segment->bytes;
+  free_.add(Range{segment->addr, held.usable_end() - segment->addr});
+  return true;
+}
+
+std::size_t CompactPolicy::segment_of(Addr addr) const {
+  const auto after = std::upper_bound(held_.begin(), held_.end(), addr,
+                                      [](Addr a, const Held& held) { return a < held.segment.addr; });
+  return static_cast<std::size_t>(after - held_.begin()) - 1;
+}
+
+std::vector<std::uint32_t> CompactPolicy::live_by_address() const {
+  std::vector<std::uint32_t> ids = live_;
+  std::sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) { return where_[a] < where_[b]; });
+  return ids;
+}
+
+double CompactPolicy::external_fragmentation() const {
+  if (free_.total() == 0) return 0;
+  return 1 - static_cast<double>(free_.largest()) / static_cast<double>(free_.total());
+}
+
+bool CompactPolicy::compact_for(Bytes size) { return (gap_ && open_gap(size)) || slide(size); }
+
+void CompactPolicy::move(std::uint32_t id, Addr to) {
+  const Addr from = where_[id];
+  const Bytes size = size_[id];
+  const Nanos before = device_.elapsed();
+  device_.copy(to, from, size);
+  copy_time_ += device_.elapsed() - before;
+  held_[segment_of(from)].allocated -= size;
+  held_[segment_of(to)].allocated += size;
+  where_[id] = to;
+  bytes_moved_ += size;
+  ++blocks_moved_;
+  if (listener_) listener_->moved(Move{AllocId{id}, from, to, size});
+}
+
+// Lays every block out again, lowest address first, each at the lowest address of a
+// segment that holds it; only when the result has a free range of `size` does it move.
+// Blocks only ever move down, so copying in address order never overwrites a live one.
+bool CompactPolicy::slide(Bytes size) {
+  const std::vector<std::uint32_t> ids = live_by_address();
+  std::vector<Addr> to(ids.size());
+  std::size_t segment = 0;
+  Addr cursor = held_.empty() ? 0 : held_[0].segment.addr;
+  Bytes largest_hole = 0;
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    while (cursor + size_[ids[k]] > held_[segment].usable_end()) {
+      largest_hole = std::max(largest_hole, held_[segment].usable_end() - cursor);
+      ++segment;
+      cursor = held_[segment].segment.addr;
+    }
+    to[k] = cursor;
+    cursor += size_[ids[k]];
+  }
+  for (; segment < held_.size(); ++segment, cursor = segment < held_.size() ? held_[segment].segment.addr : 0) {
+    largest_hole = std::max(largest_hole, held_[segment].usable_end() - cursor);
+  }
+  if (size > 0 && largest_hole < size) return false;
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    if (to[k] != where_[ids[k]]) move(ids[k], to[k]);
+  }
+  rebuild_free_list();
+  ++compactions_;
+  return true;
+}
+
+// The window [p, p + size) inside one segment, starting at the segment or right after a
+// block, that overlaps the fewest live bytes; those blocks go, largest first, to the best
+// fitting free ranges outside it. False (nothing moved) when they do not all fit.
+bool CompactPolicy::open_gap(Bytes size) {
+  const std::vector<std::uint32_t> ids = live_by_address();
+  std::vector<Bytes> prefix(ids.size() + 1, 0);
+  for (std::size_t k = 0; k < ids.size(); ++k) prefix[k + 1] = prefix[k] + size_[ids[k]];
+  Bytes best_cost = std::numeric_limits<Bytes>::max();
+  Addr best_start = 0;
+  std::size_t best_lo = 0;
+  std::size_t best_hi = 0;
+  std::size_t first = 0;  // the segment's first block in ids
+  for (const Held& held : held_) {
+    std::size_t end = first;
+    while (end < ids.size() && where_[ids[end]] < held.usable_end()) ++end;
+    std::size_t hi = first;
+    for (std::size_t lo = first; lo <= end; ++lo) {
+      const Addr start = lo == first ? held.segment.addr : where_[ids[lo - 1]] + size_[ids[lo - 1]];
+      if (start + size > held.usable_end()) break;
+      hi = std::max(hi, lo);
+      while (hi < end && where_[ids[hi]] < start + size) ++hi;
+      if (prefix[hi] - prefix[lo] < best_cost) {
+        best_cost = prefix[hi] - prefix[lo];
+        best_start = start;
+        best_lo = lo;
+        best_hi = hi;
+      }
+    }
+    first = end;
+  }
+  if (best_cost == std::numeric_limits<Bytes>::max()) return false;
+  // Free ranges outside the window, as (size, address), for best fit.
+  std::set<std::pair<Bytes, Addr>> room;
+  const Addr window_end = best_start + size;
+  free_.for_each([&](Range range) {
+    if (range.addr < best_start) room.emplace(std::min(range.end(), best_start) - range.addr, range.addr);
+    if (range.end() > window_end) {
+      const Addr from = std::max(range.addr, window_end);
+      room.emplace(range.end() - from, from);
+    }
+  });
+  std::vector<std::uint32_t> victims(ids.begin() + static_cast<std::ptrdiff_t>(best_lo),
+                                     ids.begin() + static_cast<std::ptrdiff_t>(best_hi));
+  std::stable_sort(victims.begin(), victims.end(), [&](std::uint32_t a, std::uint32_t b) { return size_[a] > size_[b]; });
+  std::vector<Addr> to(victims.size());
+  for (std::size_t k = 0; k < victims.size(); ++k) {
+    const auto fit = room.lower_bound({size_[victims[k]], 0});
+    if (fit == room.end()) return false;
+    const auto [bytes, addr] = *fit;
+    room.erase(fit);
+    to[k] = addr;
+    if (bytes > size_[victims[k]]) room.emplace(bytes - size_[victims[k]], addr + size_[victims[k]]);
+  }
+  for (std::size_t k = 0; k < victims.size(); ++k) move(victims[k], to[k]);
+  rebuild_free_list();
+  ++compactions_;
+  return true;
+}
+
+void CompactPolicy::rebuild_free_list() {
+  free_.clear();
+  const std::vector<std::uint32_t> ids = live_by_address();
+  std::size_t k = 0;
+  for (const Held& held : held_) {
+    Addr cursor = held.segment.addr;
+    for (; k < ids.size() && where_[ids[k]] < held.usable_end(); ++k) {
+      if (where_[ids[k]] > cursor) free_.add(Range{cursor, where_[ids[k]] - cursor});
+      cursor = where_[ids[k]] + size_[ids[k]];
+    }
+    if (cursor < held.usable_end()) free_.add(Range{cursor, held.usable_end() - cursor});
+  }
+}
+
+PolicyStats CompactPolicy::stats() const {
+  Bytes releasable = 0;
+  for (const Held& held : held_) releasable += held.allocated == 0 ? held.segment.bytes : 0;
+  return PolicyStats{.allocated = allocated_, .reserved = reserved_, .largest_free = free_.largest(),
+                     .releasable = releasable};
+}
+
+void CompactPolicy::release_cached() {
+  std::erase_if(held_, [&](const Held& held) {
+    if (held.allocated != 0) return false;
+    free_.remove(Range{held.segment.addr, held.usable_end() - held.segment.addr});
+    device_.free(held.segment);
+    reserved_ -= held.segment.bytes;
+    return true;
+  });
+}
+
+void CompactPolicy::check() const {
+  free_.check();
+  Bytes usable = 0;
+  Bytes in_segments = 0;
+  for (const Held& held : held_) {
+    usable += held.usable_end() - held.segment.addr;
+    in_segments += held.allocated;
+  }
+  if (in_segments != allocated_) throw Error("compact: segments count " + std::to_string(in_segments) + " bytes live, not " + std::to_string(allocated_));
+  if (free_.total() + allocated_ != usable) throw Error("compact: free + allocated != usable bytes of the segments");
+  free_.for_each([&](Range range) {
+    const Held& held = held_[segment_of(range.addr)];
+    if (range.end() > held.usable_end()) throw Error("compact: a free range crosses a segment's end");
+  });
+  const std::vector<std::uint32_t> ids = live_by_address();
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const Held& held = held_[segment_of(where_[ids[k]])];
+    if (where_[ids[k]] + size_[ids[k]] > held.usable_end()) throw Error("compact: a block crosses a segment's end");
+    if (k > 0 && where_[ids[k - 1]] + size_[ids[k - 1]] > where_[ids[k]]) throw Error("compact: live blocks overlap");
+  }
+}
+
+std::vector<PolicyStat> CompactPolicy::extra_stats() const {
+  return {PolicyStat{"compactions", compactions_, Unit::count},
+          PolicyStat{"compaction_blocks_moved", blocks_moved_, Unit::count},
+          PolicyStat{"compaction_bytes_moved", bytes_moved_, Unit::bytes},
+          PolicyStat{"compaction_time_ns", copy_time_, Unit::nanos}};
+}
+
+std::string CompactPolicy::describe_state() const {
+  return "compact: " + std::to_string(held_.size()) + " segments, " + format_bytes(reserved_) + " reserved, " +
+         format_bytes(free_.total()) + " free in " + std::to_string(free_.count()) + " ranges, the largest " +
+         format_bytes(free_.largest()) + "; " + std::to_string(compactions_) + " compactions so far";
+}
+
+}  // namespace allocsim

@@ -1,0 +1,96 @@
+// compact (alias defrag): best fit that moves live blocks when fragmentation would make a
+// request fail, as runtimes that reach tensors through handles can (a moving collector
+// for device memory; TensorFlow and PyTorch cannot, since they hand out raw pointers).
+// - best fit with coalescing over the segments it holds (policies/common/free_list);
+//   each segment keeps its last 256 B as a guard, so ranges of touching segments never
+//   merge;
+// - trigger=failure: when no free range fits but the free bytes in total do, compact
+//   first, if the compacted layout will hold the request; trigger=threshold also
+//   compacts (slide) after a free that leaves external fragmentation above `threshold`;
+// - strategy=slide: every live block slides down, in address order, to the lowest
+//   address that holds it (free space ends up at each segment's top);
+//   strategy=gap: open one gap of the request's size where the fewest live bytes sit,
+//   moving those blocks into free ranges elsewhere (falls back to slide if they do not
+//   fit);
+// - only if that cannot serve the request does it grow: a new segment of at least
+//   `segment` bytes (region > 0: one region of that size taken at the first request and
+//   never grown, like bestfit);
+// - every move is a device copy (charged at the device's copy bandwidth) and is
+//   reported to the move listener; release_cached() returns segments with no live block.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "policies/common/free_list.hpp"
+#include "sim/device.hpp"
+#include "sim/policy.hpp"
+#include "sim/spec.hpp"
+
+namespace allocsim {
+
+class CompactPolicy final : public Policy {
+ public:
+  static constexpr std::array kParams{
+      ParamInfo{"trigger", "failure", "when to compact: failure (a request no free range fits) or threshold"},
+      ParamInfo{"threshold", "0.5", "trigger=threshold: compact after a free leaves external fragmentation above this"},
+      ParamInfo{"strategy", "slide", "slide (every block down) or gap (move the fewest bytes that open one gap)"},
+      ParamInfo{"segment", "64MiB", "smallest segment taken from the device when the pool grows"},
+      ParamInfo{"region", "0", "bytes of one fixed region taken at the first request; 0 = grow by segments"},
+  };
+
+  CompactPolicy(const Params& params, Device& device);
+  ~CompactPolicy() override;
+
+  std::optional<Block> allocate(const Request& request) override;
+  void deallocate(const Block& block, Nanos now) override;
+  PolicyStats stats() const override;
+  void release_cached() override;
+  void check() const override;
+  void expect_allocations(std::size_t count) override;
+  void listen_for_moves(MoveListener* listener) override { listener_ = listener; }
+  std::vector<PolicyStat> extra_stats() const override;
+  std::string describe_state() const override;
+
+ private:
+  struct Held {
+    Segment segment;
+    Bytes allocated = 0;  // live bytes in it
+    Addr usable_end() const { return segment.addr + segment.bytes - kGuard; }
+  };
+  static constexpr Bytes kGuard = kBlockAlignment;
+
+  bool grow(Bytes size);
+  bool compact_for(Bytes size);  // true when a free range of `size` exists afterwards
+  bool slide(Bytes size);        // size 0: compact unconditionally
+  bool open_gap(Bytes size);
+  void move(std::uint32_t id, Addr to);
+  std::size_t segment_of(Addr addr) const;
+  std::vector<std::uint32_t> live_by_address() const;
+  void rebuild_free_list();
+  double external_fragmentation() const;
+
+  Device& device_;
+  bool on_threshold_;
+  double threshold_;
+  bool gap_;
+  Bytes segment_bytes_;
+  Bytes region_bytes_;
+  MoveListener* listener_ = nullptr;
+  std::vector<Held> held_;  // by address
+  FreeList free_;
+  std::vector<Addr> where_;                 // by AllocId: the live block's address now
+  std::vector<Bytes> size_;                 // by AllocId
+  std::vector<std::uint32_t> live_;         // ids of live blocks, unordered
+  std::vector<std::uint32_t> live_slot_;    // by AllocId: index in live_
+  Bytes allocated_ = 0;
+  Bytes reserved_ = 0;
+  std::uint64_t compactions_ = 0;
+  std::uint64_t blocks_moved_ = 0;
+  Bytes bytes_moved_ = 0;
+  Nanos copy_time_ = 0;
+};
+
+}  // namespace allocsim

@@ -1,0 +1,81 @@
+#include "policies/optimal.hpp"
+
+#include <string>
+
+#include "policies/placement.hpp"
+#include "sim/error.hpp"
+
+namespace allocsim {
+
+OptimalPolicy::OptimalPolicy(const Params& params, Device& device) : device_(device) {
+  options_.max_pairs = params.count("max_pairs");
+  unplanned_ = std::make_unique<PlacementPolicy>(Fit::best, Params(Spec{"bestfit", {}}, PlacementPolicy::kParams, "policy optimal"),
+                                                 device);
+}
+
+OptimalPolicy::~OptimalPolicy() {
+  if (arena_) device_.free(*arena_);
+}
+
+void OptimalPolicy::plan(const Trace& trace) {
+  if (unplanned_ && unplanned_->stats().allocated != 0) throw Error("optimal: plan() after requests were served");
+  unplanned_.reset();
+  plan_ = plan_offline(trace, options_);
+}
+
+std::optional<Block> OptimalPolicy::allocate(const Request& request) {
+  if (unplanned_) return unplanned_->allocate(request);
+  const std::uint32_t i = index_of(request.id);
+  if (i >= plan_->size.size() || align_up(request.bytes, kBlockAlignment) != plan_->size[i]) {
+    throw Error("optimal: request " + std::to_string(i) + " of " + format_bytes(request.bytes) +
+                " is not in the planned trace");
+  }
+  if (!arena_ && plan_->arena > 0) {
+    arena_ = device_.malloc(plan_->arena);
+    if (!arena_) return std::nullopt;
+  }
+  const Addr base = arena_ ? arena_->addr : 0;  // an arena of 0 bytes serves only empty blocks
+  allocated_ += plan_->size[i];
+  return Block{base + plan_->offset[i], plan_->size[i], request.bytes, request.id, request.stream};
+}
+
+void OptimalPolicy::deallocate(const Block& block, Nanos now) {
+  if (unplanned_) return unplanned_->deallocate(block, now);
+  allocated_ -= block.size;
+}
+
+PolicyStats OptimalPolicy::stats() const {
+  if (unplanned_) return unplanned_->stats();
+  const Bytes reserved = arena_ ? arena_->bytes : 0;
+  // The free space of a planned arena is not one list; nothing unplanned can be served.
+  return PolicyStats{.allocated = allocated_, .reserved = reserved, .largest_free = 0,
+                     .releasable = allocated_ == 0 ? reserved : 0};
+}
+
+void OptimalPolicy::release_cached() {
+  if (unplanned_) return unplanned_->release_cached();
+  if (!arena_ || allocated_ != 0) return;
+  device_.free(*arena_);
+  arena_.reset();
+}
+
+void OptimalPolicy::check() const {
+  if (unplanned_) return unplanned_->check();
+  if (allocated_ > (arena_ ? arena_->bytes : 0)) throw Error("optimal: more allocated than the arena holds");
+}
+
+std::vector<PolicyStat> OptimalPolicy::extra_stats() const {
+  if (!plan_) return {};
+  return {PolicyStat{"plan_arena_bytes", plan_->arena, Unit::bytes},
+          PolicyStat{"plan_aligned_lower_bound_bytes", plan_->aligned_lower_bound, Unit::bytes},
+          PolicyStat{"plan_overlapping_pairs", plan_->pairs, Unit::count}};
+}
+
+std::string OptimalPolicy::describe_state() const {
+  if (unplanned_) return "optimal without a plan: bestfit over one region";
+  return "optimal: arena of " + format_bytes(plan_->arena) + " planned by " + plan_->heuristic + " for " +
+         std::to_string(plan_->size.size()) + " allocations (" + format_bytes(plan_->aligned_lower_bound) +
+         " live at most, sizes aligned)";
+}
+
+}  // namespace allocsim
