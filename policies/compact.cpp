@@ -27,6 +27,9 @@ CompactPolicy::CompactPolicy(const Params& params, Device& device)
   if (region_bytes_ % kBlockAlignment != 0 || (region_bytes_ != 0 && region_bytes_ <= kGuard)) {
     throw Error("policy compact: region=" + format_bytes(region_bytes_) + " is not a multiple of 256 B above 256 B");
   }
+  const std::string_view grow = params.text("grow");
+  if (grow != "merge" && grow != "add") throw Error(std::string("policy compact: grow=").append(grow).append(" is not merge or add"));
+  merge_ = grow == "merge";
   on_threshold_ = trigger == "threshold";
   gap_ = strategy == "gap";
 }
@@ -46,7 +49,7 @@ std::optional<Block> CompactPolicy::allocate(const Request& request) {
   const Bytes size = align_up(std::max<Bytes>(request.bytes, 1), kBlockAlignment);
   auto range = free_.best_fit(size);
   if (!range && free_.total() >= size && compact_for(size)) range = free_.best_fit(size);
-  if (!range && region_bytes_ == 0 && grow(size)) range = free_.best_fit(size);
+  if (!range && region_bytes_ == 0 && ((merge_ && grow_merging(size)) || grow(size))) range = free_.best_fit(size);
   if (!range) return std::nullopt;
   free_.take_front(*range, size);
   const std::uint32_t id = index_of(request.id);
@@ -89,6 +92,36 @@ bool CompactPolicy::grow(Bytes size) {
                held);
   reserved_ += segment->bytes;
   free_.add(Range{segment->addr, held.usable_end() - segment->addr});
+  return true;
+}
+
+// Packs every block down, then swaps the highest segment for one that holds its blocks
+// and `size` more, when those blocks are no more than `size` bytes. The old one is freed only after the copy, so for a moment both are
+// held (peak_device_bytes shows it).
+bool CompactPolicy::grow_merging(Bytes size) {
+  if (held_.empty()) return false;
+  slide(0);
+  const Held last = held_.back();
+  // Copying more than the request itself would make growth cost more than it gains (a
+  // single segment would be copied whole every time): add a segment instead.
+  if (last.allocated > size) return false;
+  const Bytes unit = std::max(kBlockAlignment, device_.granularity());
+  const auto segment = device_.malloc(align_up(std::max(last.allocated + size + kGuard, segment_bytes_), unit));
+  if (!segment) return false;
+  const Held held{*segment, 0};
+  held_.push_back(held);
+  reserved_ += segment->bytes;
+  std::sort(held_.begin(), held_.end(), [](const Held& a, const Held& b) { return a.segment.addr < b.segment.addr; });
+  Addr cursor = segment->addr;
+  for (std::uint32_t id : live_by_address()) {
+    if (where_[id] < last.segment.addr || where_[id] >= last.segment.addr + last.segment.bytes) continue;
+    move(id, cursor);
+    cursor += size_[id];
+  }
+  std::erase_if(held_, [&](const Held& h) { return h.segment.addr == last.segment.addr; });
+  device_.free(last.segment);
+  reserved_ -= last.segment.bytes;
+  rebuild_free_list();
   return true;
 }
 
@@ -147,11 +180,15 @@ bool CompactPolicy::slide(Bytes size) {
     largest_hole = std::max(largest_hole, held_[segment].usable_end() - cursor);
   }
   if (size > 0 && largest_hole < size) return false;
+  bool moved = false;
   for (std::size_t k = 0; k < ids.size(); ++k) {
-    if (to[k] != where_[ids[k]]) move(ids[k], to[k]);
+    if (to[k] != where_[ids[k]]) {
+      move(ids[k], to[k]);
+      moved = true;
+    }
   }
   rebuild_free_list();
-  ++compactions_;
+  compactions_ += moved;
   return true;
 }
 

@@ -14,7 +14,11 @@
 //   fit);
 // - only if that cannot serve the request does it grow: a new segment of at least
 //   `segment` bytes (region > 0: one region of that size taken at the first request and
-//   never grown, like bestfit);
+//   never grown, like bestfit). grow=merge (default) first slides everything down, then
+//   replaces the highest segment, where the spill-over sits, by one that holds its
+//   blocks and the request, so no free tail is stranded there (only when its blocks are
+//   fewer bytes than the request, so growth never copies more than it serves; else it
+//   adds a segment); grow=add just adds a segment for the request;
 // - every move is a device copy (charged at the device's copy bandwidth) and is
 //   reported to the move listener; release_cached() returns segments with no live block.
 #pragma once
@@ -38,6 +42,7 @@ class CompactPolicy final : public Policy {
       ParamInfo{"threshold", "0.5", "trigger=threshold: compact after a free leaves external fragmentation above this"},
       ParamInfo{"strategy", "slide", "slide (every block down) or gap (move the fewest bytes that open one gap)"},
       ParamInfo{"segment", "64MiB", "smallest segment taken from the device when the pool grows"},
+      ParamInfo{"grow", "merge", "merge (re-make the top segment larger, copying its blocks) or add (a new segment)"},
       ParamInfo{"region", "0", "bytes of one fixed region taken at the first request; 0 = grow by segments"},
   };
 
@@ -63,6 +68,7 @@ class CompactPolicy final : public Policy {
   static constexpr Bytes kGuard = kBlockAlignment;
 
   bool grow(Bytes size);
+  bool grow_merging(Bytes size);
   bool compact_for(Bytes size);  // true when a free range of `size` exists afterwards
   bool slide(Bytes size);        // size 0: compact unconditionally
   bool open_gap(Bytes size);
@@ -76,6 +82,7 @@ class CompactPolicy final : public Policy {
   bool on_threshold_;
   double threshold_;
   bool gap_;
+  bool merge_;
   Bytes segment_bytes_;
   Bytes region_bytes_;
   MoveListener* listener_ = nullptr;

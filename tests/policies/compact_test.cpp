@@ -90,7 +90,7 @@ TEST_CASE("compact:strategy=gap moves the fewest bytes that open one gap", "[com
 }
 
 TEST_CASE("compact grows only when the free bytes in total are too few, and never moves on an OOM", "[compact]") {
-  Harness harness("compact:segment=1KiB", plain_device(4_KiB));
+  Harness harness("compact:segment=1KiB,grow=add", plain_device(4_KiB));
   const auto a = harness.alloc(512);  // a segment of 1 KiB: 768 usable
   REQUIRE(a);
   CHECK(harness.policy().stats().reserved == 1024);
@@ -100,6 +100,23 @@ TEST_CASE("compact grows only when the free bytes in total are too few, and neve
   CHECK_FALSE(harness.alloc(4_KiB));  // more than the device: no copy, no move
   CHECK(harness.moves() == 0);
   CHECK(harness.device().stats().bytes_copied == 0);
+  harness.finish();
+}
+
+TEST_CASE("compact grows by re-making its top segment larger when that copies no more than it serves", "[compact]") {
+  Harness harness("compact:segment=1KiB", plain_device(8_KiB));
+  const auto a = harness.alloc(512);  // a segment of 1 KiB: 768 usable, 256 left
+  REQUIRE(a);
+  const auto b = harness.alloc(512);  // a (512 B <= 512 B) moves to a segment of 512 + 512 + 256
+  REQUIRE(b);
+  CHECK(harness.policy().stats().reserved == 1280);
+  CHECK(harness.moves() == 1);
+  CHECK(b->addr == addr_now(harness, *a) + 512);
+  CHECK(harness.policy().stats().largest_free == 0);
+  const auto c = harness.alloc(256);  // the 1 KiB of blocks below outweigh 256 B: a new segment
+  REQUIRE(c);
+  CHECK(harness.policy().stats().reserved == 1280 + 1024);
+  CHECK(harness.moves() == 1);
   harness.finish();
 }
 
