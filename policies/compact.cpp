@@ -14,7 +14,8 @@ CompactPolicy::CompactPolicy(const Params& params, Device& device)
     : device_(device),
       threshold_(params.number("threshold")),
       segment_bytes_(align_up(params.bytes("segment"), kBlockAlignment)),
-      region_bytes_(params.bytes("region")) {
+      region_bytes_(params.bytes("region")),
+      prealloc_(params.boolean("prealloc")) {
   const std::string_view trigger = params.text("trigger");
   const std::string_view strategy = params.text("strategy");
   if (trigger != "failure" && trigger != "threshold") {
@@ -24,8 +25,8 @@ CompactPolicy::CompactPolicy(const Params& params, Device& device)
     throw Error(std::string("policy compact: strategy=").append(strategy).append(" is not slide or gap"));
   }
   if (threshold_ < 0 || threshold_ > 1) throw Error("policy compact: threshold must lie in [0, 1]");
-  if (region_bytes_ % kBlockAlignment != 0 || (region_bytes_ != 0 && region_bytes_ <= kGuard)) {
-    throw Error("policy compact: region=" + format_bytes(region_bytes_) + " is not a multiple of 256 B above 256 B");
+  if (region_bytes_ % kBlockAlignment != 0) {
+    throw Error("policy compact: region=" + format_bytes(region_bytes_) + " is not a multiple of 256 B");
   }
   const std::string_view grow = params.text("grow");
   if (grow != "merge" && grow != "add") throw Error(std::string("policy compact: grow=").append(grow).append(" is not merge or add"));
@@ -45,11 +46,11 @@ void CompactPolicy::expect_allocations(std::size_t count) {
 }
 
 std::optional<Block> CompactPolicy::allocate(const Request& request) {
-  if (region_bytes_ != 0 && held_.empty() && !grow(region_bytes_ - kGuard)) return std::nullopt;
+  if (one_region() && held_.empty() && !grow(0)) return std::nullopt;
   const Bytes size = align_up(std::max<Bytes>(request.bytes, 1), kBlockAlignment);
   auto range = free_.best_fit(size);
   if (!range && free_.total() >= size && compact_for(size)) range = free_.best_fit(size);
-  if (!range && region_bytes_ == 0 && ((merge_ && grow_merging(size)) || grow(size))) range = free_.best_fit(size);
+  if (!range && !one_region() && ((merge_ && grow_merging(size)) || grow(size))) range = free_.best_fit(size);
   if (!range) return std::nullopt;
   free_.take_front(*range, size);
   const std::uint32_t id = index_of(request.id);
@@ -78,15 +79,22 @@ void CompactPolicy::deallocate(const Block& block, Nanos) {
   if (on_threshold_ && free_.count() > held_.size() && external_fragmentation() > threshold_) slide(0);
 }
 
+CompactPolicy::Held CompactPolicy::hold(Segment segment) const {
+  return Held{segment, 0, segment.addr + segment.bytes - (one_region() ? 0 : kGuard)};
+}
+
 bool CompactPolicy::grow(Bytes size) {
   const Bytes unit = std::max(kBlockAlignment, device_.granularity());
-  const Bytes wanted = region_bytes_ != 0 ? region_bytes_ : align_up(std::max(size + kGuard, segment_bytes_), unit);
+  Bytes wanted = align_up(std::max(size + kGuard, segment_bytes_), unit);
+  if (region_bytes_ != 0) wanted = region_bytes_;
+  if (prealloc_) wanted = align_down(device_.available(), unit);
+  if (wanted == 0) return false;
   auto segment = device_.malloc(wanted);
-  if (!segment && region_bytes_ == 0 && wanted > align_up(size + kGuard, unit)) {
+  if (!segment && !one_region() && wanted > align_up(size + kGuard, unit)) {
     segment = device_.malloc(align_up(size + kGuard, unit));  // what is left may still hold this one
   }
   if (!segment) return false;
-  const Held held{*segment, 0};
+  const Held held = hold(*segment);
   held_.insert(std::upper_bound(held_.begin(), held_.end(), held,
                                 [](const Held& a, const Held& b) { return a.segment.addr < b.segment.addr; }),
                held);
@@ -108,7 +116,7 @@ bool CompactPolicy::grow_merging(Bytes size) {
   const Bytes unit = std::max(kBlockAlignment, device_.granularity());
   const auto segment = device_.malloc(align_up(std::max(last.allocated + size + kGuard, segment_bytes_), unit));
   if (!segment) return false;
-  const Held held{*segment, 0};
+  const Held held = hold(*segment);
   held_.push_back(held);
   reserved_ += segment->bytes;
   std::sort(held_.begin(), held_.end(), [](const Held& a, const Held& b) { return a.segment.addr < b.segment.addr; });

@@ -2,8 +2,8 @@
 // request fail, as runtimes that reach tensors through handles can (a moving collector
 // for device memory; TensorFlow and PyTorch cannot, since they hand out raw pointers).
 // - best fit with coalescing over the segments it holds (policies/common/free_list);
-//   each segment keeps its last 256 B as a guard, so ranges of touching segments never
-//   merge;
+//   growing by segments, each keeps its last 256 B as a guard, so free ranges of
+//   segments that touch never merge;
 // - trigger=failure: when no free range fits but the free bytes in total do, compact
 //   first, if the compacted layout will hold the request; trigger=threshold also
 //   compacts (slide) after a free that leaves external fragmentation above `threshold`;
@@ -13,8 +13,8 @@
 //   moving those blocks into free ranges elsewhere (falls back to slide if they do not
 //   fit);
 // - only if that cannot serve the request does it grow: a new segment of at least
-//   `segment` bytes (region > 0: one region of that size taken at the first request and
-//   never grown, like bestfit). grow=merge (default) first slides everything down, then
+//   `segment` bytes (region > 0 or prealloc: one region taken at the first request and
+//   never grown, like bestfit, without a guard). grow=merge (default) first slides everything down, then
 //   replaces the highest segment, where the spill-over sits, by one that holds its
 //   blocks and the request, so no free tail is stranded there (only when its blocks are
 //   fewer bytes than the request, so growth never copies more than it serves; else it
@@ -44,6 +44,7 @@ class CompactPolicy final : public Policy {
       ParamInfo{"segment", "64MiB", "smallest segment taken from the device when the pool grows"},
       ParamInfo{"grow", "merge", "merge (re-make the top segment larger, copying its blocks) or add (a new segment)"},
       ParamInfo{"region", "0", "bytes of one fixed region taken at the first request; 0 = grow by segments"},
+      ParamInfo{"prealloc", "false", "one fixed region of all free device memory at the first request, like bestfit and bfc"},
   };
 
   CompactPolicy(const Params& params, Device& device);
@@ -63,9 +64,12 @@ class CompactPolicy final : public Policy {
   struct Held {
     Segment segment;
     Bytes allocated = 0;  // live bytes in it
-    Addr usable_end() const { return segment.addr + segment.bytes - kGuard; }
+    Addr end = 0;         // of its usable bytes: the segment less the guard
+    Addr usable_end() const { return end; }
   };
   static constexpr Bytes kGuard = kBlockAlignment;
+  bool one_region() const { return region_bytes_ != 0 || prealloc_; }
+  Held hold(Segment segment) const;
 
   bool grow(Bytes size);
   bool grow_merging(Bytes size);
@@ -85,6 +89,7 @@ class CompactPolicy final : public Policy {
   bool merge_;
   Bytes segment_bytes_;
   Bytes region_bytes_;
+  bool prealloc_;
   MoveListener* listener_ = nullptr;
   std::vector<Held> held_;  // by address
   FreeList free_;

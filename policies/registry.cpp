@@ -10,6 +10,7 @@
 #include "policies/direct.hpp"
 #include "policies/optimal.hpp"
 #include "policies/placement.hpp"
+#include "policies/vmm.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -67,6 +68,9 @@ const std::array kPolicies{
     PolicyInfo{"optimal", "", "no real allocator: the offline yardstick of static planners (TFLite, XLA)",
                "sees the whole trace ahead; fixed offsets in one arena from the best of several greedy heuristics",
                OptimalPolicy::kParams, make<OptimalPolicy>},
+    PolicyInfo{"vmm", "", "GMLake / PyTorch expandable segments: CUDA VMM page stitching",
+               "a pool of 2 MiB pages; large requests map any free pages into one new virtual range, small ones share pages",
+               VmmPolicy::kParams, make<VmmPolicy>},
 };
 
 }  // namespace

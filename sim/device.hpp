@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "sim/error.hpp"
 #include "sim/units.hpp"
 
 namespace allocsim {
@@ -23,6 +24,9 @@ struct Segment {
 // - copy(dst, src, bytes) moves live data inside the device (compaction); both ranges lie
 //   in segments this caller holds.
 // - used() counts every byte gone from the device: context, other tenants, page rounding.
+// - reserve_addresses, map and unmap model CUDA's virtual memory API (cuMemAddressReserve,
+//   cuMemMap, cuMemUnmap) for page-mapping policies: physical pages are segments from
+//   malloc; map/unmap move no memory, they cost time. A device without it throws.
 // - elapsed() is the time spent in device calls so far (simulated, or measured).
 class Device {
  public:
@@ -34,6 +38,10 @@ class Device {
   virtual Bytes used() const = 0;
   virtual Bytes granularity() const = 0;
   virtual Nanos elapsed() const = 0;
+  // A range of `bytes` virtual addresses no segment will ever use; no memory behind it.
+  virtual Addr reserve_addresses(Bytes) { throw Error("this device has no virtual memory API"); }
+  virtual void map(Bytes) { throw Error("this device has no virtual memory API"); }    // bytes of pages mapped
+  virtual void unmap(Bytes) { throw Error("this device has no virtual memory API"); }  // bytes of pages unmapped
   // major * 10 + minor (90 for sm_90): TensorFlow's memory reserve depends on it.
   virtual int compute_capability() const = 0;
 

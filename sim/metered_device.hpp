@@ -45,6 +45,17 @@ class MeteredDevice final : public Device {
     time_spent_ += upstream_elapsed() - start;
     bytes_moved_ += bytes;
   }
+  Addr reserve_addresses(Bytes bytes) override { return upstream_.reserve_addresses(bytes); }
+  void map(Bytes bytes) override {
+    const Nanos start = upstream_elapsed();
+    upstream_.map(bytes);
+    time_spent_ += upstream_elapsed() - start;
+  }
+  void unmap(Bytes bytes) override {
+    const Nanos start = upstream_elapsed();
+    upstream_.unmap(bytes);
+    time_spent_ += upstream_elapsed() - start;
+  }
   Bytes capacity() const override { return upstream_.capacity(); }
   Bytes used() const override { return upstream_.used(); }
   Bytes granularity() const override { return upstream_.granularity(); }

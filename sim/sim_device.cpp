@@ -17,6 +17,8 @@ Nanos scaled(double ns_per_byte, Bytes bytes) {
 Nanos CostModel::malloc_cost(Bytes bytes) const { return malloc_fixed_ns + scaled(malloc_ns_per_byte, bytes); }
 Nanos CostModel::free_cost(Bytes bytes) const { return free_fixed_ns + scaled(free_ns_per_byte, bytes); }
 Nanos CostModel::copy_cost(Bytes bytes) const { return scaled(1 / copy_bytes_per_ns, bytes); }
+Nanos CostModel::map_cost(Bytes bytes) const { return map_fixed_ns + scaled(map_ns_per_byte, bytes); }
+Nanos CostModel::unmap_cost(Bytes bytes) const { return unmap_fixed_ns + scaled(unmap_ns_per_byte, bytes); }
 
 SimDevice::SimDevice(DeviceSpec spec) : spec_(std::move(spec)), used_(spec_.context_overhead) {
   if (spec_.granularity == 0) throw Error("device " + spec_.name + ": granularity must be at least 1 byte");
@@ -57,6 +59,22 @@ void SimDevice::free(Segment segment) {
 void SimDevice::copy(Addr, Addr, Bytes bytes) {
   elapsed_ += spec_.cost.copy_cost(bytes);
   stats_.bytes_copied += bytes;
+}
+
+Addr SimDevice::reserve_addresses(Bytes bytes) {
+  const Addr addr = next_addr_;
+  next_addr_ += align_up(std::max<Bytes>(bytes, 1), kSegmentAlignment);
+  return addr;
+}
+
+void SimDevice::map(Bytes bytes) {
+  elapsed_ += spec_.cost.map_cost(bytes);
+  ++stats_.maps;
+}
+
+void SimDevice::unmap(Bytes bytes) {
+  elapsed_ += spec_.cost.unmap_cost(bytes);
+  ++stats_.unmaps;
 }
 
 }  // namespace allocsim

@@ -19,10 +19,16 @@ struct CostModel {
   Nanos free_fixed_ns = 5'000;
   double free_ns_per_byte = 5e-5;
   double copy_bytes_per_ns = 1000;  // 1 TB/s device-to-device
+  Nanos map_fixed_ns = 5'000;        // cuMemMap + cuMemSetAccess, per call
+  double map_ns_per_byte = 2e-6;     // about 4 us per 2 MiB page
+  Nanos unmap_fixed_ns = 5'000;
+  double unmap_ns_per_byte = 2e-6;
 
   Nanos malloc_cost(Bytes bytes) const;
   Nanos free_cost(Bytes bytes) const;
   Nanos copy_cost(Bytes bytes) const;
+  Nanos map_cost(Bytes bytes) const;
+  Nanos unmap_cost(Bytes bytes) const;
 };
 
 struct DeviceSpec {
@@ -38,6 +44,8 @@ struct DeviceStats {
   std::uint64_t mallocs = 0;
   std::uint64_t frees = 0;
   std::uint64_t failed_mallocs = 0;
+  std::uint64_t maps = 0;
+  std::uint64_t unmaps = 0;
   Bytes bytes_copied = 0;
   Bytes peak_used = 0;
 };
@@ -53,6 +61,9 @@ class SimDevice final : public Device {
   Bytes used() const override { return used_; }
   Bytes granularity() const override { return spec_.granularity; }
   Nanos elapsed() const override { return elapsed_; }
+  Addr reserve_addresses(Bytes bytes) override;
+  void map(Bytes bytes) override;
+  void unmap(Bytes bytes) override;
   int compute_capability() const override { return spec_.compute_capability; }
 
   const DeviceSpec& spec() const { return spec_; }

@@ -1,5 +1,5 @@
-// compact worked on paper: one region of 4352 B, whose last 256 B are the guard, so 4 KiB
-// usable from the region's first address; every offset below is from there. The device
+// compact worked on paper: one region of 4 KiB (a single region needs no guard); every
+// offset below is from its first address. The device
 // copies 1 byte per ns, so a move of B bytes costs B ns.
 #include <catch2/catch.hpp>
 
@@ -33,7 +33,7 @@ std::uint64_t stat(Harness& harness, const std::string& name) {
 }
 
 TEST_CASE("compact slides every block down when holes cannot hold a request", "[compact]") {
-  Harness harness("compact:region=4352", slow_copy_device());
+  Harness harness("compact:region=4096", slow_copy_device());
   const auto a = harness.alloc(1024);
   const auto b = harness.alloc(1024);
   const auto c = harness.alloc(1024);
@@ -62,7 +62,7 @@ TEST_CASE("compact slides every block down when holes cannot hold a request", "[
 }
 
 TEST_CASE("compact:strategy=gap moves the fewest bytes that open one gap", "[compact]") {
-  Harness harness("compact:region=4352,strategy=gap", slow_copy_device());
+  Harness harness("compact:region=4096,strategy=gap", slow_copy_device());
   const auto a = harness.alloc(512);   // 0
   const auto b = harness.alloc(512);   // 512
   const auto c = harness.alloc(1024);  // 1024
@@ -121,7 +121,7 @@ TEST_CASE("compact grows by re-making its top segment larger when that copies no
 }
 
 TEST_CASE("compact:trigger=threshold compacts after a free that fragments the pool", "[compact]") {
-  Harness harness("compact:region=4352,trigger=threshold,threshold=0.4", plain_device(8_KiB));
+  Harness harness("compact:region=4096,trigger=threshold,threshold=0.4", plain_device(8_KiB));
   const auto a = harness.alloc(1024);
   const auto b = harness.alloc(1024);
   const auto c = harness.alloc(1024);

@@ -1,0 +1,80 @@
+// vmm: virtual-memory stitching, as GMLake (ASPLOS'24) and PyTorch's expandable segments
+// (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) do with CUDA's VMM API: physical
+// memory is a pool of pages, and a large request is served by mapping any free pages,
+// wherever they lie, into one new contiguous virtual range. No byte is copied, and free
+// memory in holes is never lost to fragmentation, only to page rounding.
+// - physical pages of `page` bytes come from the device one at a time (cuMemCreate) and
+//   stay in the pool until release_cached();
+// - a request of at least one page takes ceil(bytes / page) pages, mapped (cuMemMap,
+//   charged by the device's map cost) at a fresh virtual range; on free the range stays
+//   mapped in a cache by page count, reused as is by the next request of that many pages
+//   (GMLake's stitched-block pool); the cache is unmapped (charged) when pages run short;
+// - a smaller request is placed best fit in "small pages" (one page each, mapped on
+//   their own), like the caching allocator's small pool; an empty small page goes back to
+//   the pool when pages run short;
+// - pages run short: unmap empty small pages, then cached ranges, then take new pages
+//   from the device; if the device has none left, OOM.
+// Deviation: GMLake also splits and stitches cached ranges of other sizes; here a range
+// is reused only for the same page count, else its pages are unmapped and remapped.
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "policies/common/free_list.hpp"
+#include "sim/device.hpp"
+#include "sim/policy.hpp"
+#include "sim/spec.hpp"
+
+namespace allocsim {
+
+class VmmPolicy final : public Policy {
+ public:
+  static constexpr std::array kParams{
+      ParamInfo{"page", "2MiB", "physical page (mapping granularity): a multiple of 256 B; requests of a page or more are stitched"},
+      ParamInfo{"cache", "true", "keep freed stitched ranges mapped for reuse by a request of the same page count"},
+  };
+
+  VmmPolicy(const Params& params, Device& device);
+  ~VmmPolicy() override;
+
+  std::optional<Block> allocate(const Request& request) override;
+  void deallocate(const Block& block, Nanos now) override;
+  PolicyStats stats() const override;
+  void release_cached() override;
+  void check() const override;
+  std::vector<PolicyStat> extra_stats() const override;
+  std::string describe_state() const override;
+
+ private:
+  bool take_pages(std::uint64_t count);  // makes `count` pages free (unmapped), or fails
+  bool reclaim_one();                    // unmaps one empty small page or cached range
+  Addr new_virtual_range(std::uint64_t pages);
+  std::optional<Block> allocate_small(const Request& request, Bytes size);
+  Bytes unmapped_pages_bytes() const;
+
+  Device& device_;
+  Bytes page_;
+  bool cache_;
+  Addr virtual_next_ = 0;
+  Addr virtual_end_ = 0;
+  std::vector<Segment> pages_;       // every physical page held
+  std::uint64_t free_pages_ = 0;     // held and mapped nowhere
+  std::uint64_t large_pages_ = 0;    // mapped under live large blocks
+  std::map<std::uint64_t, std::vector<Addr>> cached_;  // page count -> freed mapped ranges
+  std::uint64_t cached_pages_ = 0;
+  FreeList small_free_;                               // inside mapped small pages
+  std::unordered_map<Addr, Bytes> small_pages_;       // virtual page -> live bytes in it
+  std::set<Addr> empty_small_;                        // small pages with nothing live
+  Bytes allocated_ = 0;
+  std::uint64_t maps_ = 0;
+  std::uint64_t unmaps_ = 0;
+  std::uint64_t stitched_ = 0;  // large requests served by a new mapping
+  std::uint64_t reused_ = 0;    // large requests served from the cache
+};
+
+}  // namespace allocsim
