@@ -5,6 +5,7 @@
 
 #include "sim/error.hpp"
 #include "workloads/csv_trace.hpp"
+#include "workloads/frag_trace.hpp"
 #include "workloads/model/model_spec.hpp"
 #include "workloads/random_trace.hpp"
 #include "workloads/snapshot_import.hpp"
@@ -19,6 +20,10 @@ Trace make_random(const Params& params, std::string_view spec) {
 const std::array kWorkloads{
     WorkloadInfo{"random", "seeded random requests around a target of live bytes, to exercise policies at scale",
                  kRandomTraceParams, "random:n=100000,seed=7,live=2GiB", make_random},
+    WorkloadInfo{"frag", "traces that cut free memory into holes: the seed article's case, alternating, sawtooth, "
+                 "padded vs bucketed sequences",
+                 kFragTraceParams, "frag:pattern=seed",
+                 [](const Params& params, std::string_view spec) { return make_frag_trace(params, std::string(spec)); }},
 };
 
 bool names_a_file(std::string_view spec) {
