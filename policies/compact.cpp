@@ -50,7 +50,9 @@ std::optional<Block> CompactPolicy::allocate(const Request& request) {
   const Bytes size = align_up(std::max<Bytes>(request.bytes, 1), kBlockAlignment);
   auto range = free_.best_fit(size);
   if (!range && free_.total() >= size && compact_for(size)) range = free_.best_fit(size);
-  if (!range && !one_region() && ((merge_ && grow_merging(size)) || grow(size))) range = free_.best_fit(size);
+  if (!range && !one_region() && ((merge_ && grow_merging(size)) || grow(size) || consolidate(size))) {
+    range = free_.best_fit(size);
+  }
   if (!range) return std::nullopt;
   free_.take_front(*range, size);
   const std::uint32_t id = index_of(request.id);
@@ -108,14 +110,15 @@ bool CompactPolicy::grow(Bytes size) {
 // held (peak_device_bytes shows it).
 bool CompactPolicy::grow_merging(Bytes size) {
   if (held_.empty()) return false;
-  slide(0);
-  const Held last = held_.back();
+  const SlidePlan plan = plan_slide();
   // Copying more than the request itself would make growth cost more than it gains (a
   // single segment would be copied whole every time): add a segment instead.
-  if (last.allocated > size) return false;
+  if (plan.in_last > size) return false;
   const Bytes unit = std::max(kBlockAlignment, device_.granularity());
-  const auto segment = device_.malloc(align_up(std::max(last.allocated + size + kGuard, segment_bytes_), unit));
+  const auto segment = device_.malloc(align_up(std::max(plan.in_last + size + kGuard, segment_bytes_), unit));
   if (!segment) return false;
+  apply(plan);
+  const Held last = held_.back();
   const Held held = hold(*segment);
   held_.push_back(held);
   reserved_ += segment->bytes;
@@ -167,37 +170,60 @@ void CompactPolicy::move(std::uint32_t id, Addr to) {
 }
 
 // Lays every block out again, lowest address first, each at the lowest address of a
-// segment that holds it; only when the result has a free range of `size` does it move.
-// Blocks only ever move down, so copying in address order never overwrites a live one.
-bool CompactPolicy::slide(Bytes size) {
-  const std::vector<std::uint32_t> ids = live_by_address();
-  std::vector<Addr> to(ids.size());
+// segment that holds it. Blocks only ever move down, so copying in address order never
+// overwrites a live one.
+CompactPolicy::SlidePlan CompactPolicy::plan_slide() const {
+  SlidePlan plan;
+  plan.ids = live_by_address();
+  plan.to.resize(plan.ids.size());
+  std::vector<Bytes> after(held_.size(), 0);  // live bytes per segment once slid
   std::size_t segment = 0;
   Addr cursor = held_.empty() ? 0 : held_[0].segment.addr;
-  Bytes largest_hole = 0;
-  for (std::size_t k = 0; k < ids.size(); ++k) {
-    while (cursor + size_[ids[k]] > held_[segment].usable_end()) {
-      largest_hole = std::max(largest_hole, held_[segment].usable_end() - cursor);
+  for (std::size_t k = 0; k < plan.ids.size(); ++k) {
+    const Bytes size = size_[plan.ids[k]];
+    while (cursor + size > held_[segment].usable_end()) {
+      plan.largest_hole = std::max(plan.largest_hole, held_[segment].usable_end() - cursor);
       ++segment;
       cursor = held_[segment].segment.addr;
     }
-    to[k] = cursor;
-    cursor += size_[ids[k]];
+    plan.to[k] = cursor;
+    plan.moves |= cursor != where_[plan.ids[k]];
+    after[segment] += size;
+    cursor += size;
   }
   for (; segment < held_.size(); ++segment, cursor = segment < held_.size() ? held_[segment].segment.addr : 0) {
-    largest_hole = std::max(largest_hole, held_[segment].usable_end() - cursor);
+    plan.largest_hole = std::max(plan.largest_hole, held_[segment].usable_end() - cursor);
   }
-  if (size > 0 && largest_hole < size) return false;
-  bool moved = false;
-  for (std::size_t k = 0; k < ids.size(); ++k) {
-    if (to[k] != where_[ids[k]]) {
-      move(ids[k], to[k]);
-      moved = true;
-    }
+  for (std::size_t k = 0; k < held_.size(); ++k) plan.emptied += after[k] == 0 ? held_[k].segment.bytes : 0;
+  plan.in_last = after.empty() ? 0 : after.back();
+  return plan;
+}
+
+void CompactPolicy::apply(const SlidePlan& plan) {
+  for (std::size_t k = 0; k < plan.ids.size(); ++k) {
+    if (plan.to[k] != where_[plan.ids[k]]) move(plan.ids[k], plan.to[k]);
   }
   rebuild_free_list();
-  compactions_ += moved;
+  compactions_ += plan.moves;
+}
+
+// Compacts only when the slid layout will hold `size` (0: always).
+bool CompactPolicy::slide(Bytes size) {
+  const SlidePlan plan = plan_slide();
+  if (size > 0 && plan.largest_hole < size) return false;
+  apply(plan);
   return true;
+}
+
+// The device is short, but sliding would empty whole segments: slide, give those back,
+// and take one that holds the request.
+bool CompactPolicy::consolidate(Bytes size) {
+  const SlidePlan plan = plan_slide();
+  const Bytes needed = align_up(size + kGuard, std::max(kBlockAlignment, device_.granularity()));
+  if (plan.emptied == 0 || device_.available() + plan.emptied < needed) return false;
+  apply(plan);
+  release_cached();
+  return grow(size);
 }
 
 // The window [p, p + size) inside one segment, starting at the segment or right after a

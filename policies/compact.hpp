@@ -18,7 +18,8 @@
 //   replaces the highest segment, where the spill-over sits, by one that holds its
 //   blocks and the request, so no free tail is stranded there (only when its blocks are
 //   fewer bytes than the request, so growth never copies more than it serves; else it
-//   adds a segment); grow=add just adds a segment for the request;
+//   adds a segment); grow=add just adds a segment for the request; when the device has
+//   too little left, a slide that empties whole segments gives them back first;
 // - every move is a device copy (charged at the device's copy bandwidth) and is
 //   reported to the move listener; release_cached() returns segments with no live block.
 #pragma once
@@ -74,7 +75,18 @@ class CompactPolicy final : public Policy {
   bool grow(Bytes size);
   bool grow_merging(Bytes size);
   bool compact_for(Bytes size);  // true when a free range of `size` exists afterwards
+  struct SlidePlan {
+    std::vector<std::uint32_t> ids;  // live, by address
+    std::vector<Addr> to;            // where each goes
+    Bytes largest_hole = 0;          // the largest free range afterwards
+    Bytes emptied = 0;               // bytes of the segments left with no block
+    Bytes in_last = 0;               // live bytes left in the highest segment
+    bool moves = false;
+  };
+  SlidePlan plan_slide() const;
+  void apply(const SlidePlan& plan);
   bool slide(Bytes size);        // size 0: compact unconditionally
+  bool consolidate(Bytes size);
   bool open_gap(Bytes size);
   void move(std::uint32_t id, Addr to);
   std::size_t segment_of(Addr addr) const;
