@@ -10,13 +10,17 @@
 //   last one ended, wrapping), worst (largest); ties go to the lowest address; the rest of
 //   the range stays free (always split);
 // - a freed block merges with free neighbours; the region is never grown;
-// - release_cached() returns the region when no block is live, so the next request takes
+// - or, with grow=SIZE, no region up front: when nothing fits, a new segment of at least
+//   SIZE bytes (each keeps its last `alignment` bytes as a guard, so free ranges of
+//   segments that touch never merge);
+// - release_cached() returns every segment with no live block, so the next request takes
 //   a fresh one.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "policies/common/free_list.hpp"
 #include "sim/device.hpp"
@@ -32,6 +36,7 @@ class PlacementPolicy final : public Policy {
   static constexpr std::array kParams{
       ParamInfo{"region", "0", "bytes of the one region; 0 = all free device memory at the first request"},
       ParamInfo{"alignment", "256", "every block's size and address are multiples of this (a power of two >= 256)"},
+      ParamInfo{"grow", "0", "0 = one region; else grow on demand by segments of at least this many bytes"},
   };
 
   PlacementPolicy(Fit fit, const Params& params, Device& device);
@@ -44,7 +49,17 @@ class PlacementPolicy final : public Policy {
   void check() const override;
 
  private:
+  struct Held {
+    Segment segment;
+    Addr start;  // the first aligned address
+    Addr end;    // of the usable bytes (before the guard, growing)
+    Bytes allocated = 0;
+  };
+
   bool acquire_region();
+  bool grow(Bytes size);
+  bool add_segment(Bytes bytes);
+  std::size_t segment_of(Addr addr) const;
   std::optional<Range> choose(Bytes size) const;
   const char* name() const;  // for messages
 
@@ -52,7 +67,9 @@ class PlacementPolicy final : public Policy {
   Device& device_;
   Bytes region_bytes_;  // 0 = whatever is free
   Bytes alignment_;
-  std::optional<Segment> region_;
+  Bytes grow_bytes_;  // 0 = one region
+  std::vector<Held> held_;  // by address
+  Bytes reserved_ = 0;
   FreeList free_;
   Bytes allocated_ = 0;
   Addr rover_ = 0;  // next fit: where the last block ended

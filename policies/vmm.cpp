@@ -49,10 +49,9 @@ bool VmmPolicy::reclaim_one() {
     return true;
   }
   if (!cached_.empty()) {
-    auto largest = std::prev(cached_.end());  // the fewest unmap calls for the most pages
+    const auto largest = std::prev(cached_.end());  // the fewest unmap calls for the most pages
     const std::uint64_t count = largest->first;
-    largest->second.pop_back();
-    if (largest->second.empty()) cached_.erase(largest);
+    cached_.erase(largest);
     device_.unmap(count * page_);
     ++unmaps_;
     cached_pages_ -= count;
@@ -80,9 +79,8 @@ std::optional<Block> VmmPolicy::allocate(const Request& request) {
   const std::uint64_t count = (size + page_ - 1) / page_;
   Addr addr = 0;
   if (const auto found = cached_.find(count); found != cached_.end()) {
-    addr = found->second.back();
-    found->second.pop_back();
-    if (found->second.empty()) cached_.erase(found);
+    addr = found->second;
+    cached_.erase(found);
     cached_pages_ -= count;
     ++reused_;
   } else {
@@ -133,7 +131,7 @@ void VmmPolicy::deallocate(const Block& block, Nanos) {
   const std::uint64_t count = block.size / page_;
   large_pages_ -= count;
   if (cache_) {
-    cached_[count].push_back(block.addr);
+    cached_.emplace(count, block.addr);
     cached_pages_ += count;
   } else {
     device_.unmap(block.size);
@@ -169,7 +167,7 @@ void VmmPolicy::check() const {
   if (small_live + large_pages_ * page_ != allocated_) throw Error("vmm: live bytes of pages != allocated");
   if (small_free_.total() + small_live != small_pages_.size() * page_) throw Error("vmm: small pages do not add up");
   std::uint64_t cached = 0;
-  for (const auto& [count, ranges] : cached_) cached += count * ranges.size();
+  for (const auto& [count, addr] : cached_) cached += count;
   if (cached != cached_pages_) throw Error("vmm: cached pages miscounted");
   if (free_pages_ + large_pages_ + cached_pages_ + small_pages_.size() != pages_.size()) {
     throw Error("vmm: pages held != free + mapped");

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -65,11 +66,13 @@ class VmmPolicy final : public Policy {
   std::vector<Segment> pages_;       // every physical page held
   std::uint64_t free_pages_ = 0;     // held and mapped nowhere
   std::uint64_t large_pages_ = 0;    // mapped under live large blocks
-  std::map<std::uint64_t, std::vector<Addr>> cached_;  // page count -> freed mapped ranges
+  // Tree and hash nodes come from a pool, so that a steady state allocates nothing.
+  std::pmr::unsynchronized_pool_resource pool_;
+  std::pmr::multimap<std::uint64_t, Addr> cached_{&pool_};  // page count -> a freed range, still mapped
   std::uint64_t cached_pages_ = 0;
-  FreeList small_free_;                               // inside mapped small pages
-  std::unordered_map<Addr, Bytes> small_pages_;       // virtual page -> live bytes in it
-  std::set<Addr> empty_small_;                        // small pages with nothing live
+  FreeList small_free_;                                      // inside mapped small pages
+  std::pmr::unordered_map<Addr, Bytes> small_pages_{&pool_};  // virtual page -> live bytes in it
+  std::pmr::set<Addr> empty_small_{&pool_};                   // small pages with nothing live
   Bytes allocated_ = 0;
   std::uint64_t maps_ = 0;
   std::uint64_t unmaps_ = 0;

@@ -122,8 +122,8 @@ Bytes greedy(const Items& items, const Conflicts& conflicts, const std::vector<s
   return arena;
 }
 
-// Online best fit in time order over an arena that grows at its top.
-Bytes online_best_fit(const Trace& trace, const Items& items, std::vector<Bytes>& offset) {
+// Online best (or first) fit in time order over an arena that grows at its top.
+Bytes online_fit(const Trace& trace, const Items& items, bool first, std::vector<Bytes>& offset) {
   FreeList free;
   Bytes top = 0;
   for (const Event& event : trace.events) {
@@ -134,7 +134,7 @@ Bytes online_best_fit(const Trace& trace, const Items& items, std::vector<Bytes>
       free.add(Range{offset[i], size});
       continue;
     }
-    if (const auto range = free.best_fit(size)) {
+    if (const auto range = first ? free.first_fit(size) : free.best_fit(size)) {
       offset[i] = range->addr;
       free.take_front(*range, size);
     } else if (const auto last = free.last(); last && last->end() == top) {
@@ -196,8 +196,16 @@ OfflinePlan plan_offline(const Trace& trace, const OfflinePlanOptions& options) 
   plan.size = items.size;
   plan.aligned_lower_bound = aligned_lower_bound(trace, items);
   plan.offset.assign(n, 0);
-  plan.arena = online_best_fit(trace, items, plan.offset);
+  plan.arena = online_fit(trace, items, false, plan.offset);
   plan.heuristic = "online-best-fit";
+  if (plan.arena != plan.aligned_lower_bound) {
+    std::vector<Bytes> offset(n, 0);
+    if (const Bytes arena = online_fit(trace, items, true, offset); arena < plan.arena) {
+      plan.arena = arena;
+      plan.offset = std::move(offset);
+      plan.heuristic = "online-first-fit";
+    }
+  }
 
   sweep(trace, items, [&](std::uint32_t, const std::vector<std::uint32_t>& live) { plan.pairs += live.size(); });
   if (plan.arena == plan.aligned_lower_bound || plan.pairs > options.max_pairs) return plan;

@@ -7,9 +7,10 @@
 //   that overlap it in time;
 // - the same greedy in other orders: by breadth (the most live bytes during its
 //   lifetime first, TFLite's GreedyByBreadth), by lifetime, by area (size x lifetime);
-// - online best fit in time order over an unbounded arena (cheap, O(n log n)).
+// - online best fit and online first fit in time order over an unbounded arena (cheap:
+//   O(n log n), first fit O(n x free ranges)).
 // The greedy ones cost O(conflicting pairs); they run only when the trace has at most
-// `max_pairs` of them, the online one always. The smallest arena wins.
+// `max_pairs` of them, the online ones always. The smallest arena wins.
 #pragma once
 
 #include <cstdint>

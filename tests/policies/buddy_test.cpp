@@ -15,6 +15,18 @@ TEST_CASE("buddy rounds to the next power of two: waste at 2^k + 1", "[buddy]") 
   harness.finish();
 }
 
+TEST_CASE("buddy's waste at 2^k - 1, 2^k and 2^k + 1, at the smallest block and at 1 MiB", "[buddy]") {
+  Harness harness("buddy", plain_device(8_MiB));
+  CHECK(harness.alloc(255)->size == 256);  // 1 byte wasted
+  CHECK(harness.alloc(256)->size == 256);  // none
+  CHECK(harness.alloc(257)->size == 512);  // 255 bytes
+  CHECK(harness.alloc(1_MiB - 1)->size == 1_MiB);
+  CHECK(harness.alloc(1_MiB)->size == 1_MiB);
+  CHECK(harness.alloc(1_MiB + 1)->size == 2_MiB);  // 1 MiB - 1 wasted
+  CHECK(harness.policy().stats().allocated == 256 + 256 + 512 + 4_MiB);
+  harness.finish();
+}
+
 TEST_CASE("buddy halves the lowest free block and merges buddies back", "[buddy]") {
   Harness harness("buddy", plain_device(4_KiB));
   const Block a = *harness.alloc(1_KiB);  // 4K -> 2K + 2K -> 1K + 1K: a at 0

@@ -83,7 +83,7 @@ TEST_CASE("optimal never goes below the lower bound and never overlaps, on rando
     OfflinePlanOptions online_only;
     online_only.max_pairs = 0;
     const OfflinePlan online = plan_offline(trace, online_only);
-    CHECK(online.heuristic == "online-best-fit");
+    CHECK(online.heuristic.starts_with("online-"));
     CHECK_FALSE(find_plan_conflict(trace, online));
     CHECK(plan.arena <= online.arena);  // the greedy ones only ever improve on it
     const TenantResult result = replay(trace, "optimal");

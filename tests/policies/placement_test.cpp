@@ -67,11 +67,29 @@ TEST_CASE("bestfit takes a region of the given size, or of everything free", "[b
   whole.finish();
 }
 
+TEST_CASE("bestfit:grow takes segments on demand, each with a guard, and returns empty ones", "[bestfit]") {
+  Harness harness("bestfit:grow=1KiB", plain_device(16_KiB));
+  CHECK(harness.policy().stats().reserved == 0);  // nothing up front
+  const auto a = harness.alloc(512);  // a segment of 1 KiB: 768 usable
+  REQUIRE(a);
+  CHECK(harness.policy().stats().reserved == 1_KiB);
+  const auto b = harness.alloc(256);  // fits in the same segment, right after a
+  REQUIRE(b);
+  CHECK(b->addr == a->addr + 512);
+  const auto c = harness.alloc(2_KiB);  // 2 KiB + guard + alignment: a segment of 2.5 KiB
+  REQUIRE(c);
+  CHECK(harness.policy().stats().reserved == 1_KiB + 2_KiB + 512);
+  harness.free(*c);
+  harness.policy().release_cached();  // c's segment is empty, the first is not
+  CHECK(harness.policy().stats().reserved == 1_KiB);
+  harness.finish();
+}
+
 TEST_CASE("bestfit rejects bad options with the reason", "[bestfit]") {
   SimDevice device(plain_device(1_MiB));
   CHECK_THROWS_WITH(make_policy("bestfit:alignment=300", device), Catch::Contains("power of two"));
   CHECK_THROWS_WITH(make_policy("bestfit:region=1000", device), Catch::Contains("multiple of the alignment"));
-  CHECK_THROWS_WITH(make_policy("bestfit:size=1", device), Catch::Contains("valid keys: region=0, alignment=256"));
+  CHECK_THROWS_WITH(make_policy("bestfit:size=1", device), Catch::Contains("valid keys: region=0, alignment=256, grow=0"));
 }
 
 }  // namespace
