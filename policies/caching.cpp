@@ -342,6 +342,61 @@ void CachingPolicy::deallocate(const Block& block, Nanos) {
   cache(b);
 }
 
+Addr CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated) {
+  const auto fail = [&](const std::string& why) -> Addr {
+    throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": " + why);
+  };
+  Bytes cursor = 0;
+  for (const HeldBlock& held : allocated) {
+    if (held.offset < cursor || held.size == 0 || held.offset + held.size > size) {
+      return fail("its blocks overlap or overrun it");
+    }
+    if (held.offset % kMinBlockSize != 0 || held.size % kMinBlockSize != 0) return fail("a block is not 512-B aligned");
+    cursor = held.offset + held.size;
+  }
+  const auto segment = device_.malloc(size);
+  if (!segment) return fail("the device has no room for it");
+  reserved_ += size;
+  ++segments_;
+  std::uint32_t rest = blocks_.add(CachedBlock{segment->addr, size, 0, kNone, kNone, stream, small, false, 0});
+  for (const HeldBlock& held : allocated) {
+    std::uint32_t block = rest;
+    if (const Bytes before = held.offset - (blocks_[rest].ptr - segment->addr); before > 0) {
+      block = split_after(blocks_, rest, before, blocks_[rest]);
+      cache(rest);  // the gap before it stays free
+    }
+    rest = kNone;
+    if (blocks_[block].size > held.size) rest = split_after(blocks_, block, held.size, blocks_[block]);
+    CachedBlock& used = blocks_[block];
+    used.allocated = true;
+    used.requested = held.requested;
+    const std::size_t id = index_of(held.id);
+    if (id >= block_of_.size()) block_of_.resize(id + 1, kNone);
+    block_of_[id] = block;
+    allocated_ += used.size;
+    requested_ += held.requested;
+    if (rest == kNone) break;
+  }
+  if (rest != kNone) cache(rest);
+  note_peaks();
+  return segment->addr;
+}
+
+std::vector<CachingPolicy::SegmentLayout> CachingPolicy::layout() const {
+  std::vector<SegmentLayout> segments;
+  for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
+    if (blocks_[b].size == 0 || blocks_[b].prev != kNone) continue;  // unused, or not a segment's first
+    SegmentLayout segment{blocks_[b].ptr, 0, blocks_[b].stream, blocks_[b].small, {}};
+    for (std::uint32_t c = b; c != kNone; c = blocks_[c].next) {
+      segment.blocks.push_back(LaidBlock{blocks_[c].ptr, blocks_[c].size, blocks_[c].allocated});
+      segment.size += blocks_[c].size;
+    }
+    segments.push_back(std::move(segment));
+  }
+  std::sort(segments.begin(), segments.end(), [](const auto& a, const auto& b) { return a.addr < b.addr; });
+  return segments;
+}
+
 void CachingPolicy::note_peaks() {
   peak_allocated_ = std::max(peak_allocated_, allocated_);
   peak_reserved_ = std::max(peak_reserved_, reserved_);

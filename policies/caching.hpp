@@ -20,6 +20,7 @@
 #include <memory_resource>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,33 @@ class CachingPolicy final : public Policy {
   void check() const override;
   std::vector<PolicyStat> extra_stats() const override;
   void expect_allocations(std::size_t allocations) override;
+
+  // For replaying a recording that began mid-run (allocsim replay-check): take a segment
+  // of `size` from the device and hold `allocated` in it where the real allocator held
+  // them; the gaps become cached free blocks. Returns the segment's address.
+  struct HeldBlock {
+    Bytes offset;  // from the segment's start
+    Bytes size;    // the block's size, rounded, with any unsplit slack
+    AllocId id;
+    Bytes requested;
+  };
+  Addr adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated);
+
+  // Every segment with its blocks in address order, as torch.cuda.memory_snapshot() lists them.
+  struct LaidBlock {
+    Addr addr;
+    Bytes size;
+    bool allocated;
+    friend bool operator==(const LaidBlock&, const LaidBlock&) = default;
+  };
+  struct SegmentLayout {
+    Addr addr;
+    Bytes size;
+    Stream stream;
+    bool small;
+    std::vector<LaidBlock> blocks;
+  };
+  std::vector<SegmentLayout> layout() const;
 
  private:
   static constexpr std::uint32_t kNone = kNoNeighbour;
