@@ -150,8 +150,9 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
       const bool last = next + 1 == preexisting ||
                         recording.preexisting[order[next + 1]].addr >= segment.addr + segment.size;
       const Addr end = last ? segment.addr + segment.size : recording.preexisting[order[next + 1]].addr;
-      const Bytes size = block.block_size.value_or(inferred_block_size(
-          block, end - block.addr, segment.small, divisions, recording.settings.max_split_size));
+      const Bytes size = block.block_size ? *block.block_size
+                                          : inferred_block_size(block, end - block.addr, segment.small, divisions,
+                                                                recording.settings.max_split_size);
       held.push_back({block.addr - segment.addr, size, event.id, block.requested});
     }
     const Addr addr = policy.adopt_segment(segment.size, segment.stream, segment.small, held);

@@ -1,8 +1,12 @@
 // PyTorch's caching allocator worked by hand from the reference (allocators.md section 2).
+#include <array>
+
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
 #include "policies/caching.hpp"
+#include "sim/error.hpp"
+#include "sim/spec.hpp"
 
 namespace allocsim::test {
 namespace {
@@ -124,6 +128,58 @@ TEST_CASE("caching frees its cache and retries once before an OOM", "[caching]")
   CHECK_FALSE(harness.alloc(40_MiB));  // now a real OOM
   CHECK(extra(harness.policy(), "num_ooms") == 1);
   harness.finish();
+}
+
+TEST_CASE("caching's OOM path: oversize cached blocks first, largest down, then every unsplit block and a retry",
+          "[caching]") {
+  Harness harness("caching:max_split_size=40MiB", plain_device(200_MiB));
+  const auto o1 = harness.alloc(60_MiB);
+  const auto o2 = harness.alloc(50_MiB);
+  const auto n = harness.alloc(30_MiB);
+  REQUIRE((o1 && o2 && n));
+  harness.free(*o1);
+  harness.free(*o2);
+  harness.free(*n);  // cached: 60 and 50 MiB oversize, 30 MiB not; 60 MiB left on the device
+  // 70 MiB: no cached block fits and the device cannot; free oversize blocks from the
+  // largest down until 70 MiB are freed (60, then 50), and the device call succeeds
+  // without a retry. The 30 MiB block stays cached.
+  const auto r = harness.alloc(70_MiB);
+  REQUIRE(r);
+  CHECK(extra(harness.policy(), "num_alloc_retries") == 0);
+  CHECK(extra(harness.policy(), "num_device_free") == 2);
+  CHECK(harness.policy().stats().reserved == 100_MiB);
+  CHECK(harness.policy().stats().releasable == 30_MiB);
+  // 120 MiB: no oversize block is cached; release every unsplit block (30 MiB), retry.
+  const auto big = harness.alloc(120_MiB);
+  REQUIRE(big);
+  CHECK(extra(harness.policy(), "num_alloc_retries") == 1);
+  CHECK(extra(harness.policy(), "num_device_free") == 3);
+  CHECK(harness.policy().stats().reserved == 190_MiB);
+  harness.finish();
+}
+
+TEST_CASE("caching rebuilds a recorded segment: blocks at their offsets, the gaps cached", "[caching]") {
+  SimDevice device(plain_device(64_MiB));
+  CachingPolicy policy(Params(parse_spec("caching"), CachingPolicy::kParams, "policy caching"), device);
+  policy.expect_allocations(3);
+  const std::array held{CachingPolicy::HeldBlock{512, 1024, AllocId{0}, 1000},
+                        CachingPolicy::HeldBlock{4096, 512, AllocId{1}, 100}};
+  const Addr base = policy.adopt_segment(2_MiB, 0, true, held);
+  using Laid = CachingPolicy::LaidBlock;
+  const auto blocks = [&] { return policy.layout().at(0).blocks; };
+  CHECK(blocks() == std::vector<Laid>{{base, 512, false}, {base + 512, 1024, true}, {base + 1536, 2560, false},
+                                      {base + 4096, 512, true}, {base + 4608, 2_MiB - 4608, false}});
+  CHECK(policy.stats().reserved == 2_MiB);
+  CHECK(policy.stats().allocated == 1536);
+  policy.check();
+  policy.deallocate(Block{base + 512, 1024, 1000, AllocId{0}, 0}, 1);  // merges with both free neighbours
+  CHECK(blocks() == std::vector<Laid>{{base, 4096, false}, {base + 4096, 512, true}, {base + 4608, 2_MiB - 4608, false}});
+  const auto reused = policy.allocate(Request{AllocId{2}, 4000, 0, 2});  // best fit: the 4096 B gap
+  REQUIRE(reused);
+  CHECK(reused->addr == base);
+  policy.check();
+  CHECK_THROWS_AS(policy.adopt_segment(2_MiB, 0, true, std::array{CachingPolicy::HeldBlock{100, 512, AllocId{2}, 1}}),
+                  Error);  // not 512-B aligned
 }
 
 TEST_CASE("caching's max_split_size keeps oversize blocks whole and away from small requests", "[caching]") {
