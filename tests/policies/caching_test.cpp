@@ -272,9 +272,70 @@ TEST_CASE("caching takes a PYTORCH_CUDA_ALLOC_CONF string, entries joined by '+'
   listed.finish();
 
   SimDevice device(plain_device(1_GiB));
-  CHECK_THROWS_WITH(make_policy("caching:conf=expandable_segments:True", device), Catch::Contains("not modelled"));
+  CHECK_THROWS_WITH(make_policy("caching:conf=expandable_segments:yes", device), Catch::Contains("not modelled"));
+  CHECK_THROWS_WITH(make_policy("caching:conf=backend:cudaMallocAsync", device), Catch::Contains("not modelled"));
   CHECK_THROWS_WITH(make_policy("caching:conf=max_split_size_mb:19", device), Catch::Contains("at least 20"));
   CHECK_THROWS_WITH(make_policy("caching:conf=max_split_size_mb", device), Catch::Contains("not key:value"));
+}
+
+TEST_CASE("expandable maps 20 MiB pages on demand and unmaps the whole pages of free blocks", "[caching][expandable]") {
+  // 160 MiB device: each pool may reserve 1.125 x 160 = 180 MiB of address space (9 pages).
+  Harness harness("expandable", plain_device(160_MiB));
+  Policy& policy = harness.policy();
+  const auto a = harness.alloc(5_MiB);  // maps page 0; the 15 MiB after a stays free, mapped
+  REQUIRE(a);
+  CHECK(policy.stats().reserved == 20_MiB);
+  CHECK(harness.device().stats().mallocs == 1);
+  // 30 MiB: no free block is that large, but the free 15 MiB after a plus the unmapped
+  // space after it is: map one more page (20 MiB) and merge it with those 15 MiB.
+  const auto b = harness.alloc(30_MiB);
+  REQUIRE(b);
+  CHECK(b->addr == a->addr + 5_MiB);
+  CHECK(policy.stats().reserved == 40_MiB);
+  CHECK(extra(policy, "num_device_alloc") == 2);
+  harness.free(*b);  // free: [5, 40) MiB
+  policy.release_cached();  // only page 1 ([20, 40)) lies wholly inside the free block
+  CHECK(policy.stats().reserved == 20_MiB);
+  CHECK(extra(policy, "num_device_free") == 1);
+  const auto& caching = dynamic_cast<const CachingPolicy&>(policy);
+  REQUIRE(caching.layout().size() == 1);
+  CHECK(caching.layout()[0].blocks ==
+        std::vector<CachingPolicy::LaidBlock>{{a->addr, 5_MiB, true}, {a->addr + 5_MiB, 15_MiB, false}});
+  harness.free(*a);
+  policy.release_cached();  // page 0 goes too; the address space is given up
+  CHECK(policy.stats().reserved == 0);
+  CHECK(extra(policy, "segment.all.current") == 0);
+  CHECK(harness.device().stats().frees == 2);
+  harness.finish();
+}
+
+TEST_CASE("expandable splits by the 512-byte rule in every pool", "[caching][expandable]") {
+  // 19.5 MiB: natively a 20 MiB segment and no split (1 MiB or less is left); expandable
+  // maps one 20 MiB page and splits the 512 KiB off.
+  Harness native("caching", plain_device(1_GiB));
+  CHECK(native.alloc(19_MiB + 512_KiB)->size == 20_MiB);
+  native.finish();
+  Harness expandable("expandable", plain_device(1_GiB));
+  CHECK(expandable.alloc(19_MiB + 512_KiB)->size == 19_MiB + 512_KiB);
+  const auto small = expandable.alloc(4096);  // the small pool maps 2 MiB pages
+  REQUIRE(small);
+  CHECK(expandable.policy().stats().reserved == 22_MiB);
+  expandable.finish();
+  Harness conf("caching:conf=expandable_segments:True", plain_device(1_GiB));
+  CHECK(conf.alloc(19_MiB + 512_KiB)->size == 19_MiB + 512_KiB);
+  conf.finish();
+}
+
+TEST_CASE("expandable fails when a page cannot be mapped, after releasing and retrying", "[caching][expandable]") {
+  Harness harness("expandable", plain_device(50_MiB));  // room for two 20 MiB pages
+  const auto a = harness.alloc(30_MiB);
+  REQUIRE(a);
+  CHECK(harness.policy().stats().reserved == 40_MiB);
+  CHECK_FALSE(harness.alloc(15_MiB));  // needs a third page: 10 MiB free on the device
+  CHECK(extra(harness.policy(), "num_alloc_retries") == 1);
+  CHECK(extra(harness.policy(), "num_ooms") == 1);
+  CHECK(harness.policy().stats().reserved == 40_MiB);  // the failed call mapped nothing
+  harness.finish();
 }
 
 }  // namespace
