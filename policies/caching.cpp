@@ -171,7 +171,7 @@ void CachingPolicy::expect_allocations(std::size_t allocations) {
 
 CachingPolicy::Key CachingPolicy::key_of(std::uint32_t block) const {
   const CachedBlock& b = blocks_[block];
-  return Key{b.stream, b.size, b.ptr, block};
+  return Key{Key::order(b.stream, b.size), b.ptr, block};
 }
 
 void CachingPolicy::cache(std::uint32_t block) {
@@ -184,8 +184,8 @@ void CachingPolicy::uncache(std::uint32_t block) { pool_of(blocks_[block].small)
 
 std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes size) {
   ++pool.lookups;
-  auto it = pool.blocks.lower_bound(Key{stream, size, 0, 0});
-  if (it == pool.blocks.end() || it->stream != stream) return kNone;
+  auto it = pool.blocks.lower_bound(Key{Key::order(stream, size), 0, 0});
+  if (it == pool.blocks.end() || it->stream() != stream) return kNone;
   if (blocks_[it->block].expandable) {
     // Best fit counts the unmapped space after a free expandable block as its own.
     const auto expandable_size = [&](std::uint32_t b) {
@@ -193,14 +193,14 @@ std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes siz
       return blocks_[b].size + (next != kNone && !blocks_[next].mapped ? blocks_[next].size : 0);
     };
     for (auto next = std::next(it); blocks_[it->block].expandable && next != pool.blocks.end() &&
-                                    next->stream == stream && expandable_size(next->block) < expandable_size(it->block);
+                                    next->stream() == stream && expandable_size(next->block) < expandable_size(it->block);
          ++next) {
       it = next;
     }
   }
   // The max_split_size rules judge only the block found; there is no further search.
-  if (size < max_split_size_ && it->size >= max_split_size_) return kNone;
-  if (size >= max_split_size_ && it->size >= size + max_non_split_rounding_) return kNone;
+  if (size < max_split_size_ && it->size() >= max_split_size_) return kNone;
+  if (size >= max_split_size_ && it->size() >= size + max_non_split_rounding_) return kNone;
   const std::uint32_t block = it->block;
   pool.blocks.erase(it);
   return block;
@@ -236,8 +236,8 @@ void CachingPolicy::retire(std::uint32_t block) {
 bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, Bytes size) {
   if (max_split_size_ == kUnlimited) return false;
   const Bytes key_size = std::max(size, max_split_size_);
-  auto it = pool.blocks.lower_bound(Key{stream, key_size, 0, 0});
-  if (it != pool.blocks.end() && it->stream == stream && !blocks_[it->block].expandable) {
+  auto it = pool.blocks.lower_bound(Key{Key::order(stream, key_size), 0, 0});
+  if (it != pool.blocks.end() && it->stream() == stream && !blocks_[it->block].expandable) {
     release_block(it->block);  // one cached block large enough
     return true;
   }
@@ -247,9 +247,9 @@ bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, B
   Bytes released = 0;
   while (released < key_size && it != pool.blocks.begin()) {
     --it;
-    if (it->stream != stream || it->size < max_split_size_ || blocks_[it->block].expandable) break;
+    if (it->stream() != stream || it->size() < max_split_size_ || blocks_[it->block].expandable) break;
     victims.push_back(it->block);
-    released += it->size;
+    released += it->size();
   }
   for (const std::uint32_t block : victims) release_block(block);
   return released >= key_size;
@@ -384,7 +384,7 @@ void CachingPolicy::forget(std::uint32_t block) {
 }
 
 CachingPolicy::UnmappedKey CachingPolicy::unmapped_key_of(std::uint32_t block) const {
-  return UnmappedKey{blocks_[block].stream, blocks_[block].ptr, block};
+  return UnmappedKey{blocks_[block].ptr, block, blocks_[block].stream};
 }
 
 Addr CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated) {
@@ -461,11 +461,11 @@ PolicyStats CachingPolicy::stats() const {
   Bytes releasable = 0;
   for (const Pool* pool : {&small_, &large_}) {
     for (const Key& key : pool->blocks) {
-      largest = std::max(largest, key.size);
+      largest = std::max(largest, key.size());
       if (blocks_[key.block].expandable) {
         releasable += whole_free_pages(key.block);
       } else if (unsplit(key.block)) {
-        releasable += key.size;
+        releasable += key.size();
       }
     }
   }
@@ -480,7 +480,7 @@ std::vector<PolicyStat> CachingPolicy::extra_stats() const {
   Bytes inactive_split = 0;  // free blocks inside segments that are partly in use
   for (const Pool* pool : {&small_, &large_}) {
     for (const Key& key : pool->blocks) {  // expandable segments are left out, as PyTorch does
-      if (!unsplit(key.block) && !blocks_[key.block].expandable) inactive_split += key.size;
+      if (!unsplit(key.block) && !blocks_[key.block].expandable) inactive_split += key.size();
     }
   }
   // torch.cuda.memory_stats() keys. Without cross-stream frees, active equals allocated.

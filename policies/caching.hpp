@@ -18,15 +18,16 @@
 // cudaMallocAsync backend.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <memory_resource>
 #include <optional>
-#include <set>
 #include <string_view>
 #include <span>
 #include <string>
 #include <vector>
+
+#include <absl/container/btree_set.h>
 
 #include "policies/common/slots.hpp"
 #include "sim/device.hpp"
@@ -126,29 +127,36 @@ class CachingPolicy final : public Policy {
     bool expandable;  // part of an expandable segment's address range
     std::uint64_t gc_base;  // the pool's lookup count when it was cached
   };
+  // Pools order free blocks by (stream, size, address). The first two share one word
+  // (sizes stay below 2^48 bytes, 256 TiB), so a comparison is one 128-bit compare.
   struct Key {
-    Stream stream;
-    Bytes size;
+    std::uint64_t stream_size;
     Addr ptr;
     std::uint32_t block;
+    static constexpr Bytes kSizeMask = (Bytes{1} << 48) - 1;
+    static std::uint64_t order(Stream stream, Bytes size) {  // larger sizes only appear as lookup bounds
+      return std::uint64_t{stream} << 48 | std::min(size, kSizeMask);
+    }
+    Bytes size() const { return stream_size & kSizeMask; }
+    Stream stream() const { return static_cast<Stream>(stream_size >> 48); }
     friend bool operator<(const Key& a, const Key& b) {
-      if (a.stream != b.stream) return a.stream < b.stream;
-      if (a.size != b.size) return a.size < b.size;
-      return a.ptr < b.ptr;
+      return (static_cast<unsigned __int128>(a.stream_size) << 64 | a.ptr) <
+             (static_cast<unsigned __int128>(b.stream_size) << 64 | b.ptr);
     }
   };
   struct UnmappedKey {  // expandable address space, found lowest address first
-    Stream stream;
     Addr ptr;
     std::uint32_t block;
+    Stream stream;
     friend bool operator<(const UnmappedKey& a, const UnmappedKey& b) {
       return a.stream != b.stream ? a.stream < b.stream : a.ptr < b.ptr;
     }
   };
+  // B-trees: a best-fit lookup and an insert per allocation touch a few cache lines
+  // instead of a red-black tree's dozens of nodes.
   struct Pool {
-    explicit Pool(std::pmr::memory_resource* resource) : blocks(resource), unmapped(resource) {}
-    std::pmr::set<Key> blocks;  // free, mapped
-    std::pmr::set<UnmappedKey> unmapped;
+    absl::btree_set<Key> blocks;  // free, mapped
+    absl::btree_set<UnmappedKey> unmapped;
     std::uint64_t lookups = 0;
   };
   // An expandable segment: address space for 1.125 x the device, mapped page by page.
@@ -194,9 +202,8 @@ class CachingPolicy final : public Policy {
   std::optional<Bytes> allowed_;  // the fraction's cap on reserved bytes
   bool expandable_ = false;
 
-  std::pmr::unsynchronized_pool_resource tree_nodes_;
-  Pool small_{&tree_nodes_};
-  Pool large_{&tree_nodes_};
+  Pool small_;
+  Pool large_;
   Slots<CachedBlock> blocks_;
   std::vector<std::uint32_t> block_of_;  // by AllocId
   std::vector<VirtualSegment> virtual_segments_;  // by base address

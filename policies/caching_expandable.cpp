@@ -31,7 +31,7 @@ std::uint32_t CachingPolicy::find_expandable_block(Pool& pool, Stream stream, By
     for (; bytes < size && b != kNone && !blocks_[b].allocated; b = blocks_[b].next) bytes += blocks_[b].size;
     return bytes >= size;
   };
-  for (auto it = pool.unmapped.lower_bound(UnmappedKey{stream, 0, 0}); it != pool.unmapped.end() && it->stream == stream;
+  for (auto it = pool.unmapped.lower_bound(UnmappedKey{0, 0, stream}); it != pool.unmapped.end() && it->stream == stream;
        ++it) {
     std::uint32_t candidate = it->block;
     if (const std::uint32_t prev = blocks_[candidate].prev; prev != kNone && !blocks_[prev].allocated) {
