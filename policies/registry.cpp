@@ -43,6 +43,10 @@ const std::array kPolicies{
     PolicyInfo{"caching", "torch", "PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), native backend",
                "per-stream best fit in small (2 MiB) and large segments, cached until empty_cache or an OOM",
                CachingPolicy::kParams, make<CachingPolicy>},
+    PolicyInfo{"expandable", "", "PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+               "the same, in one address range per stream and pool mapped in 2 MiB / 20 MiB pages on demand; "
+               "empty_cache unmaps whole free pages",
+               CachingPolicy::kExpandableParams, make<CachingPolicy>},
     PolicyInfo{"direct", "platform", "cudaMalloc/cudaFree per request: TensorFlow's cuda_malloc, JAX's platform, "
                "PyTorch with PYTORCH_NO_CUDA_MEMORY_CACHING=1",
                "every request is its own device allocation, rounded to the device granularity",
@@ -68,7 +72,7 @@ const std::array kPolicies{
     PolicyInfo{"optimal", "", "no real allocator: the offline yardstick of static planners (TFLite, XLA)",
                "sees the whole trace ahead; fixed offsets in one arena from the best of several greedy heuristics",
                OptimalPolicy::kParams, make<OptimalPolicy>},
-    PolicyInfo{"vmm", "", "GMLake / PyTorch expandable segments: CUDA VMM page stitching",
+    PolicyInfo{"vmm", "", "GMLake (ASPLOS'24): CUDA VMM page stitching",
                "a pool of 2 MiB pages; large requests map any free pages into one new virtual range, small ones share pages",
                VmmPolicy::kParams, make<VmmPolicy>},
 };

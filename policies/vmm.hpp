@@ -1,5 +1,5 @@
-// vmm: virtual-memory stitching, as GMLake (ASPLOS'24) and PyTorch's expandable segments
-// (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) do with CUDA's VMM API: physical
+// vmm: virtual-memory stitching, as GMLake (ASPLOS'24) does with CUDA's VMM API (PyTorch's
+// expandable segments, policies/expandable, map pages at the end of one range): physical
 // memory is a pool of pages, and a large request is served by mapping any free pages,
 // wherever they lie, into one new contiguous virtual range. No byte is copied, and free
 // memory in holes is never lost to fragmentation, only to page rounding.
