@@ -77,8 +77,14 @@ void CompactPolicy::deallocate(const Block& block, Nanos) {
   live_.pop_back();
   held_[segment_of(addr)].allocated -= size;
   allocated_ -= size;
-  // Only while there are holes below the segments' tops, or a slide would change nothing.
-  if (on_threshold_ && free_.count() > held_.size() && external_fragmentation() > threshold_) slide(0);
+  // Only while there are holes below the segments' tops (or a slide would change
+  // nothing), and once an eighth of the pool has been freed since the last one, so that
+  // a nearly full pool is not compacted at every free.
+  freed_since_compaction_ += size;
+  if (on_threshold_ && free_.count() > held_.size() && freed_since_compaction_ >= reserved_ / 8 &&
+      external_fragmentation() > threshold_) {
+    slide(0);
+  }
 }
 
 CompactPolicy::Held CompactPolicy::hold(Segment segment) const {
@@ -205,6 +211,7 @@ void CompactPolicy::apply(const SlidePlan& plan) {
   }
   rebuild_free_list();
   compactions_ += plan.moves;
+  freed_since_compaction_ = 0;
 }
 
 // Compacts only when the slid layout will hold `size` (0: always).

@@ -6,12 +6,13 @@
 //   segments that touch never merge;
 // - trigger=failure: when no free range fits but the free bytes in total do, compact
 //   first, if the compacted layout will hold the request; trigger=threshold also
-//   compacts (slide) after a free that leaves external fragmentation above `threshold`;
+//   compacts (slide) after a free that leaves external fragmentation above `threshold`,
+//   once an eighth of the pool has been freed since the last compaction;
 // - strategy=slide: every live block slides down, in address order, to the lowest
 //   address that holds it (free space ends up at each segment's top);
-//   strategy=gap: open one gap of the request's size where the fewest live bytes sit,
-//   moving those blocks into free ranges elsewhere (falls back to slide if they do not
-//   fit);
+//   strategy=gap (the default): open one gap of the request's size where the fewest
+//   live bytes sit, moving those blocks into free ranges elsewhere (falls back to slide
+//   if they do not fit);
 // - only if that cannot serve the request does it grow: a new segment of at least
 //   `segment` bytes (region > 0 or prealloc: one region taken at the first request and
 //   never grown, like bestfit, without a guard). grow=merge (default) first slides everything down, then
@@ -41,7 +42,7 @@ class CompactPolicy final : public Policy {
   static constexpr std::array kParams{
       ParamInfo{"trigger", "failure", "when to compact: failure (a request no free range fits) or threshold"},
       ParamInfo{"threshold", "0.5", "trigger=threshold: compact after a free leaves external fragmentation above this"},
-      ParamInfo{"strategy", "slide", "slide (every block down) or gap (move the fewest bytes that open one gap)"},
+      ParamInfo{"strategy", "gap", "gap (move the fewest bytes that open one gap) or slide (every block down)"},
       ParamInfo{"segment", "64MiB", "smallest segment taken from the device when the pool grows"},
       ParamInfo{"grow", "merge", "merge (re-make the top segment larger, copying its blocks) or add (a new segment)"},
       ParamInfo{"region", "0", "bytes of one fixed region taken at the first request; 0 = grow by segments"},
@@ -111,6 +112,7 @@ class CompactPolicy final : public Policy {
   std::vector<std::uint32_t> live_slot_;    // by AllocId: index in live_
   Bytes allocated_ = 0;
   Bytes reserved_ = 0;
+  Bytes freed_since_compaction_ = 0;
   std::uint64_t compactions_ = 0;
   std::uint64_t blocks_moved_ = 0;
   Bytes bytes_moved_ = 0;

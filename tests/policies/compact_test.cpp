@@ -33,7 +33,7 @@ std::uint64_t stat(Harness& harness, const std::string& name) {
 }
 
 TEST_CASE("compact slides every block down when holes cannot hold a request", "[compact]") {
-  Harness harness("compact:region=4096", slow_copy_device());
+  Harness harness("compact:region=4096,strategy=slide", slow_copy_device());
   const auto a = harness.alloc(1024);
   const auto b = harness.alloc(1024);
   const auto c = harness.alloc(1024);
