@@ -87,9 +87,10 @@ Conflicts conflicts_of(const Trace& trace, const Items& items) {
 }
 
 // Places allocations in `order`, each at the best-fitting gap (the smallest that holds
-// it, the lowest among equals) between the placed allocations that overlap it in time,
-// or on top of them. Gives up (returns kNone) once the arena reaches `give_up`.
-Bytes greedy(const Items& items, const Conflicts& conflicts, const std::vector<std::uint32_t>& order,
+// it, the lowest among equals; or with `lowest`, the lowest that holds it) between the
+// placed allocations that overlap it in time, or on top of them. Gives up (returns
+// kNone) once the arena reaches `give_up`.
+Bytes greedy(const Items& items, const Conflicts& conflicts, const std::vector<std::uint32_t>& order, bool lowest,
              Bytes give_up, std::vector<Bytes>& offset) {
   std::vector<char> placed(items.count(), 0);
   std::vector<std::pair<Bytes, Bytes>> taken;  // [offset, end) of placed neighbours
@@ -110,6 +111,7 @@ Bytes greedy(const Items& items, const Conflicts& conflicts, const std::vector<s
       if (begin > top && begin - top >= size && begin - top < best_gap) {
         best = top;
         best_gap = begin - top;
+        if (lowest) break;
       }
       top = std::max(top, end);
     }
@@ -238,12 +240,14 @@ OfflinePlan plan_offline(const Trace& trace, const OfflinePlanOptions& options) 
   for (const Order& candidate : orders) {
     std::iota(order.begin(), order.end(), 0u);
     std::sort(order.begin(), order.end(), candidate.before);
-    const Bytes arena = greedy(items, conflicts, order, plan.arena, offset);
-    if (arena < plan.arena) {
-      plan.arena = arena;
-      plan.offset = offset;
-      plan.heuristic = candidate.name;
-      if (arena == plan.aligned_lower_bound) break;
+    for (const bool lowest : {false, true}) {
+      const Bytes arena = greedy(items, conflicts, order, lowest, plan.arena, offset);
+      if (arena < plan.arena) {
+        plan.arena = arena;
+        plan.offset = offset;
+        plan.heuristic = std::string(candidate.name).append(lowest ? ", first gap" : ", best gap");
+        if (arena == plan.aligned_lower_bound) return plan;
+      }
     }
   }
   return plan;

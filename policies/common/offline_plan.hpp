@@ -5,6 +5,7 @@
 // - greedy by size (TFLite's GreedyBySize, XLA's GlobalDecreasingSizeBestFitHeap): the
 //   largest first, each into the best-fitting gap among the already placed allocations
 //   that overlap it in time;
+// - each also with the lowest gap that holds it instead of the best-fitting one;
 // - the same greedy in other orders: by breadth (the most live bytes during its
 //   lifetime first, TFLite's GreedyByBreadth), by lifetime, by area (size x lifetime);
 // - online best fit and online first fit in time order over an unbounded arena (cheap:
