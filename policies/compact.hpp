@@ -13,14 +13,14 @@
 //   strategy=gap (the default): open one gap of the request's size where the fewest
 //   live bytes sit, moving those blocks into free ranges elsewhere (falls back to slide
 //   if they do not fit);
-// - only if that cannot serve the request does it grow: a new segment of at least
-//   `segment` bytes (region > 0 or prealloc: one region taken at the first request and
-//   never grown, like bestfit, without a guard). grow=merge (default) first slides everything down, then
-//   replaces the highest segment, where the spill-over sits, by one that holds its
-//   blocks and the request, so no free tail is stranded there (only when its blocks are
-//   fewer bytes than the request, so growth never copies more than it serves; else it
-//   adds a segment); grow=add just adds a segment for the request; when the device has
-//   too little left, a slide that empties whole segments gives them back first;
+// - only if that cannot serve the request does it grow (region > 0 or prealloc: one
+//   region taken at the first request and never grown, like bestfit, without a guard):
+//   grow=merge (default) slides everything down and replaces the highest segment, where
+//   the spill-over sits, by one that holds its blocks and the request, so no free tail
+//   is stranded there; only when those blocks are fewer bytes than the request (growth
+//   never copies more than it serves), else, and with grow=add, a new segment of at
+//   least `segment` bytes; when the device is too short for that, a slide that empties
+//   whole segments gives them back first;
 // - every move is a device copy (charged at the device's copy bandwidth) and is
 //   reported to the move listener; release_cached() returns segments with no live block.
 #pragma once
