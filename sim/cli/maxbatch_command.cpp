@@ -1,12 +1,15 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <sstream>
 #include <mutex>
 #include <thread>
 
 #include <boost/program_options.hpp>
 
 #include "policies/registry.hpp"
+#include "sim/atomic_file.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/maxbatch.hpp"
 #include "sim/cli/sweep_grid.hpp"
@@ -14,6 +17,8 @@
 #include "sim/device_presets.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "sim/metrics.hpp"
+#include "sim/report.hpp"
 #include "workloads/model/model_spec.hpp"
 
 namespace allocsim {
@@ -24,7 +29,7 @@ namespace po = boost::program_options;
 constexpr const char* kMaxBatchUsage = R"(allocsim maxbatch: the largest batch of a model workload that runs without OOM, per policy.
 
 Usage:
-  allocsim maxbatch --workload MODEL --policy SPECS [--device NAME | --capacity SIZE] [options]
+  allocsim maxbatch --workload MODEL --policy SPECS [--device NAMES | --capacity SIZE] [--csv FILE] [options]
 
 Example:
   allocsim maxbatch --workload resnet50 --policy bfc,growth,caching --device v100-16gb
@@ -43,6 +48,7 @@ struct MaxBatchOptions {
   std::string capacity;
   std::string context;
   std::string granularity;
+  std::string csv;
   std::int64_t limit = 65536;
   int neighbours = 4;
   int accumulation = 4;
@@ -110,13 +116,14 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
       ("help,h", "this help")
       ("workload,w", po::value(&o.workload)->value_name("MODEL"), "a model workload, e.g. resnet50 or bert_base_s512_adam")
       ("policy,p", po::value(&o.policies)->value_name("SPECS")->composing(), "policy specs, or all (repeatable)")
-      ("device,d", po::value(&o.device)->value_name("NAME"), "a device preset")
+      ("device,d", po::value(&o.device)->value_name("NAMES"), "device presets (a list)")
       ("capacity,c", po::value(&o.capacity)->value_name("SIZE"), "device memory")
       ("context", po::value(&o.context)->value_name("SIZE"), "CUDA context bytes")
       ("granularity", po::value(&o.granularity)->value_name("SIZE"), "device page size")
       ("limit", po::value(&o.limit)->value_name("N"), "the largest batch tried (default 65536)")
       ("neighbours", po::value(&o.neighbours)->value_name("N"), "batches checked on each side of the answer (default 4)")
       ("accumulation", po::value(&o.accumulation)->value_name("N"), "micro-batches per step for the accumulation line (default 4)")
+      ("csv", po::value(&o.csv)->value_name("FILE"), "also a CSV row per device, policy and variant (written whole)")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)");
   po::variables_map values;
   po::store(po::command_line_parser(std::vector<std::string>(args.begin(), args.end())).options(description).run(),
@@ -140,11 +147,19 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   std::vector<std::string> policies;
   for (const SweepPoint& point : expand_sweep(sweep)) policies.push_back(point.policy);
 
-  DeviceSpec device = o.device.empty() ? DeviceSpec{} : device_spec(o.device);
-  if (!o.capacity.empty()) device.capacity = parse_bytes(o.capacity);
-  if (!o.context.empty()) device.context_overhead = parse_bytes(o.context);
-  if (!o.granularity.empty()) device.granularity = parse_bytes(o.granularity);
-  if (device.capacity == 0 || device.granularity == 0) throw Error("--capacity and --granularity must be above 0");
+  std::vector<DeviceSpec> devices;
+  for (const std::string& name : o.device.empty() ? std::vector<std::string>{""} : split_list(o.device, "--device")) {
+    DeviceSpec device = name.empty() ? DeviceSpec{} : device_spec(name);
+    if (!o.capacity.empty()) device.capacity = parse_bytes(o.capacity);
+    if (!o.context.empty()) device.context_overhead = parse_bytes(o.context);
+    if (!o.granularity.empty()) device.granularity = parse_bytes(o.granularity);
+    if (device.capacity == 0 || device.granularity == 0) throw Error("--capacity and --granularity must be above 0");
+    devices.push_back(device);
+  }
+  if (!o.csv.empty()) {
+    const std::filesystem::path folder = std::filesystem::path(o.csv).parent_path();
+    if (!folder.empty() && !std::filesystem::is_directory(folder)) throw Error("cannot write " + o.csv + ": no folder " + folder.string());
+  }
 
   std::vector<Variant> variants{{"", ""}};
   if (model->options.precision == Precision::fp32) variants.push_back({"with amp", "_amp"});
@@ -152,7 +167,7 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   variants.push_back({"with " + acc, "_" + acc});
 
   TraceCache traces;
-  const auto search = [&](const std::string& policy, const Variant& variant) {
+  const auto search = [&](const DeviceSpec& device, const std::string& policy, const Variant& variant) {
     return find_max_batch(
         [&](std::int64_t batch) {
           const std::string workload = o.workload + variant.suffix + "_b" + std::to_string(batch);
@@ -176,7 +191,9 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   };
 
   // Every (policy, variant) search is independent: share them among the threads.
-  const std::size_t tasks = policies.size() * variants.size();
+  // Task i: device i / per_device, policy (i % per_device) / variants, variant i % variants.
+  const std::size_t per_device = policies.size() * variants.size();
+  const std::size_t tasks = devices.size() * per_device;
   std::vector<MaxBatch> found(tasks);
   std::atomic<std::size_t> next{0};
   std::exception_ptr error;
@@ -188,7 +205,7 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
       workers.emplace_back([&] {
         for (std::size_t i = next++; i < tasks; i = next++) {
           try {
-            found[i] = search(policies[i / variants.size()], variants[i % variants.size()]);
+            found[i] = search(devices[i / per_device], policies[i % per_device / variants.size()], variants[i % variants.size()]);
           } catch (...) {
             const std::lock_guard lock(mutex);
             if (!error) error = std::current_exception();
@@ -199,25 +216,52 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   }
   if (error) std::rethrow_exception(error);
 
-  out << "workload " << o.workload << " on " << device.name << " (" << format_bytes(device.capacity) << ", context "
-      << format_bytes(device.context_overhead) << ")\n";
-  for (std::size_t p = 0; p < policies.size(); ++p) {
-    describe(out, policies[p], found[p * variants.size()], device, o.limit);
-    for (std::size_t v = 1; v < variants.size(); ++v) {
-      const MaxBatch& other = found[p * variants.size() + v];
-      out << "  " << variants[v].label << ": ";
-      if (!other.largest) {
-        out << "not even batch 1 fits\n";
-        continue;
+  std::ostringstream csv;
+  csv << "workload,device,capacity_bytes,context_bytes,policy,variant,largest_batch,batch_per_step,capped,monotone,"
+         "not_monotone_because,peak_reserved_bytes,peak_allocated_bytes,fragmentation_at_peak,fit_intercept_bytes,"
+         "fit_slope_bytes,fit_rms_residual_bytes,batches_tried\n";
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    const DeviceSpec& device = devices[d];
+    out << (d > 0 ? "\n" : "") << "workload " << o.workload << " on " << device.name << " (" << format_bytes(device.capacity)
+        << ", context " << format_bytes(device.context_overhead) << ")\n";
+    for (std::size_t p = 0; p < policies.size(); ++p) {
+      const std::size_t first = d * per_device + p * variants.size();
+      describe(out, policies[p], found[first], device, o.limit);
+      for (std::size_t v = 0; v < variants.size(); ++v) {
+        const MaxBatch& result = found[first + v];
+        const std::int64_t per_step = variants[v].suffix == "_" + acc ? o.accumulation : 1;
+        csv << csv_field(o.workload) << ',' << device.name << ',' << device.capacity << ',' << device.context_overhead << ','
+            << csv_field(policies[p]) << ',' << (v == 0 ? "as given" : variants[v].suffix.substr(1)) << ',';
+        if (result.largest) csv << *result.largest << ',' << *result.largest * per_step;
+        else csv << ',';
+        csv << ',' << (result.capped ? "yes" : "no") << ',' << (result.monotone ? "yes" : "no") << ','
+            << csv_field(result.evidence) << ',';
+        if (const BatchProbe* at = result.at_largest()) {
+          csv << at->peak_reserved << ',' << at->peak_allocated << ',' << format_plain(at->fragmentation);
+        } else {
+          csv << ",,";
+        }
+        if (const auto fit = fit_peak(result.probes, &BatchProbe::peak_allocated)) {
+          csv << ',' << format_plain(fit->intercept) << ',' << format_plain(fit->slope) << ','
+              << format_plain(fit->rms_residual);
+        } else {
+          csv << ",,,";
+        }
+        csv << ',' << result.probes.size() << '\n';
+        if (v == 0) continue;
+        out << "  " << variants[v].label << ": ";
+        if (!result.largest) {
+          out << "not even batch 1 fits\n";
+          continue;
+        }
+        out << "largest batch " << *result.largest << (result.capped ? "+" : "");
+        if (per_step > 1) out << " per micro-batch, " << *result.largest * per_step << " per optimizer step";
+        if (!result.monotone) out << " (not monotone: " << result.evidence << ")";
+        out << '\n';
       }
-      out << "largest batch " << *other.largest << (other.capped ? "+" : "");
-      if (variants[v].suffix == "_" + acc) {
-        out << " per micro-batch, " << *other.largest * o.accumulation << " per optimizer step";
-      }
-      if (!other.monotone) out << " (not monotone: " << other.evidence << ")";
-      out << '\n';
     }
   }
+  if (!o.csv.empty()) write_file_atomically(o.csv, [&](std::ostream& file) { file << csv.str(); });
   return 0;
 }
 

@@ -13,6 +13,9 @@ bool Progress::stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 void Progress::update(std::size_t done) {
   if (!enabled_ || total_ == 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && done < total_ && now - last_draw_ < std::chrono::milliseconds(100)) return;  // a person reads 10 a second
+  last_draw_ = now;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
   constexpr int kWidth = 30;

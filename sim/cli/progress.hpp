@@ -23,6 +23,7 @@ class Progress {
   bool enabled_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_draw_;
 };
 
 }  // namespace allocsim

@@ -90,7 +90,9 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
             values);
   po::notify(values);
   if (values.count("help")) {
-    out << kSweepUsage << '\n' << description << '\n';
+    out << kSweepUsage << (mpi_built() ? "This build runs under mpirun (Boost.MPI).\n"
+                                       : "This build has no MPI (install Boost.MPI and Open MPI, then rebuild).\n")
+        << '\n' << description << '\n';
     return 0;
   }
   if (options.resume && options.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
