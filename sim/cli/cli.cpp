@@ -10,8 +10,8 @@
 #include <boost/program_options.hpp>
 
 #include "policies/registry.hpp"
-#include "sim/atomic_file.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/atomic_file.hpp"
 #include "sim/device_presets.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
@@ -33,6 +33,7 @@ Usage:
   allocsim policies                                         every policy, what it models, its options
   allocsim workloads                                        every workload generator and the trace format
   allocsim devices                                          device presets for --device
+  allocsim replay-check FILE.pickle                         does `caching` reserve what PyTorch did?
   allocsim sweep --workload SPECS --policy SPECS [lists]    the cross product of lists, one CSV (sweep --help)
   allocsim maxbatch --workload MODEL --policy SPECS         the largest batch without OOM, per policy
 
@@ -237,10 +238,11 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     if (command == "devices") return devices_command(out);
     if (command == "help") return run_command(std::vector<std::string>{"--help"}, out);
     if (command == "run") return run_command(args.subspan(1), out);
+    if (command == "replay-check") return replay_check_command(args.subspan(1), out);
     if (command == "sweep") return sweep_command(args.subspan(1), out, err);
     if (command == "maxbatch") return maxbatch_command(args.subspan(1), out);
     if (!command.empty() && command.front() != '-') {
-      throw Error("unknown command '" + command + "' (run, policies, workloads, devices, sweep, maxbatch, help)");
+      throw Error("unknown command '" + command + "' (run, replay-check, sweep, maxbatch, policies, workloads, devices, help)");
     }
     if (args.empty()) {
       out << kUsage;

@@ -1,5 +1,4 @@
-// Subcommands that live in their own files; run_cli (cli.cpp) dispatches to them. Each
-// throws Error on bad input and returns the exit status.
+// The subcommands that live in files of their own; run_cli dispatches to them.
 #pragma once
 
 #include <ostream>
@@ -7,6 +6,9 @@
 #include <string>
 
 namespace allocsim {
+
+// Each takes the arguments after the subcommand's name and returns the exit status.
+int replay_check_command(std::span<const std::string> args, std::ostream& out);
 
 // allocsim sweep: the cross product of list-valued options, one CSV (sweep_command.cpp).
 int sweep_command(std::span<const std::string> args, std::ostream& out, std::ostream& err);
