@@ -3,6 +3,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <boost/program_options.hpp>
@@ -41,6 +43,8 @@ Columns: point, model, batch, sequence, precision, optimizer, accumulation, step
 on_oom (the point), then every metric column of `allocsim run --csv` except the wall-clock
 replay_seconds and events_per_second (--timing adds them back), then policy statistics.
 )";
+
+constexpr std::string_view kInternal = "internal error: ";
 
 struct SweepCliOptions {
   SweepOptions sweep;
@@ -157,10 +161,14 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
     error = failure.what();
   } catch (const std::bad_alloc&) {
     error = "out of memory: a point's workload is too large for this machine";
+  } catch (const std::exception& failure) {
+    // Every rank must reach the gather below, so a bug is carried there too (and exits 1).
+    error = std::string(kInternal).append(failure.what());
   }
   progress.finish();
   auto [first_error, rows] = ranks->gather(std::move(error), std::move(mine));
-  if (!root) return first_error.empty() ? 0 : 2;
+  if (!root) return first_error.empty() ? 0 : first_error.starts_with(kInternal) ? 1 : 2;
+  if (first_error.starts_with(kInternal)) throw std::runtime_error(first_error.substr(kInternal.size()));
   if (!first_error.empty()) throw Error(first_error);
 
   rows.insert(rows.begin(), kept.begin(), kept.end());
