@@ -35,6 +35,7 @@ every registered policy. The model options become workload tokens (resnet50 with
 
 Examples:
   allocsim sweep --workload resnet50 --batch 1:1024 --policy bfc,growth,caching --capacity 16GiB,80GiB --precision fp32,amp --csv sweep.csv
+  allocsim sweep --workload random:n=100000 --param seed=1:10:1 --param live=1GiB:8GiB --policy bfc,caching --csv random.csv
   allocsim sweep --workload bert_base --sequence 64:512 --batch 8 --policy all --device v100-16gb --csv bert.csv
   mpirun -np 4 allocsim sweep ...   (rank 0 writes the same CSV)
 
@@ -64,6 +65,8 @@ po::options_description sweep_options(SweepCliOptions& o) {
       ("policy,p", po::value(&s.policies)->value_name("SPECS")->composing(), "policy specs, or all (repeatable)")
       ("tenant,t", po::value(&s.tenants)->value_name("WORKLOAD@POLICY")->composing(),
        "another process on the device at every point (repeatable)")
+      ("param", po::value(&s.params)->value_name("KEY=LIST")->composing(),
+       "an option of a generator workload, swept (repeatable): --param seed=1:8:1 --param live=1GiB:4GiB")
       ("device,d", po::value(&s.devices)->value_name("NAMES"), "device presets")
       ("capacity,c", po::value(&s.capacities)->value_name("SIZES"), "device memory")
       ("context", po::value(&s.context)->value_name("SIZE"), "CUDA context bytes")

@@ -221,6 +221,36 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
     }
   }
   if (workloads.empty()) throw Error("sweep needs --workload (a list is swept)");
+  // --param KEY=LIST: each generator workload becomes one spec per combination of values.
+  for (const std::string& param : options.params) {
+    const auto equals = param.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == param.size()) {
+      throw Error("--param '" + param + "' is not KEY=LIST");
+    }
+    const std::string key = param.substr(0, equals);
+    const std::string list = param.substr(equals + 1);
+    std::vector<std::string> values;
+    try {
+      for (std::int64_t value : parse_int_list(list, "--param " + key)) values.push_back(std::to_string(value));
+    } catch (const Error&) {
+      try {
+        for (Bytes value : parse_size_list(list, "--param " + key)) values.push_back(std::to_string(value));
+      } catch (const Error&) {
+        for (std::string_view value : split(list, ',')) values.emplace_back(value);
+      }
+    }
+    std::vector<std::string> expanded;
+    for (const std::string& workload : workloads) {
+      if (parse_model_spec(workload)) {
+        throw Error("--param " + key + ": workload " + workload + " is a model; its options are --batch, --precision, ...");
+      }
+      for (const std::string& value : values) {
+        expanded.push_back(std::string(workload).append(workload.find(':') == std::string::npos ? ":" : ",")
+                               .append(key).append("=").append(value));
+      }
+    }
+    workloads = std::move(expanded);
+  }
   if (policies.empty()) throw Error("sweep needs --policy (a list, or 'all')");
 
   std::vector<std::pair<std::string, std::string>> tenants;

@@ -29,6 +29,7 @@ struct SweepOptions {
   std::vector<std::string> workloads;  // --workload, repeatable
   std::vector<std::string> policies;   // --policy, repeatable; "all" is every registered policy
   std::vector<std::string> tenants;    // --tenant WORKLOAD@POLICY: the same co-tenants at every point
+  std::vector<std::string> params;     // --param KEY=LIST: a generator workload's option, swept
   std::string devices;                 // preset names
   std::string capacities;
   std::string context;
@@ -50,7 +51,7 @@ struct SweepPoint {
 // The parameter columns every sweep CSV starts with, before the metric columns.
 const std::vector<std::string>& sweep_columns();
 
-// The cross product, outermost first: workload, precision, optimizer, sequence,
+// The cross product, outermost first: workload, each --param in the order given, precision, optimizer, sequence,
 // accumulation, steps, mode, device, capacity, policy, on_oom, batch (innermost).
 // Every spec is checked here (Error naming the bad one), before anything runs.
 std::vector<SweepPoint> expand_sweep(const SweepOptions& options);

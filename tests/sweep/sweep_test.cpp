@@ -111,7 +111,29 @@ TEST_CASE("sweep: the cross product, batch innermost, every spec checked first",
   options.capacities.clear();
   CHECK(expand_sweep(options).size() == all_policies().size());
 
+  SweepOptions generator;
+  generator.workloads = {"random:n=100"};
+  generator.policies = {"direct"};
+  generator.params = {"seed=1:3:1", "live=1MiB:2MiB", "sizes=uniform"};
+  const std::vector<SweepPoint> random_points = expand_sweep(generator);
+  REQUIRE(random_points.size() == 6);
+  CHECK(random_points[0].workload == "random:n=100,seed=1,live=1048576,sizes=uniform");
+  CHECK(random_points[1].workload == "random:n=100,seed=1,live=2097152,sizes=uniform");
+  CHECK(random_points[5].workload == "random:n=100,seed=3,live=2097152,sizes=uniform");
+  generator.workloads = {"random"};
+  generator.params = {"seed=4,5"};
+  CHECK(expand_sweep(generator)[1].workload == "random:seed=5");
+
   SweepOptions bad = options;
+  bad.params = {"seed=1,2"};
+  CHECK_THROWS_WITH(expand_sweep(bad), Catch::Contains("is a model"));
+  bad = generator;
+  bad.params = {"nosuchkey=1"};
+  CHECK_THROWS_WITH(expand_sweep(bad), Catch::Contains("nosuchkey"));
+  bad = generator;
+  bad.params = {"seed"};
+  CHECK_THROWS_WITH(expand_sweep(bad), Catch::Contains("KEY=LIST"));
+  bad = options;
   bad.workloads = {"random:n=100"};
   CHECK_THROWS_WITH(expand_sweep(bad), Catch::Contains("model workload"));
   bad = options;
