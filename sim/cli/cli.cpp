@@ -11,6 +11,8 @@
 
 #include "policies/registry.hpp"
 #include "sim/atomic_file.hpp"
+#include "sim/cli/gpu_commands.hpp"
+#include "sim/cost_profile.hpp"
 #include "sim/device_presets.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
@@ -32,6 +34,8 @@ Usage:
   allocsim policies                                         every policy, what it models, its options
   allocsim workloads                                        every workload generator and the trace format
   allocsim devices                                          device presets for --device
+  allocsim validate --workload SPEC --policy SPEC [--cap S] simulation and the GPU side by side (validate --help)
+  allocsim calibrate [--out FILE]                           measure the GPU's allocation costs for --device-profile
 
 Examples:
   allocsim --workload random:n=100000,seed=7 --policy bestfit
@@ -51,6 +55,7 @@ struct RunOptions {
   std::string capacity;
   std::string context;
   std::string granularity;
+  std::string device_profile;
   std::string on_oom = "stop";
   std::string csv;
   std::string json;
@@ -77,6 +82,8 @@ po::options_description run_options(RunOptions& options) {
       ("context", po::value(&options.context)->value_name("SIZE"), "memory the CUDA context takes before any allocation")
       ("granularity", po::value(&options.granularity)->value_name("SIZE"),
        "device allocations are charged whole pages of this size, e.g. 2MiB")
+      ("device-profile", po::value(&options.device_profile)->value_name("FILE"),
+       "the cost model of device calls, as `allocsim calibrate` measured it")
       ("on-oom", po::value(&options.on_oom)->value_name("stop|continue"),
        "stop: the tenant crashes at its first OOM (default); continue: count the OOM, skip the request")
       ("csv", po::value(&options.csv)->value_name("FILE"), "one CSV row per tenant (columns in README)")
@@ -95,6 +102,7 @@ DeviceSpec build_device(const RunOptions& options) {
   if (!options.capacity.empty()) device.capacity = parse_bytes(options.capacity);
   if (!options.context.empty()) device.context_overhead = parse_bytes(options.context);
   if (!options.granularity.empty()) device.granularity = parse_bytes(options.granularity);
+  if (!options.device_profile.empty()) device.cost = load_cost_profile(options.device_profile).cost;
   if (device.capacity == 0) throw Error("--capacity must be more than 0 bytes");
   if (device.granularity == 0) throw Error("--granularity must be at least 1 byte");
   return device;
@@ -234,8 +242,10 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     if (command == "devices") return devices_command(out);
     if (command == "help") return run_command(std::vector<std::string>{"--help"}, out);
     if (command == "run") return run_command(args.subspan(1), out);
+    if (command == "validate") return validate_command(args.subspan(1), out);
+    if (command == "calibrate") return calibrate_command(args.subspan(1), out);
     if (!command.empty() && command.front() != '-') {
-      throw Error("unknown command '" + command + "' (run, policies, workloads, devices, help)");
+      throw Error("unknown command '" + command + "' (run, policies, workloads, devices, validate, calibrate, help)");
     }
     if (args.empty()) {
       out << kUsage;
