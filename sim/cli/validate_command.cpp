@@ -38,9 +38,10 @@ Exit status: 0 when both replays ran (disagreements are results, in the table an
 )";
 
 std::string file_stem(const std::string& workload, const std::string& policy, const std::string& cap,
-                      const std::string& backend) {
+                      const std::string& segments, const std::string& backend) {
   std::string stem = workload + "__" + policy;
   if (!cap.empty()) stem += "__cap" + cap;
+  if (segments != "malloc") stem += "__" + segments;
   stem += "__" + backend;
   for (char& c : stem) {
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -116,7 +117,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   write_comparison_table(out, validation, rows);
 
   std::filesystem::create_directories(out_dir);
-  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, choice.backend);
+  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, segments, choice.backend);
   const std::string table = stem.string() + ".csv";
   const std::string calls = stem.string() + ".calls.csv";
   write_file_atomically(table, [&](std::ostream& file) { write_comparison_csv(file, validation, rows); });
