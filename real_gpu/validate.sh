@@ -24,6 +24,9 @@
 # When $OUT is set (the device tool), the results also go to $OUT/validation.tar.gz and
 # the summary to $OUT/summary.md.
 #
+# VALIDATE_BACKEND=host runs the same steps on allocsim's host stand-in (no GPU; the
+# PyTorch steps then fail for want of a GPU): a dry run of this script.
+#
 # A failing step is reported and the script goes on, so one run yields every check it can;
 # the exit status is 1 when any step failed, 2 when allocsim or a GPU is missing.
 set -uo pipefail
@@ -85,10 +88,11 @@ if [[ ! -x "$allocsim" ]]; then
 fi
 command -v nvidia-smi >/dev/null && nvidia-smi -L 2>&1 | tee -a "$log"
 python=python3
+backend="${VALIDATE_BACKEND:-cuda}"
 
 # 1. The cost profile, first: validate uses it.
 profile="$dir/device_profile.json"
-step calibrate 120 "$allocsim" calibrate --out "$profile"
+step calibrate 120 "$allocsim" calibrate --backend "$backend" --out "$profile"
 if [[ ! -f "$profile" ]]; then
   say "calibrate wrote no profile: stopping (is there a GPU? see the line above)"
   exit 2
@@ -102,18 +106,18 @@ step record_torch_settings 90 env PYTHONUNBUFFERED=1 "$python" real_gpu/record_t
 
 # 3. Every policy on CudaDevice against its simulation.
 for policy in bfc growth caching direct bestfit buddy jax; do
-  step "validate_$policy" 90 "$allocsim" validate --workload resnet50_b64 --policy "$policy" \
+  step "validate_$policy" 90 "$allocsim" validate --backend "$backend" --workload resnet50_b64 --policy "$policy" \
     --device-profile "$profile" --out "$dir"
 done
 for policy in caching bfc; do
-  step "validate_${policy}_cap" 90 "$allocsim" validate --workload resnet50_b256 --policy "$policy" --cap 16GiB \
+  step "validate_${policy}_cap" 90 "$allocsim" validate --backend "$backend" --workload resnet50_b256 --policy "$policy" --cap 16GiB \
     --device-profile "$profile" --out "$dir"
 done
-step validate_direct_vmm 90 "$allocsim" validate --workload resnet50_b64 --policy direct --segments vmm \
+step validate_direct_vmm 90 "$allocsim" validate --backend "$backend" --workload resnet50_b64 --policy direct --segments vmm \
   --device-profile "$profile" --out "$dir"
 
 # 4. The table.
-step summarize 120 "$python" real_gpu/summarize.py --allocsim "$allocsim" --dir "$dir"
+step summarize 120 "$python" real_gpu/summarize.py --allocsim "$allocsim" --dir "$dir" --backend "$backend"
 
 say "done in $((SECONDS - start))s; failed steps: ${failed[*]:-none}"
 if [[ -n "${OUT:-}" ]]; then
