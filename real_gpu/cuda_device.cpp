@@ -81,7 +81,10 @@ std::optional<Segment> CudaDevice::malloc(Bytes bytes) {
     return std::nullopt;
   }
   calls_.push_back({DeviceOp::malloc, bytes, ns});
-  if (options_.touch) api_.touch(*addr, asked);
+  if (options_.touch) {
+    api_.touch(*addr, asked);
+    api_.synchronize();  // so no later call's time includes this write
+  }
   return Segment{*addr, bytes};
 }
 
@@ -100,6 +103,7 @@ void CudaDevice::free(Segment segment) {
 void CudaDevice::copy(Addr dst, Addr src, Bytes bytes) {
   const auto start = std::chrono::steady_clock::now();
   api_.copy(dst, src, bytes);
+  api_.synchronize();  // a device-to-device cudaMemcpy returns before the copy is done
   const Nanos ns = since(start);
   elapsed_ += ns;
   calls_.push_back({DeviceOp::copy, bytes, ns});

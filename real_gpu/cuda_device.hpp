@@ -61,7 +61,6 @@ class CudaDevice final : public Device {
 
   const std::vector<DeviceCall>& calls() const { return calls_; }
   Bytes ballast() const { return ballast_charged_; }
-  DeviceApi& api() const { return api_; }
 
  private:
   DeviceApi& api_;
