@@ -5,6 +5,7 @@
 #include <bit>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "sim/error.hpp"
 
@@ -105,6 +106,7 @@ CachingPolicy::CachingPolicy(const Params& params, Device& device) : device_(dev
   const double fraction = params.number("fraction");
   if (fraction < 0 || fraction > 1) throw Error("policy caching: fraction must be between 0 and 1");
   if (fraction > 0) allowed_ = static_cast<Bytes>(fraction * static_cast<double>(device.capacity()));
+  expandable_ = params.boolean("expandable_segments");
   apply_conf(params.text("conf"));
 }
 
@@ -138,18 +140,24 @@ void CachingPolicy::apply_conf(std::string_view conf) {
     } else if (key == "backend" && value == "native") {
     } else if (key == "release_lock_on_cudamalloc" || key.starts_with("pinned_")) {
       // no effect on what a single-threaded replay allocates
-    } else if (key == "expandable_segments" && value == "False") {
+    } else if (key == "expandable_segments" && (value == "True" || value == "False")) {
+      expandable_ = value == "True";
     } else {
       throw Error("policy caching: conf " + key + ":" + std::string(value) +
                   " is not modelled (max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, "
-                  "garbage_collection_threshold, backend:native)");
+                  "garbage_collection_threshold, expandable_segments, backend:native)");
     }
   }
 }
 
 CachingPolicy::~CachingPolicy() {
+  for (const VirtualSegment& segment : virtual_segments_) {
+    for (const Addr page : segment.pages) {
+      if (page != 0) device_.free(Segment{page, segment.page});
+    }
+  }
   for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
-    if (blocks_[b].size != 0 && blocks_[b].prev == kNone) {  // the first block of a segment: free all of it
+    if (blocks_[b].size != 0 && blocks_[b].prev == kNone && !blocks_[b].expandable) {  // a segment's first block
       Bytes bytes = 0;
       for (std::uint32_t c = b; c != kNone; c = blocks_[c].next) bytes += blocks_[c].size;
       device_.free(Segment{blocks_[b].ptr, bytes});
@@ -163,7 +171,7 @@ void CachingPolicy::expect_allocations(std::size_t allocations) {
 
 CachingPolicy::Key CachingPolicy::key_of(std::uint32_t block) const {
   const CachedBlock& b = blocks_[block];
-  return Key{b.stream, b.size, b.ptr, block};
+  return Key{Key::order(b.stream, b.size), b.ptr, block};
 }
 
 void CachingPolicy::cache(std::uint32_t block) {
@@ -176,26 +184,39 @@ void CachingPolicy::uncache(std::uint32_t block) { pool_of(blocks_[block].small)
 
 std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes size) {
   ++pool.lookups;
-  const auto it = pool.blocks.lower_bound(Key{stream, size, 0, 0});
-  if (it == pool.blocks.end() || it->stream != stream) return kNone;
+  auto it = pool.blocks.lower_bound(Key{Key::order(stream, size), 0, 0});
+  if (it == pool.blocks.end() || it->stream() != stream) return kNone;
+  if (blocks_[it->block].expandable) {
+    // Best fit counts the unmapped space after a free expandable block as its own.
+    const auto expandable_size = [&](std::uint32_t b) {
+      const std::uint32_t next = blocks_[b].next;
+      return blocks_[b].size + (next != kNone && !blocks_[next].mapped ? blocks_[next].size : 0);
+    };
+    for (auto next = std::next(it); blocks_[it->block].expandable && next != pool.blocks.end() &&
+                                    next->stream() == stream && expandable_size(next->block) < expandable_size(it->block);
+         ++next) {
+      it = next;
+    }
+  }
   // The max_split_size rules judge only the block found; there is no further search.
-  if (size < max_split_size_ && it->size >= max_split_size_) return kNone;
-  if (size >= max_split_size_ && it->size >= size + max_non_split_rounding_) return kNone;
+  if (size < max_split_size_ && it->size() >= max_split_size_) return kNone;
+  if (size >= max_split_size_ && it->size() >= size + max_non_split_rounding_) return kNone;
   const std::uint32_t block = it->block;
   pool.blocks.erase(it);
   return block;
 }
 
-std::uint32_t CachingPolicy::alloc_block(Bytes alloc_size, bool small, Stream stream, bool is_retry) {
+std::uint32_t CachingPolicy::alloc_block(Bytes size, Bytes alloc_size, bool small, Stream stream, bool is_retry) {
   if (is_retry) ++num_alloc_retries_;
   if (allowed_ && reserved_ + alloc_size > *allowed_) return kNone;  // no driver call
+  if (expandable_) return try_allocate_expandable_block(pool_of(small), stream, size, small);
   const auto segment = device_.malloc(alloc_size);
   if (!segment) return kNone;
   ++num_device_alloc_;
   reserved_ += alloc_size;
   ++segments_;
   note_peaks();
-  return blocks_.add(CachedBlock{segment->addr, alloc_size, 0, kNone, kNone, stream, small, false, 0});
+  return blocks_.add(CachedBlock{segment->addr, alloc_size, 0, kNone, kNone, stream, small, false, true, false, 0});
 }
 
 void CachingPolicy::release_block(std::uint32_t block) {
@@ -215,8 +236,8 @@ void CachingPolicy::retire(std::uint32_t block) {
 bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, Bytes size) {
   if (max_split_size_ == kUnlimited) return false;
   const Bytes key_size = std::max(size, max_split_size_);
-  auto it = pool.blocks.lower_bound(Key{stream, key_size, 0, 0});
-  if (it != pool.blocks.end() && it->stream == stream) {
+  auto it = pool.blocks.lower_bound(Key{Key::order(stream, key_size), 0, 0});
+  if (it != pool.blocks.end() && it->stream() == stream && !blocks_[it->block].expandable) {
     release_block(it->block);  // one cached block large enough
     return true;
   }
@@ -226,9 +247,9 @@ bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, B
   Bytes released = 0;
   while (released < key_size && it != pool.blocks.begin()) {
     --it;
-    if (it->stream != stream || it->size < max_split_size_) break;
+    if (it->stream() != stream || it->size() < max_split_size_ || blocks_[it->block].expandable) break;
     victims.push_back(it->block);
-    released += it->size;
+    released += it->size();
   }
   for (const std::uint32_t block : victims) release_block(block);
   return released >= key_size;
@@ -237,10 +258,16 @@ bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, B
 void CachingPolicy::release_cached_blocks() {
   for (Pool* pool : {&large_, &small_}) {
     std::vector<std::uint32_t> whole;
+    std::vector<std::uint32_t> to_unmap;
     for (const Key& key : pool->blocks) {
-      if (unsplit(key.block)) whole.push_back(key.block);
+      if (blocks_[key.block].expandable) {
+        to_unmap.push_back(key.block);
+      } else if (unsplit(key.block)) {
+        whole.push_back(key.block);
+      }
     }
     for (const std::uint32_t block : whole) release_block(block);
+    for (const std::uint32_t block : to_unmap) unmap_block(block);
   }
 }
 
@@ -251,7 +278,7 @@ void CachingPolicy::garbage_collect_cached_blocks() {
   std::uint64_t total_age = 0;
   std::uint64_t count = 0;
   for (const Key& key : large_.blocks) {
-    if (!unsplit(key.block)) continue;
+    if (!unsplit(key.block) || blocks_[key.block].expandable) continue;
     total_age += large_.lookups - blocks_[key.block].gc_base;
     ++count;
   }
@@ -264,7 +291,7 @@ void CachingPolicy::garbage_collect_cached_blocks() {
     std::vector<std::uint32_t> old;
     for (const Key& key : large_.blocks) {
       const unsigned __int128 age = large_.lookups - blocks_[key.block].gc_base;
-      if (unsplit(key.block) && age * count >= total_age) old.push_back(key.block);
+      if (unsplit(key.block) && !blocks_[key.block].expandable && age * count >= total_age) old.push_back(key.block);
     }
     for (const std::uint32_t block : old) {  // the whole pass, even past the target
       total_age -= large_.lookups - blocks_[block].gc_base;
@@ -284,13 +311,13 @@ std::optional<Block> CachingPolicy::allocate(const Request& request) {
   std::uint32_t block = get_free_block(pool, request.stream, size);
   if (block == kNone) {
     if (allowed_ && gc_threshold_ > 0) garbage_collect_cached_blocks();
-    block = alloc_block(alloc_size, small, request.stream, false);
+    block = alloc_block(size, alloc_size, small, request.stream, false);
     if (block == kNone && release_available_cached_blocks(pool, request.stream, size)) {
-      block = alloc_block(alloc_size, small, request.stream, false);
+      block = alloc_block(size, alloc_size, small, request.stream, false);
     }
     if (block == kNone) {
       release_cached_blocks();
-      block = alloc_block(alloc_size, small, request.stream, true);
+      block = alloc_block(size, alloc_size, small, request.stream, true);
     }
     if (block == kNone) {
       ++num_ooms_;
@@ -298,10 +325,8 @@ std::optional<Block> CachingPolicy::allocate(const Request& request) {
     }
   }
   const Bytes rest = blocks_[block].size - size;
-  const bool split = small ? rest >= kMinBlockSize : size < max_split_size_ && rest > kSmallSize;
-  if (split) {
-    cache(split_after(blocks_, block, size, CachedBlock{0, 0, 0, kNone, kNone, request.stream, small, false, 0}));
-  }
+  const bool split = small || expandable_ ? rest >= kMinBlockSize : size < max_split_size_ && rest > kSmallSize;
+  if (split) cache(split_after(blocks_, block, size, blocks_[block]));
   CachedBlock& used = blocks_[block];
   used.allocated = true;
   used.requested = request.bytes;
@@ -329,17 +354,99 @@ void CachingPolicy::deallocate(const Block& block, Nanos) {
   blocks_[b].allocated = false;
   allocated_ -= blocks_[b].size;
   requested_ -= blocks_[b].requested;
-  // Previous first, then next, as free_block does.
-  if (const std::uint32_t prev = blocks_[b].prev; prev != kNone && !blocks_[prev].allocated) {
-    uncache(prev);
-    merge(prev, b);
-    b = prev;
+  cache(absorb_free_neighbours(b));
+}
+
+// Previous first, then next, as try_merge_blocks is called; mapped and unmapped space
+// never merge. Returns the merged block's handle.
+std::uint32_t CachingPolicy::absorb_free_neighbours(std::uint32_t block) {
+  const auto mergeable = [&](std::uint32_t other) {
+    return other != kNone && !blocks_[other].allocated && blocks_[other].mapped == blocks_[block].mapped;
+  };
+  if (const std::uint32_t prev = blocks_[block].prev; mergeable(prev)) {
+    forget(prev);
+    merge(prev, block);
+    block = prev;
   }
-  if (const std::uint32_t next = blocks_[b].next; next != kNone && !blocks_[next].allocated) {
-    uncache(next);
-    merge(b, next);
+  if (const std::uint32_t next = blocks_[block].next; mergeable(next)) {
+    forget(next);
+    merge(block, next);
   }
-  cache(b);
+  return block;
+}
+
+void CachingPolicy::forget(std::uint32_t block) {
+  if (blocks_[block].mapped) {
+    uncache(block);
+  } else {
+    pool_of(blocks_[block].small).unmapped.erase(unmapped_key_of(block));
+  }
+}
+
+CachingPolicy::UnmappedKey CachingPolicy::unmapped_key_of(std::uint32_t block) const {
+  return UnmappedKey{blocks_[block].ptr, block, blocks_[block].stream};
+}
+
+Addr CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated) {
+  const auto fail = [&](const std::string& why) -> Addr {
+    throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": " + why);
+  };
+  Bytes cursor = 0;
+  for (const HeldBlock& held : allocated) {
+    if (held.offset < cursor || held.size == 0 || held.offset + held.size > size) {
+      return fail("its blocks overlap or overrun it");
+    }
+    if (held.offset % kMinBlockSize != 0 || held.size % kMinBlockSize != 0) return fail("a block is not 512-B aligned");
+    cursor = held.offset + held.size;
+  }
+  const auto segment = device_.malloc(size);
+  if (!segment) return fail("the device has no room for it");
+  reserved_ += size;
+  ++segments_;
+  std::uint32_t rest =
+      blocks_.add(CachedBlock{segment->addr, size, 0, kNone, kNone, stream, small, false, true, false, 0});
+  for (const HeldBlock& held : allocated) {
+    std::uint32_t block = rest;
+    if (const Bytes before = held.offset - (blocks_[rest].ptr - segment->addr); before > 0) {
+      block = split_after(blocks_, rest, before, blocks_[rest]);
+      cache(rest);  // the gap before it stays free
+    }
+    rest = kNone;
+    if (blocks_[block].size > held.size) rest = split_after(blocks_, block, held.size, blocks_[block]);
+    CachedBlock& used = blocks_[block];
+    used.allocated = true;
+    used.requested = held.requested;
+    const std::size_t id = index_of(held.id);
+    if (id >= block_of_.size()) block_of_.resize(id + 1, kNone);
+    block_of_[id] = block;
+    allocated_ += used.size;
+    requested_ += held.requested;
+    if (rest == kNone) break;
+  }
+  if (rest != kNone) cache(rest);
+  note_peaks();
+  return segment->addr;
+}
+
+std::vector<CachingPolicy::SegmentLayout> CachingPolicy::layout() const {
+  std::vector<SegmentLayout> segments;
+  for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
+    if (blocks_[b].size == 0 || blocks_[b].prev != kNone) continue;  // unused, or not a segment's first
+    // An expandable segment shows as one segment per mapped range, as in PyTorch's snapshots.
+    std::optional<SegmentLayout> segment;
+    for (std::uint32_t c = b; c != kNone; c = blocks_[c].next) {
+      if (!blocks_[c].mapped) {
+        if (segment) segments.push_back(*std::exchange(segment, std::nullopt));
+        continue;
+      }
+      if (!segment) segment = SegmentLayout{blocks_[c].ptr, 0, blocks_[c].stream, blocks_[c].small, {}};
+      segment->blocks.push_back(LaidBlock{blocks_[c].ptr, blocks_[c].size, blocks_[c].allocated});
+      segment->size += blocks_[c].size;
+    }
+    if (segment) segments.push_back(std::move(*segment));
+  }
+  std::sort(segments.begin(), segments.end(), [](const auto& a, const auto& b) { return a.addr < b.addr; });
+  return segments;
 }
 
 void CachingPolicy::note_peaks() {
@@ -354,8 +461,12 @@ PolicyStats CachingPolicy::stats() const {
   Bytes releasable = 0;
   for (const Pool* pool : {&small_, &large_}) {
     for (const Key& key : pool->blocks) {
-      largest = std::max(largest, key.size);
-      if (unsplit(key.block)) releasable += key.size;
+      largest = std::max(largest, key.size());
+      if (blocks_[key.block].expandable) {
+        releasable += whole_free_pages(key.block);
+      } else if (unsplit(key.block)) {
+        releasable += key.size();
+      }
     }
   }
   return PolicyStats{.allocated = allocated_,
@@ -368,8 +479,8 @@ PolicyStats CachingPolicy::stats() const {
 std::vector<PolicyStat> CachingPolicy::extra_stats() const {
   Bytes inactive_split = 0;  // free blocks inside segments that are partly in use
   for (const Pool* pool : {&small_, &large_}) {
-    for (const Key& key : pool->blocks) {
-      if (!unsplit(key.block)) inactive_split += key.size;
+    for (const Key& key : pool->blocks) {  // expandable segments are left out, as PyTorch does
+      if (!unsplit(key.block) && !blocks_[key.block].expandable) inactive_split += key.size();
     }
   }
   // torch.cuda.memory_stats() keys. Without cross-stream frees, active equals allocated.
@@ -395,6 +506,7 @@ void CachingPolicy::check() const {
   Bytes reserved = 0;
   Bytes allocated = 0;
   std::size_t cached = 0;
+  std::size_t unmapped = 0;
   for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
     const CachedBlock& block = blocks_[b];
     if (block.size == 0) continue;  // an unused slot
@@ -403,15 +515,20 @@ void CachingPolicy::check() const {
       for (std::uint32_t c = b; c != kNone; c = blocks_[c].next) {
         if (blocks_[c].ptr != expected) fail("blocks do not tile their segment");
         if (blocks_[c].next != kNone && blocks_[blocks_[c].next].prev != c) fail("broken neighbour links");
-        if (!blocks_[c].allocated && blocks_[c].next != kNone && !blocks_[blocks_[c].next].allocated) {
+        const std::uint32_t next = blocks_[c].next;
+        if (!blocks_[c].allocated && next != kNone && !blocks_[next].allocated &&
+            blocks_[c].mapped == blocks_[next].mapped) {
           fail("two free neighbours left unmerged");
         }
         expected += blocks_[c].size;
-        reserved += blocks_[c].size;
+        if (blocks_[c].mapped) reserved += blocks_[c].size;
       }
     }
     if (block.allocated) {
       allocated += block.size;
+    } else if (!block.mapped) {
+      ++unmapped;
+      if (!pool_of_const(block.small).unmapped.contains(unmapped_key_of(b))) fail("unmapped space missing from its pool");
     } else {
       ++cached;
       if (!pool_of_const(block.small).blocks.contains(key_of(b))) fail("a free block missing from its pool");
@@ -420,6 +537,8 @@ void CachingPolicy::check() const {
   if (reserved != reserved_) fail("reserved bytes are off");
   if (allocated != allocated_) fail("allocated bytes are off");
   if (cached != small_.blocks.size() + large_.blocks.size()) fail("stale pool entries");
+  if (unmapped != small_.unmapped.size() + large_.unmapped.size()) fail("stale unmapped entries");
+  check_pages();
 }
 
 }  // namespace allocsim

@@ -11,17 +11,23 @@
 //   then every unsplit cached block, then retry once;
 // - set_per_process_memory_fraction caps reserved bytes; garbage_collection_threshold
 //   frees the oldest unsplit large blocks above that share of the cap.
-// Not modelled yet: expandable segments, cross-stream frees (recordStream events), CUDA
-// graph pools, the cudaMallocAsync backend.
+// - expandable_segments (the `expandable` policy): one address range per stream and pool,
+//   mapped in 2 MiB (small) or 20 MiB (large) pages as blocks need them; releasing unmaps
+//   the whole pages inside free blocks.
+// Not modelled yet: cross-stream frees (recordStream events), CUDA graph pools, the
+// cudaMallocAsync backend.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <memory_resource>
 #include <optional>
-#include <set>
+#include <string_view>
+#include <span>
 #include <string>
 #include <vector>
+
+#include <absl/container/btree_set.h>
 
 #include "policies/common/slots.hpp"
 #include "sim/device.hpp"
@@ -42,9 +48,9 @@ Bytes torch_round_size(Bytes size, const RoundupDivisions& divisions);
 // The segment a rounded size asks the device for: 2 MiB, 20 MiB or rounded to 2 MiB.
 Bytes torch_allocation_size(Bytes rounded);
 
-class CachingPolicy final : public Policy {
- public:
-  static constexpr std::array kParams{
+// The caching allocator's options; `expandable` differs only in expandable_segments' default.
+constexpr std::array<ParamInfo, 7> caching_params(std::string_view expandable_default) {
+  return {
       ParamInfo{"max_split_size", "unlimited", "max_split_size_mb: blocks this large are never split or given to "
                                                "smaller requests"},
       ParamInfo{"max_non_split_rounding", "20MiB", "max_non_split_rounding_mb: how much larger than an oversize "
@@ -55,9 +61,17 @@ class CachingPolicy final : public Policy {
                                      "blocks above t x the cap"},
       ParamInfo{"fraction", "0", "set_per_process_memory_fraction: cap reserved bytes at this share of total; "
                                  "0 = no cap"},
+      ParamInfo{"expandable_segments", expandable_default,
+                "one virtual segment per stream and pool, mapped in 2 MiB / 20 MiB pages on demand"},
       ParamInfo{"conf", "", "a PYTORCH_CUDA_ALLOC_CONF string with '+' (or a quoted ';') between entries, e.g. "
                             "max_split_size_mb:128+roundup_power2_divisions:4; applied after the keys above"},
   };
+}
+
+class CachingPolicy final : public Policy {
+ public:
+  static constexpr auto kParams = caching_params("false");
+  static constexpr auto kExpandableParams = caching_params("true");
 
   CachingPolicy(const Params& params, Device& device);
   ~CachingPolicy() override;
@@ -69,6 +83,33 @@ class CachingPolicy final : public Policy {
   void check() const override;
   std::vector<PolicyStat> extra_stats() const override;
   void expect_allocations(std::size_t allocations) override;
+
+  // For replaying a recording that began mid-run (allocsim replay-check): take a segment
+  // of `size` from the device and hold `allocated` in it where the real allocator held
+  // them; the gaps become cached free blocks. Returns the segment's address.
+  struct HeldBlock {
+    Bytes offset;  // from the segment's start
+    Bytes size;    // the block's size, rounded, with any unsplit slack
+    AllocId id;
+    Bytes requested;
+  };
+  Addr adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated);
+
+  // Every segment with its blocks in address order, as torch.cuda.memory_snapshot() lists them.
+  struct LaidBlock {
+    Addr addr;
+    Bytes size;
+    bool allocated;
+    friend bool operator==(const LaidBlock&, const LaidBlock&) = default;
+  };
+  struct SegmentLayout {
+    Addr addr;
+    Bytes size;
+    Stream stream;
+    bool small;
+    std::vector<LaidBlock> blocks;
+  };
+  std::vector<SegmentLayout> layout() const;
 
  private:
   static constexpr std::uint32_t kNone = kNoNeighbour;
@@ -82,23 +123,47 @@ class CachingPolicy final : public Policy {
     Stream stream;
     bool small;
     bool allocated;
+    bool mapped;      // backed by device memory; false only for unmapped expandable address space
+    bool expandable;  // part of an expandable segment's address range
     std::uint64_t gc_base;  // the pool's lookup count when it was cached
   };
+  // Pools order free blocks by (stream, size, address). The first two share one word
+  // (sizes stay below 2^48 bytes, 256 TiB), so a comparison is one 128-bit compare.
   struct Key {
-    Stream stream;
-    Bytes size;
+    std::uint64_t stream_size;
     Addr ptr;
     std::uint32_t block;
+    static constexpr Bytes kSizeMask = (Bytes{1} << 48) - 1;
+    static std::uint64_t order(Stream stream, Bytes size) {  // larger sizes only appear as lookup bounds
+      return std::uint64_t{stream} << 48 | std::min(size, kSizeMask);
+    }
+    Bytes size() const { return stream_size & kSizeMask; }
+    Stream stream() const { return static_cast<Stream>(stream_size >> 48); }
     friend bool operator<(const Key& a, const Key& b) {
-      if (a.stream != b.stream) return a.stream < b.stream;
-      if (a.size != b.size) return a.size < b.size;
-      return a.ptr < b.ptr;
+      return (static_cast<unsigned __int128>(a.stream_size) << 64 | a.ptr) <
+             (static_cast<unsigned __int128>(b.stream_size) << 64 | b.ptr);
     }
   };
+  struct UnmappedKey {  // expandable address space, found lowest address first
+    Addr ptr;
+    std::uint32_t block;
+    Stream stream;
+    friend bool operator<(const UnmappedKey& a, const UnmappedKey& b) {
+      return a.stream != b.stream ? a.stream < b.stream : a.ptr < b.ptr;
+    }
+  };
+  // B-trees: a best-fit lookup and an insert per allocation touch a few cache lines
+  // instead of a red-black tree's dozens of nodes.
   struct Pool {
-    explicit Pool(std::pmr::memory_resource* resource) : blocks(resource) {}
-    std::pmr::set<Key> blocks;
+    absl::btree_set<Key> blocks;  // free, mapped
+    absl::btree_set<UnmappedKey> unmapped;
     std::uint64_t lookups = 0;
+  };
+  // An expandable segment: address space for 1.125 x the device, mapped page by page.
+  struct VirtualSegment {
+    Addr base;
+    Bytes page;
+    std::vector<Addr> pages;  // each page's device allocation; 0 while unmapped
   };
 
   void apply_conf(std::string_view conf);
@@ -108,13 +173,24 @@ class CachingPolicy final : public Policy {
   void cache(std::uint32_t block);
   void uncache(std::uint32_t block);
   std::uint32_t get_free_block(Pool& pool, Stream stream, Bytes size);
-  std::uint32_t alloc_block(Bytes alloc_size, bool small, Stream stream, bool is_retry);
+  std::uint32_t alloc_block(Bytes size, Bytes alloc_size, bool small, Stream stream, bool is_retry);
   bool release_available_cached_blocks(Pool& pool, Stream stream, Bytes size);
   void release_cached_blocks();
   void release_block(std::uint32_t block);
   void garbage_collect_cached_blocks();
   void retire(std::uint32_t block);
   void merge(std::uint32_t left, std::uint32_t right);
+  std::uint32_t absorb_free_neighbours(std::uint32_t block);
+  void forget(std::uint32_t block);  // takes a free block out of whichever set holds it
+  UnmappedKey unmapped_key_of(std::uint32_t block) const;
+  // Expandable segments (caching_expandable.cpp), after PyTorch's functions of these names.
+  std::uint32_t try_allocate_expandable_block(Pool& pool, Stream stream, Bytes size, bool small);
+  std::uint32_t find_expandable_block(Pool& pool, Stream stream, Bytes size, bool small);
+  std::uint32_t map_block(std::uint32_t block, Bytes size);
+  void unmap_block(std::uint32_t block);
+  std::size_t virtual_segment_of(Addr ptr) const;  // the index of the segment holding ptr
+  Bytes whole_free_pages(std::uint32_t block) const;
+  void check_pages() const;
   bool unsplit(std::uint32_t block) const { return blocks_[block].prev == kNone && blocks_[block].next == kNone; }
   void note_peaks();
 
@@ -124,12 +200,14 @@ class CachingPolicy final : public Policy {
   RoundupDivisions divisions_{};
   double gc_threshold_;
   std::optional<Bytes> allowed_;  // the fraction's cap on reserved bytes
+  bool expandable_ = false;
 
-  std::pmr::unsynchronized_pool_resource tree_nodes_;
-  Pool small_{&tree_nodes_};
-  Pool large_{&tree_nodes_};
+  Pool small_;
+  Pool large_;
   Slots<CachedBlock> blocks_;
   std::vector<std::uint32_t> block_of_;  // by AllocId
+  std::vector<VirtualSegment> virtual_segments_;  // by base address
+  Addr next_virtual_ = Addr{1} << 56;  // far above any device address
 
   // memory_stats, "all" pools
   Bytes allocated_ = 0, reserved_ = 0, requested_ = 0;

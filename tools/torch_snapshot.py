@@ -43,6 +43,7 @@ RELEASE_ACTIONS = ("segment_free", "segment_unmap")
 # Keys each action must carry besides `action` and `time_us` (oom has device_free, not addr).
 REQUIRED_KEYS = {"oom": ("device_free", "size", "stream"), "snapshot": ()}
 ACTIVE_STATES = ("active_allocated", "active_pending_free")  # blocks that hold memory
+SMALL_SEGMENT = 2 << 20  # the small pool's segment size; large-pool segments are >= 10 MiB
 # What an old snapshot without `allocator_settings` ran with: PyTorch's defaults
 # (max_split_size -1 is SIZE_MAX, i.e. no limit, as _snapshot() reports it).
 DEFAULT_SETTINGS = {
@@ -173,8 +174,12 @@ def convert(snapshot, device=0):
             else:
                 body.append((time_ns, "release", None, None, None))
         if action in SEGMENT_ACTIONS:
+            # The row whose processing made it: the alloc that follows a segment_alloc/map,
+            # or the release row its burst became (a burst inside a failed malloc has none).
+            in_release = action in RELEASE_ACTIONS and body and body[-1][1] == "release" and not oom_next[index]
             segment_events.append({"action": action, "addr": addr, "size": int(entry["size"]),
-                                   "cuda_stream": entry["stream"], "time_ns": time_ns, "row": len(body)})
+                                   "cuda_stream": entry["stream"], "time_ns": time_ns, "row": len(body),
+                                   "during": len(body) - 1 if in_release else len(body)})
         elif action == "oom":
             ooms.append({"size": int(entry["size"]), "device_free": entry["device_free"],
                          "cuda_stream": entry["stream"], "time_ns": time_ns, "row": len(body)})
@@ -197,12 +202,18 @@ def convert(snapshot, device=0):
     shift = len(pre_freed) + len(pre_kept)
     for event in segment_events + ooms:
         event["before_event"] = event.pop("row") + shift
+    for event in segment_events:
+        event["during_event"] = event.pop("during") + shift
     streams = {}  # cuda stream -> dense number, in order of first appearance
     for row in rows:
         if row[1] == "alloc":
             streams.setdefault(row[4], len(streams))
     for event in segment_events + ooms:
         event["stream"] = streams.setdefault(event["cuda_stream"], len(streams))
+    end_segments = segments_at_snapshot(snapshot, device, streams)
+    preexisting = [{"addr": addr, "size": size, "stream": streams[stream],
+                    "block_size": end_block_sizes(end_segments).get(addr) if index >= len(pre_freed) else None}
+                   for index, (_, _, addr, size, stream) in enumerate(pre_freed + pre_kept)]
     if len(streams) > 1 << 16:
         raise SnapshotError(f"{len(streams)} streams; the trace's stream field has 16 bits")
     settings = snapshot.get("allocator_settings")
@@ -210,8 +221,52 @@ def convert(snapshot, device=0):
             "pre_freed": len(pre_freed), "pre_kept": len(pre_kept),
             "releases": sum(row[1] == "release" for row in rows),
             "segment_events": segment_events, "ooms": ooms, "peak": replay_peak(rows),
+            "preexisting": preexisting, "segments_at_end": end_segments,
+            "segments_at_start": segments_at_start(end_segments, segment_events),
             "settings": dict(settings) if isinstance(settings, dict) else dict(DEFAULT_SETTINGS),
             "settings_recorded": isinstance(settings, dict)}
+
+
+def segments_at_snapshot(snapshot, device, streams):
+    """The allocator's segments when the snapshot was taken, blocks in address order."""
+    segments = []
+    for segment in snapshot["segments"]:
+        if not isinstance(segment, dict) or segment.get("device", device) != device:
+            continue
+        blocks, addr = [], segment.get("address")
+        for block in segment.get("blocks", ()):
+            if not isinstance(block, dict) or not isinstance(block.get("size"), int):
+                raise SnapshotError(f"a block of the segment at {addr} lacks its size")
+            state = block.get("state")
+            blocks.append({"addr": block.get("address", addr + sum(b["size"] for b in blocks)),
+                           "size": block["size"], "allocated": state in ACTIVE_STATES})
+        if not isinstance(addr, int) or not isinstance(segment.get("total_size"), int):
+            raise SnapshotError("a segment lacks address or total_size")
+        segments.append({"addr": addr, "size": segment["total_size"],
+                         "stream": streams.setdefault(segment.get("stream", 0), len(streams)),
+                         "pool": segment.get("segment_type", "small" if segment["total_size"] == SMALL_SEGMENT else "large"),
+                         "expandable": bool(segment.get("is_expandable", False)), "blocks": blocks})
+    return sorted(segments, key=lambda segment: segment["addr"])
+
+
+def end_block_sizes(end_segments):
+    """addr -> block size of every block at snapshot time (rounded, with unsplit slack)."""
+    return {block["addr"]: block["size"] for segment in end_segments for block in segment["blocks"]}
+
+
+def segments_at_start(end_segments, segment_events):
+    """The segments that existed when recording began: those at the snapshot, with the
+    trace's segment_alloc/free undone from last to first (blocks are left to the replay)."""
+    alive = {segment["addr"]: {key: segment[key] for key in ("addr", "size", "stream", "pool", "expandable")}
+             for segment in end_segments}
+    for event in reversed(segment_events):
+        if event["action"] == "segment_alloc":
+            alive.pop(event["addr"], None)
+        elif event["action"] == "segment_free":
+            alive[event["addr"]] = {"addr": event["addr"], "size": event["size"], "stream": event["stream"],
+                                    "pool": "small" if event["size"] == SMALL_SEGMENT else "large",
+                                    "expandable": False}
+    return sorted(alive.values(), key=lambda segment: segment["addr"])
 
 
 def replay_peak(rows):
@@ -263,13 +318,19 @@ def render_csv(result, source, device):
 def render_settings(result, source, device):
     """The JSON sidecar a later replay-check needs: what the allocator was configured with,
     and where the real allocator reserved and released memory. `before_event` is the index
-    (0-based, over the CSV's event rows) of the first row after the segment event."""
+    (0-based, over the CSV's event rows) of the first row after the segment event;
+    `during_event` the row whose replay made it. `preexisting` describes the CSV's leading
+    rows (blocks allocated before the recording; `block_size` when the snapshot shows it),
+    `segments_at_start` the segments the recording began with, `segments_at_end` the
+    snapshot's own segments and blocks: what allocsim replay-check rebuilds and compares."""
     streams = [{"stream": ours, "cuda_stream": cuda} for cuda, ours in result["streams"].items()]
     return json.dumps({"source": source, "device": device, "events": len(result["rows"]),
                        "allocator_settings": result["settings"],
                        "allocator_settings_recorded": result["settings_recorded"],
                        "streams": streams, "segment_events": result["segment_events"],
-                       "ooms": result["ooms"]}, indent=1) + "\n"
+                       "ooms": result["ooms"], "preexisting": result["preexisting"],
+                       "segments_at_start": result["segments_at_start"],
+                       "segments_at_end": result["segments_at_end"]}, indent=1) + "\n"
 
 
 def write_atomically(path, text):

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/error.hpp"
@@ -45,13 +46,15 @@ std::string read_all(const fs::path& path) {
 
 }  // namespace
 
-Trace read_torch_snapshot(const fs::path& pickle) {
+ConvertedSnapshot convert_torch_snapshot(const fs::path& pickle) {
   const TemporaryFolder folder;
   const fs::path csv = folder.path / "trace.csv";
+  const fs::path sidecar = folder.path / "settings.json";
   const fs::path errors = folder.path / "errors.txt";
   const std::string script = std::string(ALLOCSIM_TOOLS_DIR) + "/torch_snapshot.py";
   // No shell: the path goes to python as one argument, whatever characters it holds.
-  std::vector<std::string> args{"python3", script, pickle.string(), "-o", csv.string()};
+  std::vector<std::string> args{"python3", script, pickle.string(), "-o", csv.string(), "--settings-out",
+                                sidecar.string()};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -75,7 +78,9 @@ Trace read_torch_snapshot(const fs::path& pickle) {
   std::ifstream in(csv, std::ios::binary);
   Trace trace = read_csv_trace(in, pickle.string() + " (converted)");  // errors name the pickle
   trace.info = TraceInfo{pickle.string(), "torch snapshot"};
-  return trace;
+  return ConvertedSnapshot{std::move(trace), read_all(sidecar)};
 }
+
+Trace read_torch_snapshot(const fs::path& pickle) { return convert_torch_snapshot(pickle).trace; }
 
 }  // namespace allocsim

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 #include "sim/trace.hpp"
 
@@ -11,5 +12,11 @@ namespace allocsim {
 
 // Throws Error with the converter's one-line reason when the file cannot be converted.
 Trace read_torch_snapshot(const std::filesystem::path& pickle);
+
+struct ConvertedSnapshot {
+  Trace trace;
+  std::string sidecar;  // the converter's JSON: settings, segments, segment events
+};
+ConvertedSnapshot convert_torch_snapshot(const std::filesystem::path& pickle);
 
 }  // namespace allocsim

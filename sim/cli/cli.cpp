@@ -10,6 +10,7 @@
 #include <boost/program_options.hpp>
 
 #include "policies/registry.hpp"
+#include "sim/cli/commands.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/cli/gpu_commands.hpp"
 #include "sim/cost_profile.hpp"
@@ -34,6 +35,7 @@ Usage:
   allocsim policies                                         every policy, what it models, its options
   allocsim workloads                                        every workload generator and the trace format
   allocsim devices                                          device presets for --device
+  allocsim replay-check FILE.pickle                         does `caching` reserve what PyTorch did?
   allocsim validate --workload SPEC --policy SPEC [--cap S] simulation and the GPU side by side (validate --help)
   allocsim calibrate [--out FILE]                           measure the GPU's allocation costs for --device-profile
 
@@ -242,10 +244,12 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     if (command == "devices") return devices_command(out);
     if (command == "help") return run_command(std::vector<std::string>{"--help"}, out);
     if (command == "run") return run_command(args.subspan(1), out);
+    if (command == "replay-check") return replay_check_command(args.subspan(1), out);
     if (command == "validate") return validate_command(args.subspan(1), out);
     if (command == "calibrate") return calibrate_command(args.subspan(1), out);
     if (!command.empty() && command.front() != '-') {
-      throw Error("unknown command '" + command + "' (run, policies, workloads, devices, validate, calibrate, help)");
+      throw Error("unknown command '" + command +
+                  "' (run, replay-check, policies, workloads, devices, validate, calibrate, help)");
     }
     if (args.empty()) {
       out << kUsage;

@@ -188,6 +188,28 @@ TEST_CASE("cli: a PyTorch snapshot is a workload; a bad pickle is one line and e
 namespace allocsim {
 namespace {
 
+TEST_CASE("cli: replay-check prints exact or the first divergence; bad input is exit 2", "[cli][replay-check]") {
+  const Outcome help = cli({"replay-check", "--help"});
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, Catch::Contains("Exit status: 0 exact, 1 diverged, 2 bad input"));
+  const Outcome none = cli({"replay-check"});
+  CHECK(none.status == 2);
+  CHECK(one_line(none.err));
+  // The tiny fixture records a block freed in the trace but no segment to hold it.
+  const Outcome tiny = cli({"replay-check", std::string(ALLOCSIM_TEST_DATA) + "/tiny.snapshot.pickle"});
+  CHECK(tiny.status == 2);
+  CHECK(one_line(tiny.err));
+  CHECK_THAT(tiny.err, Catch::Contains("lies in no recorded segment"));
+  const fs::path recorded = fs::path(ALLOCSIM_SHARED_TRACES) / "vae_decode_loop.snapshot.pickle";
+  if (!fs::exists(recorded)) return;
+  const Outcome run = cli({"replay-check", recorded.string()});
+  INFO(run.out << run.err);
+  CHECK(run.status == 0);
+  CHECK_THAT(run.out, Catch::Contains("segment events: 7 recorded, 7 simulated"));
+  CHECK_THAT(run.out, Catch::Contains("reserved peak: recorded 128 MiB (134217728 B), simulated 128 MiB (134217728 B)"));
+  CHECK_THAT(run.out, Catch::EndsWith("\nexact\n"));
+}
+
 TEST_CASE("README documents every output column", "[cli]") {
   std::ifstream in(ALLOCSIM_README);
   REQUIRE(in);

@@ -1,8 +1,12 @@
 // PyTorch's caching allocator worked by hand from the reference (allocators.md section 2).
+#include <array>
+
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
 #include "policies/caching.hpp"
+#include "sim/error.hpp"
+#include "sim/spec.hpp"
 
 namespace allocsim::test {
 namespace {
@@ -126,6 +130,58 @@ TEST_CASE("caching frees its cache and retries once before an OOM", "[caching]")
   harness.finish();
 }
 
+TEST_CASE("caching's OOM path: oversize cached blocks first, largest down, then every unsplit block and a retry",
+          "[caching]") {
+  Harness harness("caching:max_split_size=40MiB", plain_device(200_MiB));
+  const auto o1 = harness.alloc(60_MiB);
+  const auto o2 = harness.alloc(50_MiB);
+  const auto n = harness.alloc(30_MiB);
+  REQUIRE((o1 && o2 && n));
+  harness.free(*o1);
+  harness.free(*o2);
+  harness.free(*n);  // cached: 60 and 50 MiB oversize, 30 MiB not; 60 MiB left on the device
+  // 70 MiB: no cached block fits and the device cannot; free oversize blocks from the
+  // largest down until 70 MiB are freed (60, then 50), and the device call succeeds
+  // without a retry. The 30 MiB block stays cached.
+  const auto r = harness.alloc(70_MiB);
+  REQUIRE(r);
+  CHECK(extra(harness.policy(), "num_alloc_retries") == 0);
+  CHECK(extra(harness.policy(), "num_device_free") == 2);
+  CHECK(harness.policy().stats().reserved == 100_MiB);
+  CHECK(harness.policy().stats().releasable == 30_MiB);
+  // 120 MiB: no oversize block is cached; release every unsplit block (30 MiB), retry.
+  const auto big = harness.alloc(120_MiB);
+  REQUIRE(big);
+  CHECK(extra(harness.policy(), "num_alloc_retries") == 1);
+  CHECK(extra(harness.policy(), "num_device_free") == 3);
+  CHECK(harness.policy().stats().reserved == 190_MiB);
+  harness.finish();
+}
+
+TEST_CASE("caching rebuilds a recorded segment: blocks at their offsets, the gaps cached", "[caching]") {
+  SimDevice device(plain_device(64_MiB));
+  CachingPolicy policy(Params(parse_spec("caching"), CachingPolicy::kParams, "policy caching"), device);
+  policy.expect_allocations(3);
+  const std::array held{CachingPolicy::HeldBlock{512, 1024, AllocId{0}, 1000},
+                        CachingPolicy::HeldBlock{4096, 512, AllocId{1}, 100}};
+  const Addr base = policy.adopt_segment(2_MiB, 0, true, held);
+  using Laid = CachingPolicy::LaidBlock;
+  const auto blocks = [&] { return policy.layout().at(0).blocks; };
+  CHECK(blocks() == std::vector<Laid>{{base, 512, false}, {base + 512, 1024, true}, {base + 1536, 2560, false},
+                                      {base + 4096, 512, true}, {base + 4608, 2_MiB - 4608, false}});
+  CHECK(policy.stats().reserved == 2_MiB);
+  CHECK(policy.stats().allocated == 1536);
+  policy.check();
+  policy.deallocate(Block{base + 512, 1024, 1000, AllocId{0}, 0}, 1);  // merges with both free neighbours
+  CHECK(blocks() == std::vector<Laid>{{base, 4096, false}, {base + 4096, 512, true}, {base + 4608, 2_MiB - 4608, false}});
+  const auto reused = policy.allocate(Request{AllocId{2}, 4000, 0, 2});  // best fit: the 4096 B gap
+  REQUIRE(reused);
+  CHECK(reused->addr == base);
+  policy.check();
+  CHECK_THROWS_AS(policy.adopt_segment(2_MiB, 0, true, std::array{CachingPolicy::HeldBlock{100, 512, AllocId{2}, 1}}),
+                  Error);  // not 512-B aligned
+}
+
 TEST_CASE("caching's max_split_size keeps oversize blocks whole and away from small requests", "[caching]") {
   Harness harness("caching:max_split_size=64MiB", plain_device(512_MiB));
   const auto big = harness.alloc(100_MiB);
@@ -216,9 +272,70 @@ TEST_CASE("caching takes a PYTORCH_CUDA_ALLOC_CONF string, entries joined by '+'
   listed.finish();
 
   SimDevice device(plain_device(1_GiB));
-  CHECK_THROWS_WITH(make_policy("caching:conf=expandable_segments:True", device), Catch::Contains("not modelled"));
+  CHECK_THROWS_WITH(make_policy("caching:conf=expandable_segments:yes", device), Catch::Contains("not modelled"));
+  CHECK_THROWS_WITH(make_policy("caching:conf=backend:cudaMallocAsync", device), Catch::Contains("not modelled"));
   CHECK_THROWS_WITH(make_policy("caching:conf=max_split_size_mb:19", device), Catch::Contains("at least 20"));
   CHECK_THROWS_WITH(make_policy("caching:conf=max_split_size_mb", device), Catch::Contains("not key:value"));
+}
+
+TEST_CASE("expandable maps 20 MiB pages on demand and unmaps the whole pages of free blocks", "[caching][expandable]") {
+  // 160 MiB device: each pool may reserve 1.125 x 160 = 180 MiB of address space (9 pages).
+  Harness harness("expandable", plain_device(160_MiB));
+  Policy& policy = harness.policy();
+  const auto a = harness.alloc(5_MiB);  // maps page 0; the 15 MiB after a stays free, mapped
+  REQUIRE(a);
+  CHECK(policy.stats().reserved == 20_MiB);
+  CHECK(harness.device().stats().mallocs == 1);
+  // 30 MiB: no free block is that large, but the free 15 MiB after a plus the unmapped
+  // space after it is: map one more page (20 MiB) and merge it with those 15 MiB.
+  const auto b = harness.alloc(30_MiB);
+  REQUIRE(b);
+  CHECK(b->addr == a->addr + 5_MiB);
+  CHECK(policy.stats().reserved == 40_MiB);
+  CHECK(extra(policy, "num_device_alloc") == 2);
+  harness.free(*b);  // free: [5, 40) MiB
+  policy.release_cached();  // only page 1 ([20, 40)) lies wholly inside the free block
+  CHECK(policy.stats().reserved == 20_MiB);
+  CHECK(extra(policy, "num_device_free") == 1);
+  const auto& caching = dynamic_cast<const CachingPolicy&>(policy);
+  REQUIRE(caching.layout().size() == 1);
+  CHECK(caching.layout()[0].blocks ==
+        std::vector<CachingPolicy::LaidBlock>{{a->addr, 5_MiB, true}, {a->addr + 5_MiB, 15_MiB, false}});
+  harness.free(*a);
+  policy.release_cached();  // page 0 goes too; the address space is given up
+  CHECK(policy.stats().reserved == 0);
+  CHECK(extra(policy, "segment.all.current") == 0);
+  CHECK(harness.device().stats().frees == 2);
+  harness.finish();
+}
+
+TEST_CASE("expandable splits by the 512-byte rule in every pool", "[caching][expandable]") {
+  // 19.5 MiB: natively a 20 MiB segment and no split (1 MiB or less is left); expandable
+  // maps one 20 MiB page and splits the 512 KiB off.
+  Harness native("caching", plain_device(1_GiB));
+  CHECK(native.alloc(19_MiB + 512_KiB)->size == 20_MiB);
+  native.finish();
+  Harness expandable("expandable", plain_device(1_GiB));
+  CHECK(expandable.alloc(19_MiB + 512_KiB)->size == 19_MiB + 512_KiB);
+  const auto small = expandable.alloc(4096);  // the small pool maps 2 MiB pages
+  REQUIRE(small);
+  CHECK(expandable.policy().stats().reserved == 22_MiB);
+  expandable.finish();
+  Harness conf("caching:conf=expandable_segments:True", plain_device(1_GiB));
+  CHECK(conf.alloc(19_MiB + 512_KiB)->size == 19_MiB + 512_KiB);
+  conf.finish();
+}
+
+TEST_CASE("expandable fails when a page cannot be mapped, after releasing and retrying", "[caching][expandable]") {
+  Harness harness("expandable", plain_device(50_MiB));  // room for two 20 MiB pages
+  const auto a = harness.alloc(30_MiB);
+  REQUIRE(a);
+  CHECK(harness.policy().stats().reserved == 40_MiB);
+  CHECK_FALSE(harness.alloc(15_MiB));  // needs a third page: 10 MiB free on the device
+  CHECK(extra(harness.policy(), "num_alloc_retries") == 1);
+  CHECK(extra(harness.policy(), "num_ooms") == 1);
+  CHECK(harness.policy().stats().reserved == 40_MiB);  // the failed call mapped nothing
+  harness.finish();
 }
 
 }  // namespace

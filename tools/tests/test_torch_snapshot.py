@@ -159,6 +159,18 @@ class ConvertTest(unittest.TestCase):
                                   ("segment_free", 0x40000, 2097152, 1, 7),
                                   ("segment_free", 0x60000, 2097152, 1, 8)])
         self.assertEqual([(o["size"], o["before_event"]) for o in settings["ooms"]], [(1048576, 8)])
+        # The rows that made them: an alloc, the release row (twice), and none for the
+        # failed malloc's own release (8 is past the last row).
+        self.assertEqual([e["during_event"] for e in settings["segment_events"]], [2, 6, 6, 8])
+        self.assertEqual([(b["addr"], b["size"], b["stream"], b["block_size"]) for b in settings["preexisting"]],
+                         [(0x30000, 50, 0, None), (0x50000, 64, 1, 512)])
+        # At the start: the snapshot's segments with the trace's segment events undone.
+        self.assertEqual([(s["addr"], s["size"], s["stream"], s["pool"]) for s in settings["segments_at_start"]],
+                         [(0x40000, 2097152, 1, "small"), (0x50000, 2097152, 1, "small"),
+                          (0x60000, 2097152, 1, "small")])
+        self.assertEqual([[(b["addr"], b["size"], b["allocated"]) for b in s["blocks"]]
+                          for s in settings["segments_at_end"]],
+                         [[(0x10000, 512, True), (0x20000, 512, True)], [(0x50000, 512, True), (0x50200, 512, False)]])
 
     def test_recorded_settings_and_second_device(self):
         snapshot = dict(TINY, allocator_settings={"expandable_segments": True},
@@ -207,6 +219,8 @@ class SharedTracesTest(unittest.TestCase):
         self.assertIn("438 freed in it", text)  # as the traces README says
         self.assertTrue(settings["allocator_settings_recorded"])
         self.assertEqual(settings["segment_events"], [])  # every segment predates the trace
+        self.assertEqual(len(settings["segments_at_start"]), 377)
+        self.assertEqual(len(settings["preexisting"]), 664)
         self.assertGreater(peak, 6 << 30)
 
     def test_vae_decode_loop(self):

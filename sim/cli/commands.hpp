@@ -1,0 +1,13 @@
+// The subcommands that live in files of their own; run_cli dispatches to them.
+#pragma once
+
+#include <ostream>
+#include <span>
+#include <string>
+
+namespace allocsim {
+
+// Each takes the arguments after the subcommand's name and returns the exit status.
+int replay_check_command(std::span<const std::string> args, std::ostream& out);
+
+}  // namespace allocsim

@@ -1,0 +1,78 @@
+// What a PyTorch memory snapshot says about the allocator itself, beside the trace of
+// requests: its settings, the segments and blocks it held when the recording began and
+// when the snapshot was taken, and every segment it reserved or released in between.
+// allocsim replay-check rebuilds the start, replays the trace and compares the rest.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/trace.hpp"
+
+namespace allocsim {
+
+// torch.cuda.memory._snapshot()["allocator_settings"] (PyTorch's defaults when absent).
+struct TorchAllocatorSettings {
+  bool recorded = false;                // the snapshot carried them (newer PyTorch)
+  std::optional<Bytes> max_split_size;  // none: unlimited
+  double garbage_collection_threshold = 0;
+  bool expandable_segments = false;
+  // roundup_power2_divisions by interval start in MB (1, 2, 4, ...), as recorded.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> roundup_power2_divisions;
+  std::string conf;  // PYTORCH_CUDA_ALLOC_CONF as the program set it
+};
+
+struct RecordedBlock {
+  Addr addr;
+  Bytes size;  // the block's size: rounded, with any unsplit slack
+  bool allocated;
+};
+
+struct RecordedSegment {
+  Addr addr;
+  Bytes size;
+  Stream stream;  // renumbered as in the trace
+  bool small;     // the small pool's (2 MiB) or the large pool's
+  bool expandable;
+  std::vector<RecordedBlock> blocks;  // address order; empty for segments at the start
+};
+
+struct RecordedSegmentEvent {
+  enum class Action : std::uint8_t { alloc, free, map, unmap };
+  Action action;
+  Addr addr;
+  Bytes size;
+  Stream stream;
+  std::size_t during_event;  // the trace event whose replay made it
+};
+
+// A block allocated before the recording began: the trace's leading allocs, in order.
+struct PreexistingBlock {
+  Addr addr;
+  Bytes requested;
+  Stream stream;
+  std::optional<Bytes> block_size;  // known when it is still live at the snapshot
+};
+
+struct TorchRecording {
+  Trace trace;
+  TorchAllocatorSettings settings;
+  std::vector<PreexistingBlock> preexisting;  // trace.events[i] allocates preexisting[i]
+  std::vector<RecordedSegment> segments_at_start;
+  std::vector<RecordedSegment> segments_at_end;
+  std::vector<RecordedSegmentEvent> segment_events;
+};
+
+// Converts with tools/torch_snapshot.py (restricted unpickler); throws Error with its reason.
+TorchRecording read_torch_recording(const std::filesystem::path& pickle);
+
+// The converter's JSON sidecar, parsed; `trace` is left empty. Throws Error on bad JSON.
+TorchRecording parse_torch_sidecar(const std::string& json, const std::string& origin);
+
+std::string_view to_string(RecordedSegmentEvent::Action action);
+
+}  // namespace allocsim
