@@ -11,8 +11,9 @@ checks need no GPU, so this runs anywhere on recorded results.
 Checks (target in brackets):
   snapshot_replay      caching replay of each recorded snapshot (converted by tools/torch_snapshot.py,
                        `allocsim run --policy caching` with the run's settings) vs torch
-                       max_memory_reserved [exact]; and `allocsim replay-check FILE`, judged by its
-                       exit status, when this allocsim has that command
+                       max_memory_reserved [exact]; and, when this allocsim has it, the simulated
+                       reserved peak of `allocsim replay-check FILE` (which rebuilds the state the
+                       recording began in and compares every segment event) [exact]
   workload_allocated   allocsim's resnet50 workload vs torch max_memory_allocated [within 3%]
   workload_reserved    the same workload's reserved peak vs torch max_memory_reserved [reported]
   largest_batch        predicted vs measured largest batch under the memory fraction [equal]
@@ -25,6 +26,7 @@ import csv
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -92,10 +94,15 @@ def snapshot_rows(allocsim, record, replay_check):
                             f"allocsim run --policy {caching_spec(conf)}"))
         except (RuntimeError, subprocess.TimeoutExpired) as error:
             rows.append(row("snapshot_replay", case, "", measured, "exact", None, str(error)[:200]))
-        if replay_check:  # the lead's own check, judged by its exit status
+        if replay_check:  # segment by segment, from the state the recording began in
             result = run_allocsim(allocsim, ["replay-check", run["snapshot"]])
-            note = ((result.stdout + result.stderr).strip().splitlines() or [""])[-1][:200]
-            rows.append(row("snapshot_replay_check", case, "", measured, "exact", result.returncode == 0, note))
+            text = result.stdout + result.stderr
+            peak = re.search(r"simulated [^(]*\((\d+) B\)", text)
+            verdict = (text.strip().splitlines() or [""])[-1][:200]
+            simulated = int(peak.group(1)) if peak else ""
+            rows.append(row("snapshot_replay_check", case, simulated, measured, "exact",
+                            simulated == measured if peak else None,
+                            f"replay-check: {verdict} (exit {result.returncode})"))
     return rows
 
 
