@@ -8,7 +8,7 @@
 #      effect -> DIR/torch/
 #   3. allocsim validate: resnet50_b64 under each policy on CudaDevice, with the measured
 #      cost profile; resnet50_b256 under a 16 GiB cap (ballast) for the OOM event; direct
-#      on VMM pages -> DIR/*.csv, DIR/*.calls.csv
+#      and expandable on VMM pages -> DIR/*.csv, DIR/*.calls.csv
 #   4. real_gpu/summarize.py: the summary table -> DIR/summary.md, DIR/summary.csv
 #
 # Usage:
@@ -126,8 +126,11 @@ for policy in caching bfc; do
   step "validate_${policy}_cap" 90 "$allocsim" validate --backend "$backend" --workload resnet50_b256 --policy "$policy" --cap 16GiB \
     --device-profile "$profile" --out "$dir"
 done
-step validate_direct_vmm 90 "$allocsim" validate --backend "$backend" --workload resnet50_b64 --policy direct --segments vmm \
-  --device-profile "$profile" --out "$dir"
+# Page-mapped: every segment is cuMemCreate + cuMemMap (expandable maps 2/20 MiB pages).
+for policy in direct expandable; do
+  step "validate_${policy}_vmm" 90 "$allocsim" validate --backend "$backend" --workload resnet50_b64 --policy "$policy" \
+    --segments vmm --device-profile "$profile" --out "$dir"
+done
 
 # 4. The table.
 step summarize 90 "$python" real_gpu/summarize.py --allocsim "$allocsim" --dir "$dir" --backend "$backend"

@@ -67,7 +67,7 @@ TEST_CASE("validation: a hand-worked trace under direct, in simulation and on th
 }
 
 TEST_CASE("validation: reserved bytes are exactly the simulation's for bfc, caching and direct", "[real_gpu]") {
-  const std::string policy = GENERATE(as<std::string>{}, "bfc", "caching", "direct", "growth");
+  const std::string policy = GENERATE(as<std::string>{}, "bfc", "caching", "direct", "growth", "expandable");
   const int seed = GENERATE(1, 2, 3);
   const bool backed = GENERATE(false, true);
   INFO(policy << " seed " << seed << (backed ? " backed" : ""));
@@ -100,6 +100,23 @@ TEST_CASE("validation: reserved bytes are exactly the simulation's for bfc, cach
   CHECK(frees >= real.device_frees);  // the result is taken before the tenant's teardown frees
   CHECK(frees == mallocs);
   CHECK(api.live_allocations() == 0);
+}
+
+TEST_CASE("validation: page-mapped segments reserve what the simulation does", "[real_gpu]") {
+  const std::string policy = GENERATE(as<std::string>{}, "direct", "expandable");
+  INFO(policy);
+  HostDeviceApi api(card(true));
+  const auto trace = std::make_shared<const Trace>(load_workload("random:n=1500,min=256,max=3MiB,live=48MiB,seed=9"));
+  ValidationOptions options;
+  options.policy = policy;
+  options.device.source = SegmentSource::vmm;
+  const Validation validation = validate(api, trace, options);
+  const std::vector<Comparison> rows = compare(validation);
+  CHECK(row(rows, "peak_reserved_bytes").agrees());
+  CHECK(row(rows, "device_used_peak_bytes").agrees());
+  CHECK(api.counters().maps > 0);
+  CHECK(api.counters().mallocs == 0);
+  CHECK(api.counters().unmaps == api.counters().maps);
 }
 
 TEST_CASE("validation: an OOM under a cap happens at the same request on both sides", "[real_gpu]") {
