@@ -81,12 +81,17 @@ TEST_CASE("validation: reserved bytes are exactly the simulation's for bfc, cach
   if (!backed) {
     // The stand-in hands out increasing addresses like SimDevice: nothing may differ.
     require_exact_agreement(rows);
-  } else {
-    // Heap addresses come in any order, as cudaMalloc's may; what a policy reserves
-    // does not depend on where its segments lie, only on their sizes.
+  } else if (policy == "direct" || policy == "bfc" || policy == "expandable") {
+    // Heap addresses come in any order, as cudaMalloc's may. These policies never choose
+    // between segments by address, so where their segments lie cannot change what they reserve.
     CHECK(row(rows, "peak_reserved_bytes").agrees());
     CHECK(row(rows, "device_used_peak_bytes").agrees());
   }
+  // caching and growth break ties between equal free blocks by address, as PyTorch and
+  // TensorFlow do: with segments in another address order they may split other blocks and
+  // reserve differently (seen under AddressSanitizer's heap). On a GPU that is what
+  // `allocsim validate` measures; here the run must only be sound.
+  CHECK(validation.measured.tenants[0].peak_reserved >= validation.measured.tenants[0].peak_allocated);
   CHECK(row(rows, "peak_reserved_bytes").measured > 0);
   CHECK(validation.measured.tenants[0].events_replayed == trace->events.size());
   const TenantResult& real = validation.measured.tenants[0];
