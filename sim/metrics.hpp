@@ -26,6 +26,10 @@ struct Metric {
 
 std::span<const Metric> metrics();
 
+// Wall-clock figures (seconds and rates: replay_seconds, events_per_second) differ between
+// runs of the same inputs; outputs that must be reproducible (sweeps) leave them out.
+inline bool is_wall_clock(const Metric& metric) { return metric.unit == Unit::seconds || metric.unit == Unit::rate; }
+
 // Plain text for CSV: integers as digits, reals in shortest round-trip form, empty for none.
 std::string format_plain(const MetricValue& value);
 // For people: sizes in binary units, ratios in percent, times with their unit.

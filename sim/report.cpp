@@ -30,7 +30,15 @@ const PolicyStat* find_stat(const TenantResult& tenant, const std::string& name)
   return nullptr;
 }
 
-// RFC 4180: quote a field holding a comma, quote or line break.
+nlohmann::json to_json(const MetricValue& value) {
+  if (const auto* text = std::get_if<std::string>(&value)) return *text;
+  if (const auto* integer = std::get_if<std::uint64_t>(&value)) return *integer;
+  if (const auto* real = std::get_if<double>(&value)) return *real;
+  return nullptr;
+}
+
+}  // namespace
+
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
   std::string quoted = "\"";
@@ -40,15 +48,6 @@ std::string csv_field(const std::string& text) {
   }
   return quoted + '"';
 }
-
-nlohmann::json to_json(const MetricValue& value) {
-  if (const auto* text = std::get_if<std::string>(&value)) return *text;
-  if (const auto* integer = std::get_if<std::uint64_t>(&value)) return *integer;
-  if (const auto* real = std::get_if<double>(&value)) return *real;
-  return nullptr;
-}
-
-}  // namespace
 
 std::string describe_breakdown(const Breakdown& breakdown) {
   std::vector<std::pair<Bytes, Tag>> tags;

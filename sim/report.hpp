@@ -13,6 +13,9 @@ void write_table(std::ostream& out, const RunResult& run);
 // The header is always written, even for no runs; extra columns are the union of every
 // policy statistic, in order of first appearance, empty where a policy lacks one.
 void write_csv(std::ostream& out, std::span<const RunResult> runs);
+// One CSV cell (RFC 4180): quoted when it holds a comma, quote or line break.
+std::string csv_field(const std::string& text);
+
 void write_json(std::ostream& out, const RunResult& run);
 
 // "activation 2.50 GiB, weight 97.5 MiB; top layers: conv1 392 MiB, ..." (empty when the

@@ -12,6 +12,8 @@
 #include "policies/registry.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/atomic_file.hpp"
+#include "sim/cli/gpu_commands.hpp"
+#include "sim/cost_profile.hpp"
 #include "sim/device_presets.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
@@ -34,6 +36,10 @@ Usage:
   allocsim workloads                                        every workload generator and the trace format
   allocsim devices                                          device presets for --device
   allocsim replay-check FILE.pickle                         does `caching` reserve what PyTorch did?
+  allocsim sweep --workload SPECS --policy SPECS [lists]    the cross product of lists, one CSV (sweep --help)
+  allocsim maxbatch --workload MODEL --policy SPECS         the largest batch without OOM, per policy
+  allocsim validate --workload SPEC --policy SPEC [--cap S] simulation and the GPU side by side (validate --help)
+  allocsim calibrate [--out FILE]                           measure the GPU's allocation costs for --device-profile
 
 Examples:
   allocsim --workload random:n=100000,seed=7 --policy bestfit
@@ -53,6 +59,7 @@ struct RunOptions {
   std::string capacity;
   std::string context;
   std::string granularity;
+  std::string device_profile;
   std::string on_oom = "stop";
   std::string csv;
   std::string json;
@@ -79,6 +86,8 @@ po::options_description run_options(RunOptions& options) {
       ("context", po::value(&options.context)->value_name("SIZE"), "memory the CUDA context takes before any allocation")
       ("granularity", po::value(&options.granularity)->value_name("SIZE"),
        "device allocations are charged whole pages of this size, e.g. 2MiB")
+      ("device-profile", po::value(&options.device_profile)->value_name("FILE"),
+       "the cost model of device calls, as `allocsim calibrate` measured it")
       ("on-oom", po::value(&options.on_oom)->value_name("stop|continue"),
        "stop: the tenant crashes at its first OOM (default); continue: count the OOM, skip the request")
       ("csv", po::value(&options.csv)->value_name("FILE"), "one CSV row per tenant (columns in README)")
@@ -97,6 +106,7 @@ DeviceSpec build_device(const RunOptions& options) {
   if (!options.capacity.empty()) device.capacity = parse_bytes(options.capacity);
   if (!options.context.empty()) device.context_overhead = parse_bytes(options.context);
   if (!options.granularity.empty()) device.granularity = parse_bytes(options.granularity);
+  if (!options.device_profile.empty()) device.cost = load_cost_profile(options.device_profile).cost;
   if (device.capacity == 0) throw Error("--capacity must be more than 0 bytes");
   if (device.granularity == 0) throw Error("--granularity must be at least 1 byte");
   return device;
@@ -237,8 +247,13 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     if (command == "help") return run_command(std::vector<std::string>{"--help"}, out);
     if (command == "run") return run_command(args.subspan(1), out);
     if (command == "replay-check") return replay_check_command(args.subspan(1), out);
+    if (command == "sweep") return sweep_command(args.subspan(1), out, err);
+    if (command == "maxbatch") return maxbatch_command(args.subspan(1), out);
+    if (command == "validate") return validate_command(args.subspan(1), out);
+    if (command == "calibrate") return calibrate_command(args.subspan(1), out);
     if (!command.empty() && command.front() != '-') {
-      throw Error("unknown command '" + command + "' (run, replay-check, policies, workloads, devices, help)");
+      throw Error("unknown command '" + command +
+                  "' (run, replay-check, sweep, maxbatch, validate, calibrate, policies, workloads, devices, help)");
     }
     if (args.empty()) {
       out << kUsage;

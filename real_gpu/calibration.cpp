@@ -1,0 +1,161 @@
+#include "real_gpu/calibration.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Nanos since(Clock::time_point start) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  return static_cast<Nanos>(std::max<std::int64_t>(ns, 1));  // a zero would make bandwidth infinite
+}
+
+std::vector<Bytes> sizes_up_to(Bytes smallest, Bytes largest) {
+  std::vector<Bytes> sizes;
+  for (Bytes bytes = smallest; bytes <= largest; bytes *= 2) sizes.push_back(bytes);
+  return sizes;
+}
+
+void measure_malloc_free(DeviceApi& api, const std::vector<Bytes>& sizes, int repeats, CostProfile& profile) {
+  for (const Bytes bytes : sizes) {
+    for (int i = 0; i < repeats; ++i) {
+      api.synchronize();
+      auto start = Clock::now();
+      const auto addr = api.malloc(bytes);
+      const Nanos malloc_ns = since(start);
+      if (!addr) throw Error("calibrate: cudaMalloc of " + format_bytes(bytes) + " failed with memory free");
+      api.touch(*addr, bytes);
+      api.synchronize();
+      start = Clock::now();
+      api.free(*addr);
+      profile.samples.push_back({"malloc", bytes, malloc_ns});
+      profile.samples.push_back({"free", bytes, since(start)});
+    }
+  }
+}
+
+void measure_map_unmap(DeviceApi& api, const std::vector<Bytes>& sizes, int repeats, CostProfile& profile) {
+  for (const Bytes bytes : sizes) {
+    for (int i = 0; i < repeats; ++i) {
+      api.synchronize();
+      auto start = Clock::now();
+      const auto addr = api.map(bytes);
+      const Nanos map_ns = since(start);
+      if (!addr) throw Error("calibrate: mapping " + format_bytes(bytes) + " failed with memory free");
+      api.touch(*addr, bytes);
+      api.synchronize();
+      start = Clock::now();
+      api.unmap(*addr, bytes);
+      profile.samples.push_back({"map", bytes, map_ns});
+      profile.samples.push_back({"unmap", bytes, since(start)});
+    }
+  }
+}
+
+double measure_copy(DeviceApi& api, Bytes bytes, int repeats, CostProfile& profile) {
+  const auto a = api.malloc(bytes);
+  const auto b = api.malloc(bytes);
+  if (!a || !b) throw Error("calibrate: two buffers of " + format_bytes(bytes) + " for the copy do not fit");
+  api.touch(*a, bytes);
+  api.touch(*b, bytes);
+  api.copy(*b, *a, bytes);  // the first copy pays for setting up
+  api.synchronize();
+  Nanos total = 0;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = Clock::now();
+    api.copy(*b, *a, bytes);
+    api.synchronize();
+    const Nanos ns = since(start);
+    total += ns;
+    profile.samples.push_back({"copy", bytes, ns});
+  }
+  api.free(*a);
+  api.free(*b);
+  return static_cast<double>(bytes) * repeats / static_cast<double>(total);
+}
+
+}  // namespace
+
+LatencyFit fit_latency(std::span<const CostSample> samples, std::string_view op) {
+  std::map<Bytes, std::vector<Nanos>> by_size;
+  for (const CostSample& sample : samples) {
+    if (sample.op == op) by_size[sample.bytes].push_back(sample.ns);
+  }
+  if (by_size.empty()) return {};
+  std::vector<std::pair<double, double>> points;  // (bytes, median ns)
+  for (auto& [bytes, times] : by_size) {
+    std::sort(times.begin(), times.end());
+    const std::size_t n = times.size();
+    const double median = n % 2 == 1 ? static_cast<double>(times[n / 2])
+                                     : (static_cast<double>(times[n / 2 - 1]) + static_cast<double>(times[n / 2])) / 2;
+    points.emplace_back(static_cast<double>(bytes), median);
+  }
+  double mean_x = 0;
+  double mean_y = 0;
+  for (const auto& [x, y] : points) {
+    mean_x += x;
+    mean_y += y;
+  }
+  mean_x /= static_cast<double>(points.size());
+  mean_y /= static_cast<double>(points.size());
+  double covariance = 0;
+  double variance = 0;
+  for (const auto& [x, y] : points) {
+    covariance += (x - mean_x) * (y - mean_y);
+    variance += (x - mean_x) * (x - mean_x);
+  }
+  double slope = variance > 0 ? covariance / variance : 0;
+  if (slope < 0) slope = 0;  // bigger is never cheaper: the line is flat
+  double fixed = mean_y - slope * mean_x;
+  if (fixed < 0) {  // through the origin instead
+    double xy = 0;
+    double xx = 0;
+    for (const auto& [x, y] : points) {
+      xy += x * y;
+      xx += x * x;
+    }
+    fixed = 0;
+    slope = xx > 0 ? xy / xx : 0;
+  }
+  return {static_cast<Nanos>(std::llround(fixed)), slope};
+}
+
+CostProfile calibrate(DeviceApi& api, const CalibrationOptions& options) {
+  if (options.repeats < 1) throw Error("calibrate: --repeat must be 1 or more");
+  const MemInfo info = api.mem_get_info();
+  CostProfile profile;
+  profile.device = api.name();
+  profile.backend = api.backend();
+  profile.total_bytes = info.total;
+  profile.context_bytes = info.total - info.free;
+  profile.compute_capability = api.compute_capability();
+
+  const Bytes largest = std::min(options.max_bytes, info.free / 4);
+  if (largest < 2_MiB) throw Error("calibrate: less than 8 MiB free on " + api.name());
+  measure_malloc_free(api, sizes_up_to(512, largest), options.repeats, profile);
+  profile.map_granularity = api.map_granularity();
+  if (profile.map_granularity != 0 && profile.map_granularity <= largest) {
+    measure_map_unmap(api, sizes_up_to(profile.map_granularity, largest), options.repeats, profile);
+  }
+  const Bytes copy_bytes = std::max<Bytes>(align_down(std::min(options.copy_bytes, info.free / 8), 2_MiB), 2_MiB);
+  profile.cost.copy_bytes_per_ns = measure_copy(api, copy_bytes, options.repeats, profile);
+
+  const LatencyFit malloc_fit = fit_latency(profile.samples, "malloc");
+  const LatencyFit free_fit = fit_latency(profile.samples, "free");
+  profile.cost.malloc_fixed_ns = malloc_fit.fixed_ns;
+  profile.cost.malloc_ns_per_byte = malloc_fit.ns_per_byte;
+  profile.cost.free_fixed_ns = free_fit.fixed_ns;
+  profile.cost.free_ns_per_byte = free_fit.ns_per_byte;
+  profile.map = fit_latency(profile.samples, "map");
+  profile.unmap = fit_latency(profile.samples, "unmap");
+  return profile;
+}
+
+}  // namespace allocsim

@@ -1,0 +1,61 @@
+// Validation: one scenario replayed twice, in simulation and on a device (a GPU through
+// CudaDevice, or the host stand-in), and the two compared metric by metric. The
+// simulated device mirrors the real one at the moment the replay starts (capacity, what
+// is already in use, page granularity), so every difference is the model's.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "real_gpu/cuda_device.hpp"
+#include "sim/engine.hpp"
+
+namespace allocsim {
+
+struct ValidationOptions {
+  std::string policy;
+  CudaDeviceOptions device;
+  CostModel cost;  // the simulation's
+  OnOom on_oom = OnOom::stop;
+};
+
+struct Validation {
+  std::string workload;
+  std::string policy;
+  std::string backend;
+  DeviceSpec device;  // the simulated mirror of the real device
+  Bytes ballast = 0;
+  RunResult simulated;
+  RunResult measured;
+  std::vector<DeviceCall> calls;  // the measured run's device calls, in order
+};
+
+// Throws Error on bad input (an unknown policy) and on device failures other than OOM.
+Validation validate(DeviceApi& api, std::shared_ptr<const Trace> trace, const ValidationOptions& options);
+
+enum class Target : std::uint8_t {
+  exact,  // the model claims the same number
+  ratio,  // a cost: measured / simulated is reported
+};
+
+struct Comparison {
+  std::string metric;
+  Target target;
+  std::optional<double> simulated;  // nullopt: no value (no OOM happened)
+  std::optional<double> measured;
+
+  bool agrees() const;  // exact: equal (both absent counts); ratio: always
+};
+
+std::vector<Comparison> compare(const Validation& validation);
+
+void write_comparison_table(std::ostream& out, const Validation& validation, std::span<const Comparison> rows);
+// One row per metric: workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,agrees
+void write_comparison_csv(std::ostream& out, const Validation& validation, std::span<const Comparison> rows);
+// One row per measured device call: index,op,bytes,measured_ns,simulated_ns
+void write_calls_csv(std::ostream& out, const Validation& validation);
+
+}  // namespace allocsim
