@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate the canonical CSVs in results/ (deterministic: the same bytes on every
-# machine and for any thread count). Builds allocsim first if needed. ~10 s on 2 cores.
+# machine and for any thread count). Builds allocsim first if needed. ~50 s on 2 cores.
 #   results/regenerate.sh            # all of them
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"

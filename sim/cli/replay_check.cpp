@@ -35,6 +35,9 @@ class LoggingDevice final : public Device {
   Bytes used() const override { return inner_.used(); }
   Bytes granularity() const override { return inner_.granularity(); }
   Nanos elapsed() const override { return inner_.elapsed(); }
+  Addr reserve_addresses(Bytes bytes) override { return inner_.reserve_addresses(bytes); }
+  void map(Bytes bytes) override { inner_.map(bytes); }
+  void unmap(Bytes bytes) override { inner_.unmap(bytes); }
   int compute_capability() const override { return inner_.compute_capability(); }
 
   bool logging = false;
