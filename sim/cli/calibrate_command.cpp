@@ -7,6 +7,7 @@
 #include "real_gpu/calibration.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/cli/gpu_commands.hpp"
+#include "sim/cli/parse_options.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -30,10 +31,7 @@ int calibrate_command(std::span<const std::string> args, std::ostream& out, cons
       ("copy-size", po::value(&copy_size)->value_name("SIZE"), "bytes per timed copy (default 1GiB)")
       ("repeat", po::value(&options.repeats)->value_name("N"), "timings per size (default 5)")
       ("host-memory", po::value(&host_memory)->value_name("SIZE"), "the host stand-in's total memory (default 80GiB)");
-  po::variables_map values;
-  po::store(po::command_line_parser(std::vector<std::string>(args.begin(), args.end())).options(description).run(),
-            values);
-  po::notify(values);
+  const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
     out << "allocsim calibrate: time cudaMalloc/cudaFree against size, VMM map/unmap and device copies, and\n"
            "write a device profile for --device-profile.\n\nUsage:\n  allocsim calibrate [--out FILE] [options]\n\n"

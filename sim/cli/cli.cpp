@@ -10,9 +10,10 @@
 #include <boost/program_options.hpp>
 
 #include "policies/registry.hpp"
-#include "sim/cli/commands.hpp"
 #include "sim/atomic_file.hpp"
+#include "sim/cli/commands.hpp"
 #include "sim/cli/gpu_commands.hpp"
+#include "sim/cli/parse_options.hpp"
 #include "sim/cost_profile.hpp"
 #include "sim/device_presets.hpp"
 #include "sim/engine.hpp"
@@ -133,10 +134,7 @@ std::vector<std::pair<std::string, std::string>> tenant_specs(const RunOptions& 
 int run_command(std::span<const std::string> args, std::ostream& out) {
   RunOptions options;
   const po::options_description description = run_options(options);
-  po::variables_map values;
-  po::store(po::command_line_parser(std::vector<std::string>(args.begin(), args.end())).options(description).run(),
-            values);
-  po::notify(values);
+  const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
     out << kUsage << '\n' << description << '\n';
     return 0;

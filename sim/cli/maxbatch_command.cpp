@@ -12,6 +12,7 @@
 #include "sim/atomic_file.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/maxbatch.hpp"
+#include "sim/cli/parse_options.hpp"
 #include "sim/cli/sweep_grid.hpp"
 #include "sim/cli/sweep_run.hpp"
 #include "sim/device_presets.hpp"
@@ -125,10 +126,7 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
       ("accumulation", po::value(&o.accumulation)->value_name("N"), "micro-batches per step for the accumulation line (default 4)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "also a CSV row per device, policy and variant (written whole)")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)");
-  po::variables_map values;
-  po::store(po::command_line_parser(std::vector<std::string>(args.begin(), args.end())).options(description).run(),
-            values);
-  po::notify(values);
+  const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
     out << kMaxBatchUsage << '\n' << description << '\n';
     return 0;

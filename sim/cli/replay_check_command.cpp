@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/parse_options.hpp"
 #include "sim/cli/replay_check.hpp"
 #include "sim/error.hpp"
 
@@ -47,13 +48,7 @@ int replay_check_command(std::span<const std::string> args, std::ostream& out) {
   all.add(description).add(hidden);
   po::positional_options_description positional;
   positional.add("file", 1);
-  po::variables_map values;
-  po::store(po::command_line_parser(std::vector<std::string>(args.begin(), args.end()))
-                .options(all)
-                .positional(positional)
-                .run(),
-            values);
-  po::notify(values);
+  const po::variables_map values = parse_options(args, all, positional);
   if (values.count("help")) {
     out << kReplayCheckUsage << '\n' << description << '\n';
     return 0;

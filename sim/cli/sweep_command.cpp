@@ -11,6 +11,7 @@
 
 #include "sim/atomic_file.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/parse_options.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/cli/ranks.hpp"
 #include "sim/cli/sweep_grid.hpp"
@@ -92,10 +93,7 @@ po::options_description sweep_options(SweepCliOptions& o) {
 int sweep_command(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   SweepCliOptions options;
   const po::options_description description = sweep_options(options);
-  po::variables_map values;
-  po::store(po::command_line_parser(std::vector<std::string>(args.begin(), args.end())).options(description).run(),
-            values);
-  po::notify(values);
+  const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
     out << kSweepUsage << (mpi_built() ? "This build runs under mpirun (Boost.MPI).\n"
                                        : "This build has no MPI (install Boost.MPI and Open MPI, then rebuild).\n")

@@ -8,6 +8,7 @@
 #include "real_gpu/validation.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/cli/gpu_commands.hpp"
+#include "sim/cli/parse_options.hpp"
 #include "sim/cost_profile.hpp"
 #include "sim/error.hpp"
 #include "workloads/catalogue.hpp"
@@ -82,10 +83,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
       ("on-oom", po::value(&on_oom)->value_name("stop|continue"), "as for run (default stop)")
       ("out", po::value(&out_dir)->value_name("DIR"), "where the CSV files go (default results/validation)")
       ("host-memory", po::value(&host_memory)->value_name("SIZE"), "the host stand-in's total memory (default 80GiB)");
-  po::variables_map values;
-  po::store(po::command_line_parser(std::vector<std::string>(args.begin(), args.end())).options(description).run(),
-            values);
-  po::notify(values);
+  const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
     out << kValidateUsage << '\n' << description << '\n';
     return 0;

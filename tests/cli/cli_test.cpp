@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli_driver.hpp"
 #include "policies/registry.hpp"
 #include "sim/cli/cli.hpp"
 #include "sim/metrics.hpp"
@@ -16,39 +17,10 @@ namespace allocsim {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-Outcome cli(std::vector<std::string> args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int status = run_cli(args, out, err);
-  return {status, out.str(), err.str()};
-}
-
-class TempDir {
- public:
-  TempDir() : path_(fs::temp_directory_path() / ("allocsim-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name, const std::string& text = "") const {
-    const fs::path path = path_ / name;
-    if (!text.empty()) std::ofstream(path) << text;
-    return path.string();
-  }
-  std::size_t entries() const { return static_cast<std::size_t>(std::distance(fs::directory_iterator(path_), {})); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
-
-bool one_line(const std::string& text) { return !text.empty() && text.find('\n') == text.size() - 1; }
+using test::cli;
+using test::Outcome;
+using test::one_line;
+using test::TempDir;
 
 TEST_CASE("cli: help teaches, listings name everything in the registries", "[cli]") {
   const Outcome help = cli({"--help"});

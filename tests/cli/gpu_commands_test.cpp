@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "cli_driver.hpp"
 #include "real_gpu/cuda_api.hpp"
 #include "real_gpu/host_api.hpp"
 #include "sim/cli/cli.hpp"
@@ -19,43 +20,16 @@ namespace allocsim {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-Outcome cli(std::vector<std::string> args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int status = run_cli(args, out, err);
-  return {status, out.str(), err.str()};
-}
-
-struct Folder {
-  Folder() : path(fs::temp_directory_path() / ("allocsim-gpu-test-" + std::to_string(::getpid()) + "-" +
-                                               std::to_string(counter++))) {
-    fs::create_directories(path);
-  }
-  ~Folder() { fs::remove_all(path); }
-  static inline int counter = 0;
-  fs::path path;
-};
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-bool one_line(const std::string& text) { return !text.empty() && text.find('\n') == text.size() - 1; }
+using test::cli;
+using test::Outcome;
+using test::one_line;
+using test::read_file;
+using test::TempDir;
 
 constexpr const char* kSmall = "random:n=400,max=3MiB,live=32MiB,seed=5";
 
 TEST_CASE("cli validate --backend host: the table on stdout, the comparison and the calls as CSV", "[cli][real_gpu]") {
-  Folder folder;
+  TempDir folder;
   const Outcome run = cli({"validate", "--workload", kSmall, "--policy", "caching", "--backend", "host", "--cap",
                            "4GiB", "--out", folder.path.string()});
   INFO(run.err);
@@ -63,8 +37,8 @@ TEST_CASE("cli validate --backend host: the table on stdout, the comparison and 
   CHECK_THAT(run.out, Catch::Contains("peak_reserved_bytes") && Catch::Contains("device_used_peak_bytes") &&
                           Catch::Contains("ballast") && Catch::Contains("exact metrics agree"));
   const std::string stem = "random_n_400_max_3MiB_live_32MiB_seed_5__caching__cap4GiB__host";
-  const std::string table = read(folder.path / (stem + ".csv"));
-  const std::string calls = read(folder.path / (stem + ".calls.csv"));
+  const std::string table = read_file(folder.path / (stem + ".csv"));
+  const std::string calls = read_file(folder.path / (stem + ".calls.csv"));
   CHECK_THAT(table, Catch::StartsWith("workload,policy,backend,"));
   CHECK_THAT(table, Catch::Contains(",peak_reserved_bytes,exact,"));
   CHECK_THAT(table, Catch::Contains(",4294967296,"));  // the capped capacity
@@ -117,7 +91,7 @@ TEST_CASE("cli validate without a GPU: one line that says what is missing, exit 
 
 TEST_CASE("cli calibrate --backend host writes a profile that run --device-profile prices calls with",
           "[cli][real_gpu]") {
-  Folder folder;
+  TempDir folder;
   const std::string profile = (folder.path / "host.json").string();
   const Outcome calibrate = cli({"calibrate", "--backend", "host", "--host-memory", "1GiB", "--max-size", "8MiB",
                                  "--copy-size", "4MiB", "--repeat", "2", "--out", profile});
@@ -141,7 +115,7 @@ TEST_CASE("cli calibrate --backend host writes a profile that run --device-profi
                            "--json", json_path});
   INFO(run.err);
   REQUIRE(run.status == 0);
-  const auto result = nlohmann::json::parse(read(json_path));
+  const auto result = nlohmann::json::parse(read_file(json_path));
   const auto& tenant = result.at("tenants").at(0);
   const std::uint64_t mallocs = tenant.at("device_mallocs").get<std::uint64_t>();
   const std::uint64_t frees = tenant.at("device_frees").get<std::uint64_t>();

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "cli_driver.hpp"
 #include "policies/registry.hpp"
 #include "sim/cli/cli.hpp"
 #include "sim/cli/sweep_grid.hpp"
@@ -20,23 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using Ints = std::vector<std::int64_t>;
-
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-Outcome cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int status = run_cli(args, out, err);
-  return {status, out.str(), err.str()};
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using test::cli;
+using test::Outcome;
+using test::read_file;
+using test::TempDir;
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -44,14 +32,6 @@ std::vector<std::string> lines(const std::string& text) {
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;
 }
-
-struct Folder {
-  fs::path path = fs::temp_directory_path() / ("allocsim-sweep-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  Folder() { fs::create_directories(path); }
-  ~Folder() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  static inline int counter = 0;
-};
 
 TEST_CASE("sweep: ranges double or step, lists sort and merge", "[sweep]") {
   CHECK(parse_int_list("1:1024", "x") == Ints{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
@@ -161,14 +141,14 @@ std::vector<std::string> with(std::vector<std::string> args, std::initializer_li
 }
 
 TEST_CASE("sweep: one tidy CSV, the same bytes for 1 and 2 threads", "[sweep]") {
-  const Folder folder;
+  const TempDir folder;
   const Outcome one = cli(with(kSweep, {"--threads", "1", "--csv", folder.file("one.csv")}));
   REQUIRE(one.status == 0);
   CHECK_THAT(one.out, Catch::Contains("sweep: 224 points (224 run, 0 kept"));
   const Outcome two = cli(with(kSweep, {"--threads", "2", "--csv", folder.file("two.csv")}));
   REQUIRE(two.status == 0);
-  const std::string csv = slurp(folder.file("one.csv"));
-  CHECK(csv == slurp(folder.file("two.csv")));
+  const std::string csv = read_file(folder.file("one.csv"));
+  CHECK(csv == read_file(folder.file("two.csv")));
   CHECK(fs::directory_iterator(folder.path) != fs::directory_iterator());  // no temporary left
   for (const auto& entry : fs::directory_iterator(folder.path)) CHECK(entry.path().extension() == ".csv");
 
@@ -188,7 +168,7 @@ TEST_CASE("sweep: one tidy CSV, the same bytes for 1 and 2 threads", "[sweep]") 
   // A row is `allocsim run --csv`'s row for the same point, less the wall-clock cells.
   const std::string run_csv = folder.file("run.csv");
   REQUIRE(cli({"run", "--workload", "seed_cnn_dw_amp_b16", "--policy", "caching", "--capacity", "1GiB", "--csv", run_csv}).status == 0);
-  const std::string run_row = lines(slurp(run_csv)).at(1);
+  const std::string run_row = lines(read_file(run_csv)).at(1);
   std::string sweep_row;
   for (const std::string& row : rows) {
     if (row.find(",seed_cnn_dw_amp_b16,caching,sim,1073741824,") != std::string::npos) sweep_row = row;
@@ -220,10 +200,10 @@ TEST_CASE("sweep: one tidy CSV, the same bytes for 1 and 2 threads", "[sweep]") 
 }
 
 TEST_CASE("sweep: --resume after a cut CSV runs only what is missing", "[sweep]") {
-  const Folder folder;
+  const TempDir folder;
   const std::string full = folder.file("full.csv");
   REQUIRE(cli(with(kSweep, {"--csv", full})).status == 0);
-  const std::string expected = slurp(full);
+  const std::string expected = read_file(full);
   const std::string cut = folder.file("cut.csv");
   const auto keep = [&](std::size_t rows, std::size_t extra_chars) {
     std::size_t at = 0;
@@ -234,27 +214,27 @@ TEST_CASE("sweep: --resume after a cut CSV runs only what is missing", "[sweep]"
   const Outcome resumed = cli(with(kSweep, {"--csv", cut, "--resume", "--threads", "2"}));
   REQUIRE(resumed.status == 0);
   CHECK_THAT(resumed.out, Catch::Contains("224 points (124 run, 100 kept from the CSV)"));
-  CHECK(slurp(cut) == expected);
+  CHECK(read_file(cut) == expected);
   // Resuming a finished sweep runs nothing; a missing file runs everything.
   CHECK_THAT(cli(with(kSweep, {"--csv", cut, "--resume"})).out, Catch::Contains("(0 run, 224 kept"));
   CHECK_THAT(cli(with(kSweep, {"--csv", folder.file("new.csv"), "--resume"})).out, Catch::Contains("(224 run, 0 kept"));
   // Only the header: nothing kept.
   keep(0, 0);
   CHECK_THAT(cli(with(kSweep, {"--csv", cut, "--resume"})).out, Catch::Contains("(224 run, 0 kept"));
-  CHECK(slurp(cut) == expected);
+  CHECK(read_file(cut) == expected);
   // Another sweep's file is refused, and left as it was.
   keep(10, 0);
-  const std::string before = slurp(cut);
+  const std::string before = read_file(cut);
   const Outcome other = cli({"sweep", "--workload", "seed_cnn", "--batch", "1:64", "--policy", "direct", "--csv", cut,
                              "--resume", "--quiet"});
   CHECK(other.status == 2);
   CHECK_THAT(other.err, Catch::Contains("not the same point"));
-  CHECK(slurp(cut) == before);
+  CHECK(read_file(cut) == before);
   CHECK(cli({"sweep", "--workload", "seed_cnn", "--policy", "direct", "--resume"}).status == 2);  // no --csv
 }
 
 TEST_CASE("sweep: co-tenants give a row each per point; bad input exits 2 without a file", "[sweep]") {
-  const Folder folder;
+  const TempDir folder;
   const Outcome shared = cli({"sweep", "--workload", "random:n=2000,live=4GiB", "--policy", "bfc,growth", "--tenant",
                               "random:n=2,min=2560MiB,max=2560MiB@growth", "--capacity", "16GiB", "--quiet"});
   REQUIRE(shared.status == 0);
@@ -282,7 +262,7 @@ TEST_CASE("sweep: co-tenants give a row each per point; bad input exits 2 withou
   // README documents the parameter columns, in their order.
   std::string documented;
   for (const std::string& column : sweep_columns()) documented += (documented.empty() ? "" : ", ") + column;
-  CHECK_THAT(slurp(ALLOCSIM_README), Catch::Contains("`" + documented + "`"));
+  CHECK_THAT(read_file(ALLOCSIM_README), Catch::Contains("`" + documented + "`"));
 }
 
 }  // namespace
