@@ -157,7 +157,7 @@ CachingPolicy::~CachingPolicy() {
     }
   }
   for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
-    if (blocks_[b].size != 0 && blocks_[b].prev == kNone && !blocks_[b].expandable) {  // a segment's first block
+    if (blocks_[b].size != 0 && blocks_[b].prev == kNone && !expandable_) {  // a segment's first block
       Bytes bytes = 0;
       for (std::uint32_t c = b; c != kNone; c = blocks_[c].next) bytes += blocks_[c].size;
       device_.free(Segment{blocks_[b].ptr, bytes});
@@ -186,14 +186,14 @@ std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes siz
   ++pool.lookups;
   auto it = pool.blocks.lower_bound(Key{Key::order(stream, size), 0, 0});
   if (it == pool.blocks.end() || it->stream() != stream) return kNone;
-  if (blocks_[it->block].expandable) {
+  if (expandable_) {
     // Best fit counts the unmapped space after a free expandable block as its own.
     const auto expandable_size = [&](std::uint32_t b) {
       const std::uint32_t next = blocks_[b].next;
       return blocks_[b].size + (next != kNone && !blocks_[next].mapped ? blocks_[next].size : 0);
     };
-    for (auto next = std::next(it); blocks_[it->block].expandable && next != pool.blocks.end() &&
-                                    next->stream() == stream && expandable_size(next->block) < expandable_size(it->block);
+    for (auto next = std::next(it); next != pool.blocks.end() && next->stream() == stream &&
+                                    expandable_size(next->block) < expandable_size(it->block);
          ++next) {
       it = next;
     }
@@ -216,7 +216,7 @@ std::uint32_t CachingPolicy::alloc_block(Bytes size, Bytes alloc_size, bool smal
   reserved_ += alloc_size;
   ++segments_;
   note_peaks();
-  return blocks_.add(CachedBlock{segment->addr, alloc_size, 0, kNone, kNone, stream, small, false, true, false, 0});
+  return blocks_.add(CachedBlock{segment->addr, alloc_size, 0, kNone, kNone, stream, small, false, true, 0});
 }
 
 void CachingPolicy::release_block(std::uint32_t block) {
@@ -234,10 +234,11 @@ void CachingPolicy::retire(std::uint32_t block) {
 }
 
 bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, Bytes size) {
-  if (max_split_size_ == kUnlimited) return false;
+  // PyTorch releases no expandable block here; release_cached_blocks unmaps them.
+  if (max_split_size_ == kUnlimited || expandable_) return false;
   const Bytes key_size = std::max(size, max_split_size_);
   auto it = pool.blocks.lower_bound(Key{Key::order(stream, key_size), 0, 0});
-  if (it != pool.blocks.end() && it->stream() == stream && !blocks_[it->block].expandable) {
+  if (it != pool.blocks.end() && it->stream() == stream) {
     release_block(it->block);  // one cached block large enough
     return true;
   }
@@ -247,7 +248,7 @@ bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, B
   Bytes released = 0;
   while (released < key_size && it != pool.blocks.begin()) {
     --it;
-    if (it->stream() != stream || it->size() < max_split_size_ || blocks_[it->block].expandable) break;
+    if (it->stream() != stream || it->size() < max_split_size_) break;
     victims.push_back(it->block);
     released += it->size();
   }
@@ -260,7 +261,7 @@ void CachingPolicy::release_cached_blocks() {
     std::vector<std::uint32_t> whole;
     std::vector<std::uint32_t> to_unmap;
     for (const Key& key : pool->blocks) {
-      if (blocks_[key.block].expandable) {
+      if (expandable_) {
         to_unmap.push_back(key.block);
       } else if (unsplit(key.block)) {
         whole.push_back(key.block);
@@ -272,13 +273,14 @@ void CachingPolicy::release_cached_blocks() {
 }
 
 void CachingPolicy::garbage_collect_cached_blocks() {
+  if (expandable_) return;  // it frees unsplit segments; expandable space is unmapped instead
   const auto threshold = static_cast<Bytes>(gc_threshold_ * static_cast<double>(*allowed_));
   if (reserved_ <= threshold) return;
   const Bytes target = reserved_ - threshold;
   std::uint64_t total_age = 0;
   std::uint64_t count = 0;
   for (const Key& key : large_.blocks) {
-    if (!unsplit(key.block) || blocks_[key.block].expandable) continue;
+    if (!unsplit(key.block)) continue;
     total_age += large_.lookups - blocks_[key.block].gc_base;
     ++count;
   }
@@ -291,7 +293,7 @@ void CachingPolicy::garbage_collect_cached_blocks() {
     std::vector<std::uint32_t> old;
     for (const Key& key : large_.blocks) {
       const unsigned __int128 age = large_.lookups - blocks_[key.block].gc_base;
-      if (unsplit(key.block) && !blocks_[key.block].expandable && age * count >= total_age) old.push_back(key.block);
+      if (unsplit(key.block) && age * count >= total_age) old.push_back(key.block);
     }
     for (const std::uint32_t block : old) {  // the whole pass, even past the target
       total_age -= large_.lookups - blocks_[block].gc_base;
@@ -391,6 +393,7 @@ Addr CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small, std::sp
   const auto fail = [&](const std::string& why) -> Addr {
     throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": " + why);
   };
+  if (expandable_) return fail("only native segments are rebuilt");
   Bytes cursor = 0;
   for (const HeldBlock& held : allocated) {
     if (held.offset < cursor || held.size == 0 || held.offset + held.size > size) {
@@ -404,7 +407,7 @@ Addr CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small, std::sp
   reserved_ += size;
   ++segments_;
   std::uint32_t rest =
-      blocks_.add(CachedBlock{segment->addr, size, 0, kNone, kNone, stream, small, false, true, false, 0});
+      blocks_.add(CachedBlock{segment->addr, size, 0, kNone, kNone, stream, small, false, true, 0});
   for (const HeldBlock& held : allocated) {
     std::uint32_t block = rest;
     if (const Bytes before = held.offset - (blocks_[rest].ptr - segment->addr); before > 0) {
@@ -462,7 +465,7 @@ PolicyStats CachingPolicy::stats() const {
   for (const Pool* pool : {&small_, &large_}) {
     for (const Key& key : pool->blocks) {
       largest = std::max(largest, key.size());
-      if (blocks_[key.block].expandable) {
+      if (expandable_) {
         releasable += whole_free_pages(key.block);
       } else if (unsplit(key.block)) {
         releasable += key.size();
@@ -480,7 +483,7 @@ std::vector<PolicyStat> CachingPolicy::extra_stats() const {
   Bytes inactive_split = 0;  // free blocks inside segments that are partly in use
   for (const Pool* pool : {&small_, &large_}) {
     for (const Key& key : pool->blocks) {  // expandable segments are left out, as PyTorch does
-      if (!unsplit(key.block) && !blocks_[key.block].expandable) inactive_split += key.size();
+      if (!unsplit(key.block) && !expandable_) inactive_split += key.size();
     }
   }
   // torch.cuda.memory_stats() keys. Without cross-stream frees, active equals allocated.

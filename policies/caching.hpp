@@ -25,6 +25,7 @@
 #include <string_view>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <absl/container/btree_set.h>
@@ -123,8 +124,7 @@ class CachingPolicy final : public Policy {
     Stream stream;
     bool small;
     bool allocated;
-    bool mapped;      // backed by device memory; false only for unmapped expandable address space
-    bool expandable;  // part of an expandable segment's address range
+    bool mapped;  // backed by device memory; false only for unmapped expandable address space
     std::uint64_t gc_base;  // the pool's lookup count when it was cached
   };
   // Pools order free blocks by (stream, size, address). The first two share one word
@@ -189,7 +189,9 @@ class CachingPolicy final : public Policy {
   std::uint32_t map_block(std::uint32_t block, Bytes size);
   void unmap_block(std::uint32_t block);
   std::size_t virtual_segment_of(Addr ptr) const;  // the index of the segment holding ptr
-  Bytes whole_free_pages(std::uint32_t block) const;
+  // The pages [first, end) lying wholly inside a block of an expandable segment.
+  std::pair<std::size_t, std::size_t> whole_pages(const VirtualSegment& segment, std::uint32_t block) const;
+  Bytes whole_free_pages(std::uint32_t block) const;  // for stats().releasable
   void check_pages() const;
   bool unsplit(std::uint32_t block) const { return blocks_[block].prev == kNone && blocks_[block].next == kNone; }
   void note_peaks();
@@ -200,7 +202,7 @@ class CachingPolicy final : public Policy {
   RoundupDivisions divisions_{};
   double gc_threshold_;
   std::optional<Bytes> allowed_;  // the fraction's cap on reserved bytes
-  bool expandable_ = false;
+  bool expandable_ = false;  // every segment is expandable, or none is
 
   Pool small_;
   Pool large_;

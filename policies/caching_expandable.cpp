@@ -43,7 +43,7 @@ std::uint32_t CachingPolicy::find_expandable_block(Pool& pool, Stream stream, By
   const Bytes pages = (device_.capacity() / 8 * 9 + page - 1) / page;
   virtual_segments_.push_back(VirtualSegment{next_virtual_, page, std::vector<Addr>(pages, 0)});
   const std::uint32_t block =
-      blocks_.add(CachedBlock{next_virtual_, pages * page, 0, kNone, kNone, stream, small, false, false, true, 0});
+      blocks_.add(CachedBlock{next_virtual_, pages * page, 0, kNone, kNone, stream, small, false, false, 0});
   next_virtual_ += pages * page;
   pool.unmapped.insert(unmapped_key_of(block));
   ++segments_;
@@ -97,8 +97,7 @@ std::uint32_t CachingPolicy::try_allocate_expandable_block(Pool& pool, Stream st
 void CachingPolicy::unmap_block(std::uint32_t block) {
   VirtualSegment& segment = virtual_segments_[virtual_segment_of(blocks_[block].ptr)];
   const Bytes offset = blocks_[block].ptr - segment.base;
-  const std::size_t first = (offset + segment.page - 1) / segment.page;
-  const std::size_t end = (offset + blocks_[block].size) / segment.page;
+  const auto [first, end] = whole_pages(segment, block);
   if (first >= end) return;
   uncache(block);
   if (const Bytes before = first * segment.page - offset; before > 0) {
@@ -123,31 +122,30 @@ void CachingPolicy::unmap_block(std::uint32_t block) {
   retire(block);
 }
 
+std::pair<std::size_t, std::size_t> CachingPolicy::whole_pages(const VirtualSegment& segment,
+                                                               std::uint32_t block) const {
+  const Bytes offset = blocks_[block].ptr - segment.base;
+  return {(offset + segment.page - 1) / segment.page, (offset + blocks_[block].size) / segment.page};
+}
+
 Bytes CachingPolicy::whole_free_pages(std::uint32_t block) const {
   const VirtualSegment& segment = virtual_segments_[virtual_segment_of(blocks_[block].ptr)];
-  const Bytes offset = blocks_[block].ptr - segment.base;
-  const Bytes first = (offset + segment.page - 1) / segment.page;
-  const Bytes end = (offset + blocks_[block].size) / segment.page;
+  const auto [first, end] = whole_pages(segment, block);
   return end > first ? (end - first) * segment.page : 0;
 }
 
 // Every page under mapped space is mapped, every page under unmapped space is not, and
 // reserved bytes are the mapped pages.
 void CachingPolicy::check_pages() const {
-  if (virtual_segments_.empty()) return;
+  if (!expandable_) return;
   Bytes mapped_pages = 0;
   for (const VirtualSegment& segment : virtual_segments_) {
     mapped_pages += segment.page * static_cast<Bytes>(std::count_if(segment.pages.begin(), segment.pages.end(),
                                                                      [](Addr page) { return page != 0; }));
   }
-  Bytes native = 0;
   for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
     const CachedBlock& block = blocks_[b];
     if (block.size == 0) continue;
-    if (!block.expandable) {
-      native += block.size;
-      continue;
-    }
     const VirtualSegment& segment = virtual_segments_[virtual_segment_of(block.ptr)];
     const Bytes offset = block.ptr - segment.base;
     if (!block.mapped && (offset % segment.page != 0 || block.size % segment.page != 0)) {
@@ -157,7 +155,7 @@ void CachingPolicy::check_pages() const {
       if ((segment.pages[p] != 0) != block.mapped) throw Error("caching: a page's mapping disagrees with its block");
     }
   }
-  if (mapped_pages + native != reserved_) throw Error("caching: mapped pages and reserved bytes disagree");
+  if (mapped_pages != reserved_) throw Error("caching: mapped pages and reserved bytes disagree");
 }
 
 }  // namespace allocsim
