@@ -30,14 +30,12 @@ std::string_view name_of(DeviceOp op) {
 
 CudaDevice::CudaDevice(DeviceApi& api, CudaDeviceOptions options) : api_(api), options_(options) {
   if (options_.granularity == 0) throw Error("device granularity must be at least 1 byte");
-  granularity_ = options_.granularity;
   if (options_.source == SegmentSource::vmm) {
     page_ = api_.map_granularity();
     if (page_ == 0) throw Error(api_.name() + " has no VMM API (cuMemCreate/cuMemMap)");
   }
   const MemInfo before = api_.mem_get_info();
-  total_ = before.total;
-  capacity_ = total_;
+  capacity_ = before.total;
   if (options_.cap != 0) {
     const Bytes in_use = before.total - before.free;
     if (options_.cap > before.total) {
@@ -47,11 +45,10 @@ CudaDevice::CudaDevice(DeviceApi& api, CudaDeviceOptions options) : api_(api), o
       throw Error("--cap " + format_bytes(options_.cap) + " is no more than the " + format_bytes(in_use) +
                   " already in use on " + api_.name());
     }
-    ballast_bytes_ = before.total - options_.cap;
-    if (ballast_bytes_ > 0) {
-      ballast_ = api_.malloc(ballast_bytes_);
+    if (const Bytes ballast_bytes = before.total - options_.cap; ballast_bytes > 0) {
+      ballast_ = api_.malloc(ballast_bytes);
       if (!ballast_) {
-        throw Error("--cap " + format_bytes(options_.cap) + ": the ballast of " + format_bytes(ballast_bytes_) +
+        throw Error("--cap " + format_bytes(options_.cap) + ": the ballast of " + format_bytes(ballast_bytes) +
                     " does not fit; " + format_bytes(before.free) + " free of " + format_bytes(before.total));
       }
       ballast_charged_ = before.free - api_.mem_get_info().free;
@@ -114,7 +111,7 @@ DeviceSpec CudaDevice::mirror(const CostModel& cost) const {
   spec.name = api_.name();
   spec.capacity = capacity_;
   spec.context_overhead = used();
-  spec.granularity = granularity_;
+  spec.granularity = options_.granularity;
   spec.compute_capability = api_.compute_capability();
   spec.cost = cost;
   return spec;

@@ -51,7 +51,7 @@ class CudaDevice final : public Device {
   void copy(Addr dst, Addr src, Bytes bytes) override;
   Bytes capacity() const override { return capacity_; }
   Bytes used() const override;
-  Bytes granularity() const override { return granularity_; }
+  Bytes granularity() const override { return options_.granularity; }
   Nanos elapsed() const override { return elapsed_; }
   int compute_capability() const override { return api_.compute_capability(); }
 
@@ -65,12 +65,9 @@ class CudaDevice final : public Device {
  private:
   DeviceApi& api_;
   CudaDeviceOptions options_;
-  Bytes total_ = 0;
   Bytes capacity_ = 0;
-  Bytes granularity_ = 0;
   Bytes page_ = 0;  // VMM page when source is vmm
   std::optional<Addr> ballast_;
-  Bytes ballast_bytes_ = 0;
   Bytes ballast_charged_ = 0;  // what the ballast took, by cudaMemGetInfo
   Nanos elapsed_ = 0;
   std::vector<DeviceCall> calls_;

@@ -7,6 +7,7 @@
 
 #include "policies/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/report.hpp"
 
 namespace allocsim {
 namespace {
@@ -171,8 +172,8 @@ void write_comparison_table(std::ostream& out, const Validation& validation, std
 void write_comparison_csv(std::ostream& out, const Validation& validation, std::span<const Comparison> rows) {
   out << "workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,agrees\n";
   for (const Comparison& row : rows) {
-    out << '"' << validation.workload << "\",\"" << validation.policy << "\"," << validation.backend << ",\""
-        << validation.device.name << "\"," << validation.device.capacity << ',' << row.metric << ','
+    out << csv_field(validation.workload) << ',' << csv_field(validation.policy) << ',' << validation.backend << ','
+        << csv_field(validation.device.name) << ',' << validation.device.capacity << ',' << row.metric << ','
         << (row.target == Target::exact ? "exact" : "ratio") << ',' << plain(row.simulated) << ','
         << plain(row.measured) << ',' << difference(row) << ',' << verdict(row) << '\n';
   }

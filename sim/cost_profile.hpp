@@ -1,7 +1,7 @@
 // A device cost profile: what `allocsim calibrate` measured on a device, as JSON, and
 // the CostModel that `--device-profile FILE` loads from it into SimDevice. The JSON also
-// keeps the raw samples and the VMM map/unmap costs, which the cost model does not use
-// yet, so a later model can be fitted without the hardware.
+// keeps the raw samples, so a later model can be fitted without the hardware, and the VMM
+// map/unmap fits, which loading does not copy into CostModel's map_* and unmap_* yet.
 #pragma once
 
 #include <iosfwd>
