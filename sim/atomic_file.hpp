@@ -5,11 +5,16 @@
 #include <filesystem>
 #include <functional>
 #include <ostream>
+#include <string>
 
 namespace allocsim {
 
 // Calls `write` with a stream to a temporary file; on success renames it to `path`.
 // If `write` throws or the stream fails, the temporary is removed and Error is thrown.
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write);
+
+// Throws Error when `path`'s folder does not exist, so that a typo fails before a long run
+// rather than after it. An empty path is no output and passes.
+void check_output_folder(const std::string& path);
 
 }  // namespace allocsim

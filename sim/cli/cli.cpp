@@ -145,11 +145,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
 
   // Every output's folder must exist before a long run, so a typo fails now, not after it.
   for (const std::string& path : {options.csv, options.json, options.timeline, options.save_trace}) {
-    if (path.empty()) continue;
-    const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-    if (!folder.empty() && !std::filesystem::is_directory(folder)) {
-      throw Error("cannot write " + path + ": no folder " + folder.string());
-    }
+    check_output_folder(path);
   }
   Scenario scenario;
   scenario.device = build_device(options);

@@ -65,10 +65,6 @@ MaxBatch find_max_batch(const BatchRunner& run, std::int64_t limit, int neighbou
       result.evidence = "batch " + std::to_string(batch) + " runs out of memory though " + std::to_string(low) + " fits";
     }
   }
-  if (!result.largest) {
-    // Nothing fits below the first failure; a larger batch that fits would have been found above.
-    result.monotone = true;
-  }
   return result;
 }
 

@@ -59,17 +59,12 @@ struct MaxBatchOptions {
 struct Variant {
   std::string label;   // "" for the workload as given
   std::string suffix;  // tokens appended
+  std::int64_t per_step = 1;  // micro-batches per optimizer step
 };
 
 std::string mib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024.0));
-  return text;
-}
-
-std::string percent(double ratio) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f %%", ratio * 100);
   return text;
 }
 
@@ -93,7 +88,7 @@ void describe(std::ostream& out, const std::string& policy, const MaxBatch& foun
   out << '\n';
   const BatchProbe& at = *found.at_largest();
   out << "  at batch " << at.batch << ": peak reserved " << format_bytes(at.peak_reserved) << ", peak allocated "
-      << format_bytes(at.peak_allocated) << ", fragmentation at peak " << percent(at.fragmentation) << '\n';
+      << format_bytes(at.peak_allocated) << ", fragmentation at peak " << format_human(at.fragmentation, Unit::ratio) << '\n';
   if (const auto fit = fit_peak(found.probes, &BatchProbe::peak_allocated)) {
     out << "  fit over " << fit->points << " batches that ran: peak allocated = " << mib(fit->intercept) << " + "
         << mib(fit->slope) << " x batch, rms residual " << mib(fit->rms_residual);
@@ -154,15 +149,12 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
     if (device.capacity == 0 || device.granularity == 0) throw Error("--capacity and --granularity must be above 0");
     devices.push_back(device);
   }
-  if (!o.csv.empty()) {
-    const std::filesystem::path folder = std::filesystem::path(o.csv).parent_path();
-    if (!folder.empty() && !std::filesystem::is_directory(folder)) throw Error("cannot write " + o.csv + ": no folder " + folder.string());
-  }
+  check_output_folder(o.csv);
 
   std::vector<Variant> variants{{"", ""}};
   if (model->options.precision == Precision::fp32) variants.push_back({"with amp", "_amp"});
   const std::string acc = "acc" + std::to_string(o.accumulation);
-  variants.push_back({"with " + acc, "_" + acc});
+  variants.push_back({"with " + acc, "_" + acc, o.accumulation});
 
   TraceCache traces;
   const auto search = [&](const DeviceSpec& device, const std::string& policy, const Variant& variant) {
@@ -227,7 +219,7 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
       describe(out, policies[p], found[first], device, o.limit);
       for (std::size_t v = 0; v < variants.size(); ++v) {
         const MaxBatch& result = found[first + v];
-        const std::int64_t per_step = variants[v].suffix == "_" + acc ? o.accumulation : 1;
+        const std::int64_t per_step = variants[v].per_step;
         csv << csv_field(o.workload) << ',' << device.name << ',' << device.capacity << ',' << device.context_overhead << ','
             << csv_field(policies[p]) << ',' << (v == 0 ? "as given" : variants[v].suffix.substr(1)) << ',';
         if (result.largest) csv << *result.largest << ',' << *result.largest * per_step;

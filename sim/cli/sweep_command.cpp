@@ -101,12 +101,7 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
     return 0;
   }
   if (options.resume && options.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
-  if (!options.csv.empty()) {
-    const std::filesystem::path folder = std::filesystem::path(options.csv).parent_path();
-    if (!folder.empty() && !std::filesystem::is_directory(folder)) {
-      throw Error("cannot write " + options.csv + ": no folder " + folder.string());
-    }
-  }
+  check_output_folder(options.csv);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<SweepPoint> points = expand_sweep(options.sweep);
   const std::vector<std::string> extras = probe_extra_columns(points);

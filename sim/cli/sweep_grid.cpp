@@ -278,6 +278,12 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
     }
   }
   const std::vector<std::string> on_ooms = words(options.on_oom, "--on-oom", {"stop", "continue"});
+  const auto size_option = [](const std::string& text) {
+    return text.empty() ? std::nullopt : std::optional<Bytes>(parse_bytes(text));
+  };
+  const std::optional<Bytes> context = size_option(options.context);
+  const std::optional<Bytes> granularity = size_option(options.granularity);
+  if (granularity == Bytes{0}) throw Error("--granularity must be at least 1 byte");
 
   // Model token axes, in the order of the nested loops below.
   const std::vector<std::vector<std::string>> token_axes{
@@ -309,9 +315,8 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
         for (const auto& capacity : capacities) {
           DeviceSpec device = device_name.empty() ? DeviceSpec{} : device_spec(device_name);
           if (capacity) device.capacity = *capacity;
-          if (!options.context.empty()) device.context_overhead = parse_bytes(options.context);
-          if (!options.granularity.empty()) device.granularity = parse_bytes(options.granularity);
-          if (device.granularity == 0) throw Error("--granularity must be at least 1 byte");
+          if (context) device.context_overhead = *context;
+          if (granularity) device.granularity = *granularity;
           for (const std::string& policy : policies) {
             for (const std::string& on_oom : on_ooms) {
               for (const std::string& batch : batches) {
@@ -347,16 +352,6 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
     if (seen.insert(point.workload).second) check_workload(point.workload);
   }
   return points;
-}
-
-std::vector<std::string> sweep_policies(const std::vector<SweepPoint>& points) {
-  std::vector<std::string> policies;
-  for (const SweepPoint& point : points) {
-    for (const TenantSpec& tenant : point.scenario.tenants) {
-      if (std::find(policies.begin(), policies.end(), tenant.policy) == policies.end()) policies.push_back(tenant.policy);
-    }
-  }
-  return policies;
 }
 
 }  // namespace allocsim

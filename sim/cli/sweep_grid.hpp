@@ -56,7 +56,4 @@ const std::vector<std::string>& sweep_columns();
 // Every spec is checked here (Error naming the bad one), before anything runs.
 std::vector<SweepPoint> expand_sweep(const SweepOptions& options);
 
-// The distinct policy specs of a sweep's points, in first-use order (co-tenants' too).
-std::vector<std::string> sweep_policies(const std::vector<SweepPoint>& points);
-
 }  // namespace allocsim

@@ -65,10 +65,9 @@ std::shared_ptr<const Trace> TraceCache::get(const std::string& spec) {
   std::shared_ptr<Entry> entry;
   {
     const std::lock_guard lock(mutex_);
-    for (const auto& [name, existing] : entries_) {
-      if (name == spec) entry = existing;
-    }
-    if (!entry) entry = entries_.emplace_back(spec, std::make_shared<Entry>()).second;
+    std::shared_ptr<Entry>& slot = entries_[spec];
+    if (!slot) slot = std::make_shared<Entry>();
+    entry = slot;
   }
   // Other threads wanting the same trace wait here; a failed load is retried by the next.
   std::call_once(entry->once, [&] { entry->trace = std::make_shared<const Trace>(load_workload(spec)); });

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <istream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -37,7 +38,7 @@ class TraceCache {
     std::shared_ptr<const Trace> trace;
   };
   std::mutex mutex_;
-  std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries_;  // few: a linear scan
+  std::map<std::string, std::shared_ptr<Entry>> entries_;  // by workload spec
 };
 
 // The header's fixed part: parameter columns, then the metric columns.
