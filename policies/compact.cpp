@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -264,14 +263,14 @@ bool CompactPolicy::open_gap(Bytes size) {
     first = end;
   }
   if (best_cost == std::numeric_limits<Bytes>::max()) return false;
-  // Free ranges outside the window, as (size, address), for best fit.
-  std::set<std::pair<Bytes, Addr>> room;
+  // Free ranges outside the window, for best fit (none of them touch, so none merge).
+  FreeList room;
   const Addr window_end = best_start + size;
   free_.for_each([&](Range range) {
-    if (range.addr < best_start) room.emplace(std::min(range.end(), best_start) - range.addr, range.addr);
+    if (range.addr < best_start) room.add(Range{range.addr, std::min(range.end(), best_start) - range.addr});
     if (range.end() > window_end) {
       const Addr from = std::max(range.addr, window_end);
-      room.emplace(range.end() - from, from);
+      room.add(Range{from, range.end() - from});
     }
   });
   std::vector<std::uint32_t> victims(ids.begin() + static_cast<std::ptrdiff_t>(best_lo),
@@ -279,12 +278,10 @@ bool CompactPolicy::open_gap(Bytes size) {
   std::stable_sort(victims.begin(), victims.end(), [&](std::uint32_t a, std::uint32_t b) { return size_[a] > size_[b]; });
   std::vector<Addr> to(victims.size());
   for (std::size_t k = 0; k < victims.size(); ++k) {
-    const auto fit = room.lower_bound({size_[victims[k]], 0});
-    if (fit == room.end()) return false;
-    const auto [bytes, addr] = *fit;
-    room.erase(fit);
-    to[k] = addr;
-    if (bytes > size_[victims[k]]) room.emplace(bytes - size_[victims[k]], addr + size_[victims[k]]);
+    const auto fit = room.best_fit(size_[victims[k]]);
+    if (!fit) return false;
+    to[k] = fit->addr;
+    room.take_front(*fit, size_[victims[k]]);
   }
   for (std::size_t k = 0; k < victims.size(); ++k) move(victims[k], to[k]);
   rebuild_free_list();

@@ -26,7 +26,7 @@ void OptimalPolicy::plan(const Trace& trace) {
 std::optional<Block> OptimalPolicy::allocate(const Request& request) {
   if (unplanned_) return unplanned_->allocate(request);
   const std::uint32_t i = index_of(request.id);
-  if (i >= plan_->size.size() || align_up(request.bytes, kBlockAlignment) != plan_->size[i]) {
+  if (i >= plan_->size.size() || align_up(request.bytes, options_.alignment) != plan_->size[i]) {
     throw Error("optimal: request " + std::to_string(i) + " of " + format_bytes(request.bytes) +
                 " is not in the planned trace");
   }

@@ -104,8 +104,7 @@ std::optional<Block> VmmPolicy::allocate_small(const Request& request, Bytes siz
     const Addr vpage = new_virtual_range(1);
     device_.map(page_);
     ++maps_;
-    small_pages_.emplace(vpage, 0);
-    empty_small_.insert(vpage);
+    small_pages_.emplace(vpage, 0);  // at once made non-empty below
     small_free_.add(Range{vpage, page_});
     range = Range{vpage, page_};
   }
@@ -140,13 +139,9 @@ void VmmPolicy::deallocate(const Block& block, Nanos) {
   }
 }
 
-Bytes VmmPolicy::unmapped_pages_bytes() const {
-  return (free_pages_ + cached_pages_ + empty_small_.size()) * page_;
-}
-
 PolicyStats VmmPolicy::stats() const {
   // Any free page, cached range or empty small page can be stitched into one range.
-  const Bytes stitchable = unmapped_pages_bytes();
+  const Bytes stitchable = (free_pages_ + cached_pages_ + empty_small_.size()) * page_;
   return PolicyStats{.allocated = allocated_, .reserved = pages_.size() * page_,
                      .largest_free = std::max(stitchable, small_free_.largest()), .releasable = stitchable};
 }

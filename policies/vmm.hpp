@@ -56,7 +56,6 @@ class VmmPolicy final : public Policy {
   bool reclaim_one();                    // unmaps one empty small page or cached range
   Addr new_virtual_range(std::uint64_t pages);
   std::optional<Block> allocate_small(const Request& request, Bytes size);
-  Bytes unmapped_pages_bytes() const;
 
   Device& device_;
   Bytes page_;

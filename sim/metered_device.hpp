@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "sim/device.hpp"
 #include "sim/sim_device.hpp"
@@ -11,14 +12,34 @@
 namespace allocsim {
 
 class MeteredDevice final : public Device {
+ private:
+  // Replay mostly runs on a SimDevice: calling it directly (it is final, so the generic
+  // `call` binds statically) skips the virtual calls per device call on the hot path.
+  // The time the call took on the device is this tenant's.
+  template <typename Call>
+  auto timed(Call call) {
+    if (sim_) return timed_on(*sim_, call);
+    return timed_on(upstream_, call);
+  }
+  template <typename D, typename Call>
+  auto timed_on(D& device, Call call) {
+    const Nanos start = device.elapsed();
+    if constexpr (std::is_void_v<decltype(call(device))>) {
+      call(device);
+      time_spent_ += device.elapsed() - start;
+    } else {
+      auto result = call(device);
+      time_spent_ += device.elapsed() - start;
+      return result;
+    }
+  }
+
  public:
   MeteredDevice(Device& upstream, Bytes& peak_used)
       : upstream_(upstream), sim_(dynamic_cast<SimDevice*>(&upstream)), peak_used_(peak_used) {}
 
   std::optional<Segment> malloc(Bytes bytes) override {
-    const Nanos start = upstream_elapsed();
-    auto segment = sim_ ? sim_->malloc(bytes) : upstream_.malloc(bytes);
-    time_spent_ += upstream_elapsed() - start;
+    const auto segment = timed([&](auto& device) { return device.malloc(bytes); });
     if (!segment) {
       ++failed_mallocs_;
       return segment;
@@ -29,32 +50,20 @@ class MeteredDevice final : public Device {
     return segment;
   }
   void free(Segment segment) override {
-    const Nanos start = upstream_elapsed();
-    if (sim_) {
-      sim_->free(segment);
-    } else {
-      upstream_.free(segment);
-    }
-    time_spent_ += upstream_elapsed() - start;
+    timed([&](auto& device) { device.free(segment); });
     ++frees_;
     reserved_ -= segment.bytes;
   }
   void copy(Addr dst, Addr src, Bytes bytes) override {
-    const Nanos start = upstream_elapsed();
-    upstream_.copy(dst, src, bytes);
-    time_spent_ += upstream_elapsed() - start;
+    timed([&](auto& device) { device.copy(dst, src, bytes); });
     bytes_moved_ += bytes;
   }
   Addr reserve_addresses(Bytes bytes) override { return upstream_.reserve_addresses(bytes); }
   void map(Bytes bytes) override {
-    const Nanos start = upstream_elapsed();
-    upstream_.map(bytes);
-    time_spent_ += upstream_elapsed() - start;
+    timed([&](auto& device) { device.map(bytes); });
   }
   void unmap(Bytes bytes) override {
-    const Nanos start = upstream_elapsed();
-    upstream_.unmap(bytes);
-    time_spent_ += upstream_elapsed() - start;
+    timed([&](auto& device) { device.unmap(bytes); });
   }
   Bytes capacity() const override { return upstream_.capacity(); }
   Bytes used() const override { return upstream_.used(); }
@@ -70,10 +79,6 @@ class MeteredDevice final : public Device {
   std::uint64_t failed_mallocs() const { return failed_mallocs_; }
 
  private:
-  // Replay mostly runs on a SimDevice: calling it directly (it is final) skips two
-  // virtual calls per device call on the hot path.
-  Nanos upstream_elapsed() const { return sim_ ? sim_->elapsed() : upstream_.elapsed(); }
-
   Device& upstream_;
   SimDevice* sim_;
   Bytes& peak_used_;

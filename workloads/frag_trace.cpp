@@ -75,7 +75,7 @@ void sequences(TraceBuilder& trace, const Params& params, Bytes unit, std::uint6
   Clock clock;
   for (std::uint64_t step = 0; step < steps; ++step) {
     const std::uint64_t drawn = min_len + rng.below(max_len - min_len + 1);
-    const std::uint64_t tokens = padded ? max_len : std::min(align_up(drawn, bucket), align_up(max_len, bucket));
+    const std::uint64_t tokens = padded ? max_len : align_up(drawn, bucket);
     const AllocId input = trace.alloc(clock(), tokens * 8, 0, Tag::input);  // token ids, int64
     std::vector<AllocId> activations;
     for (std::uint64_t layer = 0; layer < layers; ++layer) {
