@@ -3,11 +3,42 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "sim/error.hpp"
 #include "sim/units.hpp"
 
 namespace allocsim {
+
+// Latency of driver calls as fixed + per-byte. The defaults are round placeholders of the
+// right order for cudaMalloc/cudaFree on a datacenter GPU; `allocsim calibrate` is where
+// measured ones come from.
+struct CostModel {
+  Nanos malloc_fixed_ns = 10'000;
+  double malloc_ns_per_byte = 1e-4;  // 0.1 ms per GiB
+  Nanos free_fixed_ns = 5'000;
+  double free_ns_per_byte = 5e-5;
+  double copy_bytes_per_ns = 1000;  // 1 TB/s device-to-device
+  Nanos map_fixed_ns = 5'000;        // cuMemMap + cuMemSetAccess, per call
+  double map_ns_per_byte = 2e-6;     // about 4 us per 2 MiB page
+  Nanos unmap_fixed_ns = 5'000;
+  double unmap_ns_per_byte = 2e-6;
+
+  Nanos malloc_cost(Bytes bytes) const;
+  Nanos free_cost(Bytes bytes) const;
+  Nanos copy_cost(Bytes bytes) const;
+  Nanos map_cost(Bytes bytes) const;
+  Nanos unmap_cost(Bytes bytes) const;
+};
+
+struct DeviceSpec {
+  std::string name = "sim";
+  Bytes capacity = 16_GiB;        // total memory, as cudaMemGetInfo reports it
+  Bytes context_overhead = 0;     // taken by the CUDA context before any allocation
+  Bytes granularity = 1;          // a malloc is charged whole pages of this size
+  int compute_capability = 90;    // a plain device counts as a current (sm_90) card
+  CostModel cost;
+};
 
 // Device allocations are at least this aligned, as cudaMalloc's are.
 constexpr Bytes kSegmentAlignment = 512;

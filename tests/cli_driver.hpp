@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/cli.hpp"
+#include "app/cli.hpp"
 
 namespace allocsim::test {
 

@@ -1,0 +1,72 @@
+#include "app/cli.hpp"
+
+#include <boost/program_options.hpp>
+
+#include "app/commands.hpp"
+#include "sim/error.hpp"
+
+namespace allocsim {
+
+namespace po = boost::program_options;
+
+const char* const kAllocsimUsage = R"(allocsim: replay GPU memory allocation workloads through allocator policies.
+
+Usage:
+  allocsim [run] --workload SPEC --policy SPEC [options]   replay and report (the default)
+  allocsim policies                                         every policy, what it models, its options
+  allocsim workloads                                        every workload generator and the trace format
+  allocsim devices                                          device presets for --device
+  allocsim replay-check FILE.pickle                         does `caching` reserve what PyTorch did?
+  allocsim sweep --workload SPECS --policy SPECS [lists]    the cross product of lists, one CSV (sweep --help)
+  allocsim maxbatch --workload MODEL --policy SPECS         the largest batch without OOM, per policy
+  allocsim validate --workload SPEC --policy SPEC [--cap S] simulation and the GPU side by side (validate --help)
+  allocsim calibrate [--out FILE]                           measure the GPU's allocation costs for --device-profile
+
+Examples:
+  allocsim --workload random:n=100000,seed=7 --policy bestfit
+  allocsim --workload trace.csv --policy direct --capacity 8GiB --on-oom continue
+  allocsim --device v100-16gb --tenant random:live=10GiB@bestfit --tenant random:seed=2,live=2GiB@direct
+  allocsim --workload random --policy bestfit:region=4GiB --csv out.csv --json out.json --timeline t.csv
+
+Sizes take binary or SI units: 4096, 512MiB, 16GiB, 1.5GB.
+Exit status: 0 when the run completed (an OOM is a result, reported in the output), 2 on bad input.
+)";
+
+int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  try {
+    const std::string command = args.empty() ? "" : args.front();
+    if (command == "policies") return policies_command(out);
+    if (command == "workloads") return workloads_command(out);
+    if (command == "devices") return devices_command(out);
+    if (command == "help") return run_command(std::vector<std::string>{"--help"}, out);
+    if (command == "run") return run_command(args.subspan(1), out);
+    if (command == "replay-check") return replay_check_command(args.subspan(1), out);
+    if (command == "sweep") return sweep_command(args.subspan(1), out, err);
+    if (command == "maxbatch") return maxbatch_command(args.subspan(1), out);
+    if (command == "validate") return validate_command(args.subspan(1), out);
+    if (command == "calibrate") return calibrate_command(args.subspan(1), out);
+    if (!command.empty() && command.front() != '-') {
+      throw Error("unknown command '" + command +
+                  "' (run, replay-check, sweep, maxbatch, validate, calibrate, policies, workloads, devices, help)");
+    }
+    if (args.empty()) {
+      out << kAllocsimUsage;
+      return 2;
+    }
+    return run_command(args, out);
+  } catch (const Error& error) {
+    err << "allocsim: " << error.what() << '\n';
+    return 2;
+  } catch (const po::error& error) {
+    err << "allocsim: " << error.what() << " (see allocsim --help)\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    err << "allocsim: out of memory: the workload is too large for this machine\n";
+    return 2;
+  } catch (const std::exception& error) {
+    err << "allocsim: internal error: " << error.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace allocsim

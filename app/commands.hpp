@@ -1,0 +1,39 @@
+// Every subcommand, one file each; run_cli (cli.cpp) dispatches to them. Each takes the
+// arguments after the subcommand's name and returns the exit status; bad input throws
+// Error, which run_cli turns into one line and exit 2.
+#pragma once
+
+#include <ostream>
+#include <span>
+#include <string>
+
+#include "app/backend.hpp"
+
+namespace allocsim {
+
+// What `allocsim` alone and `allocsim --help` print first.
+extern const char* const kAllocsimUsage;
+
+// allocsim [run]: one scenario replayed and reported (run_command.cpp).
+int run_command(std::span<const std::string> args, std::ostream& out);
+
+// allocsim policies | workloads | devices: the catalogues (list_commands.cpp).
+int policies_command(std::ostream& out);
+int workloads_command(std::ostream& out);
+int devices_command(std::ostream& out);
+
+// allocsim replay-check FILE.pickle (replay_check_command.cpp).
+int replay_check_command(std::span<const std::string> args, std::ostream& out);
+
+// allocsim sweep: the cross product of list-valued options, one CSV (sweep_command.cpp).
+int sweep_command(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+
+// allocsim maxbatch: the largest batch that runs without OOM, per policy (maxbatch_command.cpp).
+int maxbatch_command(std::span<const std::string> args, std::ostream& out);
+
+// allocsim validate | calibrate: on the GPU or the host stand-in (validate_command.cpp,
+// calibrate_command.cpp).
+int validate_command(std::span<const std::string> args, std::ostream& out, const DeviceOpener& open = open_backend);
+int calibrate_command(std::span<const std::string> args, std::ostream& out, const DeviceOpener& open = open_backend);
+
+}  // namespace allocsim

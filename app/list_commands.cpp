@@ -1,0 +1,62 @@
+// `allocsim policies`, `workloads` and `devices`: the catalogues, read from their tables.
+#include "app/commands.hpp"
+#include "policies/registry.hpp"
+#include "sim/device_presets.hpp"
+#include "workloads/catalogue.hpp"
+#include "workloads/model/model_spec.hpp"
+
+namespace allocsim {
+
+namespace {
+
+void list_params(std::ostream& out, std::span<const ParamInfo> params) {
+  for (const ParamInfo& param : params) {
+    out << "      " << param.key << "=" << param.default_value << "  " << param.help << '\n';
+  }
+}
+
+}  // namespace
+
+int policies_command(std::ostream& out) {
+  out << "Policies (use as --policy NAME or NAME:key=value,...):\n";
+  for (const PolicyInfo& info : all_policies()) {
+    out << "\n  " << info.name;
+    if (!info.alias.empty()) out << " (alias " << info.alias << ")";
+    out << ": " << info.summary << "\n    models: " << info.models << '\n';
+    if (!info.params.empty()) out << "    options:\n";
+    list_params(out, info.params);
+  }
+  return 0;
+}
+
+int workloads_command(std::ostream& out) {
+  out << "Workloads (use as --workload NAME or NAME:key=value,...):\n";
+  for (const WorkloadInfo& info : all_workloads()) {
+    out << "\n  " << info.name << ": " << info.summary << "\n    example: " << info.example << "\n    options:\n";
+    list_params(out, info.params);
+  }
+  out << "\n  models, as MODEL[_token...] (e.g. resnet50_b64, resnet50_b256_amp_adam, seed_cnn_dw_b8_infer):\n";
+  for (const ZooModel& model : zoo()) {
+    const Model built = model.build();
+    out << "    " << model.name << ": " << model.summary << ", " << built.parameter_count() << " parameters in "
+        << built.parameter_tensors() << " tensors\n";
+  }
+  out << "    tokens: " << model_spec_tokens() << "\n";
+  out << "\n  a trace file: any path with a '/' or ending in .csv\n"
+         "    header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, free or release;\n"
+         "    a free may leave bytes empty; ids are any text and may be reused after their free; '#' starts a comment\n";
+  return 0;
+}
+
+int devices_command(std::ostream& out) {
+  out << "Devices (use as --device NAME; --capacity, --context, --granularity override):\n\n";
+  for (const DevicePreset& preset : all_devices()) {
+    out << "  " << preset.name << ": " << preset.summary << ", " << format_bytes(preset.capacity) << ", sm_"
+        << preset.compute_capability << ", context ~" << format_bytes(preset.context_overhead)
+        << " (estimate), 2 MiB pages\n";
+  }
+  out << "\n  without --device: 'sim', 16 GiB or --capacity, no context, charged to the byte, sm_90\n";
+  return 0;
+}
+
+}  // namespace allocsim

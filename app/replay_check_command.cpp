@@ -1,0 +1,80 @@
+// `allocsim replay-check FILE.pickle`: the command around replay_check().
+#include <iostream>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "app/commands.hpp"
+#include "app/parse_options.hpp"
+#include "studies/replay_check.hpp"
+#include "sim/error.hpp"
+
+namespace allocsim {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kReplayCheckUsage = R"(allocsim replay-check: does `caching` do what PyTorch's allocator did?
+
+Usage:
+  allocsim replay-check FILE.pickle [--capacity SIZE]
+
+Reads a torch.cuda.memory._dump_snapshot() pickle (with a loader that refuses any code in
+it), rebuilds the allocator as the recording found it (its segments, and the blocks
+allocated before recording began, at their offsets), replays the trace through `caching`
+with the recorded allocator settings, and compares, in order, every segment PyTorch
+reserved or released (cudaMalloc/cudaFree) with the policy's: same action, size and trace
+event. Then it compares the final segments and blocks with the snapshot's.
+Prints `exact`, or the first divergence: where, what PyTorch did, what the policy did.
+
+Exit status: 0 exact, 1 diverged, 2 bad input.
+)";
+
+std::string bytes_and_exact(Bytes bytes) { return format_bytes(bytes) + " (" + std::to_string(bytes) + " B)"; }
+
+}  // namespace
+
+int replay_check_command(std::span<const std::string> args, std::ostream& out) {
+  std::string file;
+  std::string capacity = "1024TiB";
+  po::options_description description("Options");
+  description.add_options()("help,h", "this help")(
+      "capacity,c", po::value(&capacity)->value_name("SIZE"),
+      "device memory for a recording made under memory pressure (default: no limit)");
+  po::options_description hidden;
+  hidden.add_options()("file", po::value(&file));
+  po::options_description all;
+  all.add(description).add(hidden);
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  const po::variables_map values = parse_options(args, all, positional);
+  if (values.count("help")) {
+    out << kReplayCheckUsage << '\n' << description << '\n';
+    return 0;
+  }
+  if (file.empty()) throw Error("replay-check needs a snapshot: allocsim replay-check FILE.pickle");
+  const Bytes device_capacity = parse_bytes(capacity);
+  if (device_capacity == 0) throw Error("--capacity must be more than 0 bytes");
+
+  const TorchRecording recording = read_torch_recording(file);
+  const ReplayCheck check = replay_check(recording, device_capacity);
+  out << "replay-check " << file << "\n"
+      << "  policy: " << check.policy << (recording.settings.recorded ? " (recorded settings)" : " (PyTorch's defaults: the snapshot records no settings)") << "\n"
+      << "  rebuilt start: " << check.segments_at_start << " segments holding " << check.preexisting
+      << " blocks allocated before the recording\n"
+      << "  events replayed: " << check.events << " of " << recording.trace.events.size() << "\n"
+      << "  segment events: " << check.recorded_segment_events << " recorded, " << check.simulated_segment_events
+      << " simulated\n"
+      << "  reserved peak: recorded " << bytes_and_exact(check.recorded_peak_reserved) << ", simulated "
+      << bytes_and_exact(check.simulated_peak_reserved) << "\n";
+  if (check.divergence) out << "  first divergence: " << *check.divergence << "\n";
+  if (check.final_state) out << "  final state differs: " << *check.final_state << "\n";
+  if (check.final_state_compared && !check.final_state) {
+    out << "  final state: " << recording.segments_at_end.size() << " segments, every block as in the snapshot\n";
+  }
+  out << (check.exact() ? "exact" : "diverged") << '\n';
+  return check.exact() ? 0 : 1;
+}
+
+}  // namespace allocsim

@@ -1,0 +1,130 @@
+// `allocsim [run]`: one scenario (a device, one or more tenants) replayed and reported.
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "app/commands.hpp"
+#include "app/device_options.hpp"
+#include "app/parse_options.hpp"
+#include "policies/registry.hpp"
+#include "sim/atomic_file.hpp"
+#include "sim/engine.hpp"
+#include "sim/error.hpp"
+#include "sim/report.hpp"
+#include "sim/timeline.hpp"
+#include "studies/scenario_choice.hpp"
+#include "workloads/catalogue.hpp"
+#include "workloads/csv_trace.hpp"
+#include "workloads/model/model_spec.hpp"
+
+namespace allocsim {
+namespace {
+
+namespace po = boost::program_options;
+
+struct RunOptions {
+  std::string workload;
+  std::string policy;
+  std::vector<std::string> tenants;
+  DeviceChoice device;
+  std::string on_oom = "stop";
+  std::string csv;
+  std::string json;
+  std::string timeline;
+  std::string save_trace;
+  std::int64_t batch = 0;
+  bool check = false;
+};
+
+po::options_description run_options(RunOptions& options) {
+  po::options_description description("Options");
+  description.add_options()
+      ("help,h", "this help")
+      ("workload,w", po::value(&options.workload)->value_name("SPEC"),
+       "what to replay: a generator spec (see `allocsim workloads`) or a trace .csv")
+      ("policy,p", po::value(&options.policy)->value_name("SPEC"),
+       "the allocator: name[:key=value,...] (see `allocsim policies`)")
+      ("tenant,t", po::value(&options.tenants)->value_name("WORKLOAD@POLICY")->composing(),
+       "one more process on the same device; repeat for several")
+      ("on-oom", po::value(&options.on_oom)->value_name("stop|continue"),
+       "stop: the tenant crashes at its first OOM (default); continue: count the OOM, skip the request")
+      ("csv", po::value(&options.csv)->value_name("FILE"), "one CSV row per tenant (columns in README)")
+      ("json", po::value(&options.json)->value_name("FILE"), "the results and every OOM as JSON")
+      ("timeline", po::value(&options.timeline)->value_name("FILE"),
+       "allocated and reserved bytes over simulated time, as CSV")
+      ("batch,b", po::value(&options.batch)->value_name("N"), "the batch of every model workload (as its _bN token)")
+      ("save-trace", po::value(&options.save_trace)->value_name("FILE"),
+       "write the workload's trace as CSV (one tenant), e.g. to see what a model step allocates")
+      ("check", po::bool_switch(&options.check), "check every invariant after every event (slow)");
+  add_device_options(description, options.device, DeviceLists::one, true);
+  return description;
+}
+
+std::vector<TenantChoice> tenant_specs(const RunOptions& options) {
+  std::vector<TenantChoice> tenants;
+  if (!options.workload.empty() || !options.policy.empty()) {
+    if (options.workload.empty()) throw Error("--policy needs a --workload to replay");
+    if (options.policy.empty()) throw Error("--workload needs a --policy (see `allocsim policies`)");
+    tenants.push_back(TenantChoice{options.workload, options.policy});
+  }
+  for (const std::string& tenant : options.tenants) tenants.push_back(parse_tenant(tenant));
+  if (tenants.empty()) throw Error("nothing to run: give --workload and --policy, or --tenant (see --help)");
+  return tenants;
+}
+
+}  // namespace
+
+int run_command(std::span<const std::string> args, std::ostream& out) {
+  RunOptions options;
+  const po::options_description description = run_options(options);
+  const po::variables_map values = parse_options(args, description);
+  if (values.count("help")) {
+    out << kAllocsimUsage << '\n' << description << '\n';
+    return 0;
+  }
+  const OnOom on_oom = parse_on_oom(options.on_oom);
+
+  // Every output's folder must exist before a long run, so a typo fails now, not after it.
+  for (const std::string& path : {options.csv, options.json, options.timeline, options.save_trace}) {
+    check_output_folder(path);
+  }
+  Scenario scenario;
+  scenario.device = chosen_device(options.device);
+  scenario.on_oom = on_oom;
+  scenario.check = options.check;
+  std::map<std::string, std::shared_ptr<const Trace>> traces;  // a workload named twice loads once
+  for (auto [workload, policy] : tenant_specs(options)) {
+    find_policy(parse_spec(policy).name);  // a bad policy fails before a long trace load
+    if (values.count("batch")) {
+      if (options.batch < 1 || !parse_model_spec(workload)) throw Error("--batch needs a batch of 1 or more and a model workload");
+      workload += "_b" + std::to_string(options.batch);  // the last token wins
+    }
+    auto& trace = traces[workload];
+    if (!trace) trace = std::make_shared<const Trace>(load_workload(workload));
+    scenario.tenants.push_back(TenantSpec{trace, policy, 0});
+  }
+
+  if (!options.save_trace.empty()) {
+    if (scenario.tenants.size() != 1) throw Error("--save-trace writes one tenant's trace; this run has several");
+    write_csv_trace_file(*scenario.tenants.front().trace, options.save_trace);
+  }
+  std::optional<Timeline> timeline;
+  std::vector<Observer*> observers;
+  if (!options.timeline.empty()) observers.push_back(&timeline.emplace());
+  const RunResult result = run(scenario, make_policy, observers);
+
+  const DeviceSpec& device = scenario.device;
+  out << "device " << device.name << ": " << format_bytes(device.capacity) << ", context "
+      << format_bytes(device.context_overhead) << ", granularity " << format_bytes(device.granularity) << '\n';
+  write_table(out, result);
+  if (!options.csv.empty()) write_file_atomically(options.csv, [&](std::ostream& file) { write_csv(file, {&result, 1}); });
+  if (!options.json.empty()) write_file_atomically(options.json, [&](std::ostream& file) { write_json(file, result); });
+  if (timeline) write_file_atomically(options.timeline, [&](std::ostream& file) { timeline->write_csv(file); });
+  return 0;
+}
+
+
+}  // namespace allocsim

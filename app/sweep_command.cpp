@@ -1,0 +1,187 @@
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+
+#include <boost/program_options.hpp>
+
+#include "sim/atomic_file.hpp"
+#include "app/commands.hpp"
+#include "app/device_options.hpp"
+#include "app/parse_options.hpp"
+#include "app/progress.hpp"
+#include "app/ranks.hpp"
+#include "studies/sweep_grid.hpp"
+#include "studies/sweep_run.hpp"
+#include "sim/error.hpp"
+
+namespace allocsim {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kSweepUsage = R"(allocsim sweep: replay the cross product of list-valued options, one CSV row per tenant per point.
+
+Usage:
+  allocsim sweep --workload SPECS --policy SPECS [list options] [--csv FILE]
+
+Lists are comma separated; numbers and sizes also take ranges: a:b doubles from a to b,
+a:b:s steps by s (1:1024 is 1,2,4..1024; 1:1024,3:768 adds the midpoints). A spec keeps
+its own commas: bfc:growth=true,limit=4GiB,caching is two policies. --policy all is
+every registered policy. The model options become workload tokens (resnet50 with
+--batch 64 --precision amp is resnet50_amp_b64).
+
+Examples:
+  allocsim sweep --workload resnet50 --batch 1:1024 --policy bfc,growth,caching --capacity 16GiB,80GiB --precision fp32,amp --csv sweep.csv
+  allocsim sweep --workload random:n=100000 --param seed=1:10:1 --param live=1GiB:8GiB --policy bfc,caching --csv random.csv
+  allocsim sweep --workload bert_base --sequence 64:512 --batch 8 --policy all --device v100-16gb --csv bert.csv
+  mpirun -np 4 allocsim sweep ...   (rank 0 writes the same CSV)
+
+Rows come in point order, the same bytes for any --threads and any number of ranks.
+Columns: point, model, batch, sequence, precision, optimizer, accumulation, steps, mode,
+on_oom (the point), then every metric column of `allocsim run --csv` except the wall-clock
+replay_seconds and events_per_second (--timing adds them back), then policy statistics.
+)";
+
+constexpr std::string_view kInternal = "internal error: ";
+
+struct SweepCliOptions {
+  SweepOptions sweep;
+  std::string csv;
+  unsigned threads = 0;
+  bool resume = false;
+  bool timing = false;
+  bool quiet = false;
+};
+
+po::options_description sweep_options(SweepCliOptions& o) {
+  po::options_description description("Options");
+  SweepOptions& s = o.sweep;
+  description.add_options()
+      ("help,h", "this help")
+      ("workload,w", po::value(&s.workloads)->value_name("SPECS")->composing(), "workload specs (repeatable)")
+      ("policy,p", po::value(&s.policies)->value_name("SPECS")->composing(), "policy specs, or all (repeatable)")
+      ("tenant,t", po::value(&s.tenants)->value_name("WORKLOAD@POLICY")->composing(),
+       "another process on the device at every point (repeatable)")
+      ("param", po::value(&s.params)->value_name("KEY=LIST")->composing(),
+       "an option of a generator workload, swept (repeatable): --param seed=1:8:1 --param live=1GiB:4GiB")
+      ("on-oom", po::value(&s.on_oom)->value_name("stop,continue"), "what an OOM does (default stop)")
+      ("batch,b", po::value(&s.batch)->value_name("NUMBERS"), "model batch (bN)")
+      ("sequence,s", po::value(&s.sequence)->value_name("NUMBERS"), "tokens per sample, transformers (sN)")
+      ("precision", po::value(&s.precision)->value_name("fp32,amp,bf16"), "model precision")
+      ("optimizer", po::value(&s.optimizer)->value_name("sgd,momentum,adam,adamw"), "model optimizer")
+      ("accumulation", po::value(&s.accumulation)->value_name("NUMBERS"), "micro-batches per step (accN)")
+      ("steps", po::value(&s.steps)->value_name("NUMBERS"), "training steps (stepsN)")
+      ("mode", po::value(&s.mode)->value_name("train,infer"), "training step or inference")
+      ("csv", po::value(&o.csv)->value_name("FILE"), "write the CSV here (written whole, by rename), else to stdout")
+      ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)")
+      ("resume", po::bool_switch(&o.resume), "keep the points already in --csv FILE, run only the others")
+      ("timing", po::bool_switch(&o.timing), "add replay_seconds and events_per_second (then no two runs match)")
+      ("quiet,q", po::bool_switch(&o.quiet), "no progress bar");
+  add_device_options(description, s.device, DeviceLists::many, false);
+  return description;
+}
+
+}  // namespace
+
+int sweep_command(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  SweepCliOptions options;
+  const po::options_description description = sweep_options(options);
+  const po::variables_map values = parse_options(args, description);
+  if (values.count("help")) {
+    out << kSweepUsage << (mpi_built() ? "This build runs under mpirun (Boost.MPI).\n"
+                                       : "This build has no MPI (install Boost.MPI and Open MPI, then rebuild).\n")
+        << '\n' << description << '\n';
+    return 0;
+  }
+  if (options.resume && options.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
+  check_output_folder(options.csv);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<SweepPoint> points = expand_sweep(options.sweep);
+  const std::vector<std::string> extras = probe_extra_columns(points);
+  const std::unique_ptr<Ranks> ranks = make_ranks();
+  const bool root = ranks->rank() == 0;
+
+  // Rank 0 reads what an earlier run left; every rank learns which points are done.
+  std::vector<SweepRow> kept;
+  std::pair<std::string, std::vector<std::size_t>> done;
+  if (root && options.resume && std::filesystem::exists(options.csv)) {
+    try {
+      std::ifstream in(options.csv, std::ios::binary);
+      if (!in) throw Error("--resume: cannot read " + options.csv);
+      kept = read_sweep_csv(in, options.timing, points, options.csv);
+      for (const SweepRow& row : kept) done.second.push_back(row.point);
+    } catch (const Error& error) {
+      done.first = error.what();
+    }
+  }
+  done = ranks->broadcast(std::move(done));
+  if (!done.first.empty()) throw Error(done.first);
+  const std::set<std::size_t> skip(done.second.begin(), done.second.end());
+  std::vector<std::size_t> todo;
+  for (const SweepPoint& point : points) {
+    if (!skip.contains(point.index) && point.index % static_cast<std::size_t>(ranks->size()) == static_cast<std::size_t>(ranks->rank())) {
+      todo.push_back(point.index);
+    }
+  }
+
+  unsigned threads = options.threads;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(ranks->local_size()));
+  Progress progress(err, todo.size(), root && !options.quiet && Progress::stderr_is_terminal());
+  // One process alone writes its progress to the file now and then, so an interrupted
+  // sweep leaves what it finished for --resume.
+  const bool checkpoint = ranks->size() == 1 && !options.csv.empty();
+  auto last_checkpoint = std::chrono::steady_clock::now();
+  const auto save = [&](std::span<const SweepRow> finished) {
+    std::vector<SweepRow> rows = kept;
+    rows.insert(rows.end(), finished.begin(), finished.end());
+    write_file_atomically(options.csv, [&](std::ostream& file) { write_sweep_csv(file, options.timing, extras, rows); });
+  };
+  std::string error;
+  std::vector<SweepRow> mine;
+  try {
+    mine = run_sweep_points(points, todo, threads, options.timing, [&](std::size_t count, std::span<const SweepRow> finished) {
+      progress.update(count);
+      if (checkpoint && count < todo.size() && std::chrono::steady_clock::now() - last_checkpoint > std::chrono::seconds(2)) {
+        save(finished);
+        last_checkpoint = std::chrono::steady_clock::now();
+      }
+    });
+  } catch (const Error& failure) {
+    error = failure.what();
+  } catch (const std::bad_alloc&) {
+    error = "out of memory: a point's workload is too large for this machine";
+  } catch (const std::exception& failure) {
+    // Every rank must reach the gather below, so a bug is carried there too (and exits 1).
+    error = std::string(kInternal).append(failure.what());
+  }
+  progress.finish();
+  auto [first_error, rows] = ranks->gather(std::move(error), std::move(mine));
+  if (!root) return first_error.empty() ? 0 : first_error.starts_with(kInternal) ? 1 : 2;
+  if (first_error.starts_with(kInternal)) throw std::runtime_error(first_error.substr(kInternal.size()));
+  if (!first_error.empty()) throw Error(first_error);
+
+  rows.insert(rows.begin(), kept.begin(), kept.end());
+  if (options.csv.empty()) {
+    write_sweep_csv(out, options.timing, extras, std::move(rows));
+    return 0;
+  }
+  const std::size_t row_count = rows.size();
+  write_file_atomically(options.csv, [&](std::ostream& file) { write_sweep_csv(file, options.timing, extras, std::move(rows)); });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::size_t ran = points.size() - skip.size();
+  std::ostringstream line;
+  line.precision(3);
+  line << "sweep: " << points.size() << " points (" << ran << " run, " << skip.size() << " kept from the CSV), "
+       << row_count << " rows in " << options.csv << "; " << seconds << " s, "
+       << (seconds > 0 ? static_cast<double>(ran) / seconds : 0.0) << " points/s on " << threads << " threads";
+  if (ranks->size() > 1) line << " x " << ranks->size() << " ranks";
+  out << line.str() << '\n';
+  return 0;
+}
+
+}  // namespace allocsim

@@ -1,0 +1,127 @@
+// `allocsim validate`: one workload under one policy, simulated and on the device, side
+// by side; writes DIR/STEM.csv (the comparison) and DIR/STEM.calls.csv (every device call).
+#include <filesystem>
+
+#include <boost/program_options.hpp>
+
+#include "policies/registry.hpp"
+#include "real_gpu/validation.hpp"
+#include "sim/atomic_file.hpp"
+#include "app/commands.hpp"
+#include "app/parse_options.hpp"
+#include "sim/cost_profile.hpp"
+#include "sim/error.hpp"
+#include "workloads/catalogue.hpp"
+
+namespace allocsim {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kValidateUsage = R"(allocsim validate: replay a workload in simulation and on the GPU, side by side.
+
+Usage:
+  allocsim validate --workload SPEC --policy SPEC [--cap SIZE] [options]
+
+Every segment the policy asks for is a real cudaMalloc (or VMM pages with --segments vmm),
+written in full on the device; the simulated device mirrors the real one (capacity, memory
+already in use, 2 MiB pages). With --cap a ballast allocation holds the rest of the card, so
+it behaves like a card of SIZE. Compared: device bytes used (cudaMemGetInfo), peak reserved,
+device calls, the OOM event (exact targets), and time per device call against the cost model.
+
+Examples:
+  allocsim validate --workload resnet50_b64 --policy bfc
+  allocsim validate --workload resnet50_b256 --policy caching --cap 16GiB
+  allocsim validate --workload resnet50_b64 --policy caching --backend host   (no GPU needed)
+
+Exit status: 0 when both replays ran (disagreements are results, in the table and CSV),
+2 on bad input or when no GPU can be opened (the line says what is missing).
+)";
+
+std::string file_stem(const std::string& workload, const std::string& policy, const std::string& cap,
+                      const std::string& segments, const std::string& backend) {
+  std::string stem = workload + "__" + policy;
+  if (!cap.empty()) stem += "__cap" + cap;
+  if (segments != "malloc") stem += "__" + segments;
+  stem += "__" + backend;
+  for (char& c : stem) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '-' || c == '_';
+    if (!plain) c = '_';
+  }
+  return stem;
+}
+
+}  // namespace
+
+int validate_command(std::span<const std::string> args, std::ostream& out, const DeviceOpener& open) {
+  std::string workload;
+  std::string policy;
+  std::string cap;
+  std::string granularity = "2MiB";
+  std::string segments = "malloc";
+  std::string profile;
+  std::string on_oom = "stop";
+  std::string out_dir = "results/validation";
+  std::string host_memory = "80GiB";
+  BackendChoice choice;
+  po::options_description description("Options");
+  description.add_options()
+      ("help,h", "this help")
+      ("workload,w", po::value(&workload)->value_name("SPEC"), "what to replay (see `allocsim workloads`)")
+      ("policy,p", po::value(&policy)->value_name("SPEC"), "the allocator (see `allocsim policies`)")
+      ("cap", po::value(&cap)->value_name("SIZE"), "behave like a card of SIZE: a ballast allocation holds the rest")
+      ("backend", po::value(&choice.backend)->value_name("cuda|host"),
+       "cuda: the GPU (default); host: the host-memory stand-in that CI tests on")
+      ("gpu", po::value(&choice.gpu)->value_name("N"), "the CUDA device to use (default 0)")
+      ("segments", po::value(&segments)->value_name("malloc|vmm"),
+       "how segments are made: cudaMalloc (default) or cuMemCreate+cuMemMap of whole pages")
+      ("granularity", po::value(&granularity)->value_name("SIZE"),
+       "the page the simulation charges per segment (default 2MiB, cudaMalloc's on current GPUs)")
+      ("device-profile", po::value(&profile)->value_name("FILE"),
+       "the simulation's cost model, from `allocsim calibrate` (default: the built-in placeholder)")
+      ("on-oom", po::value(&on_oom)->value_name("stop|continue"), "as for run (default stop)")
+      ("out", po::value(&out_dir)->value_name("DIR"), "where the CSV files go (default results/validation)")
+      ("host-memory", po::value(&host_memory)->value_name("SIZE"), "the host stand-in's total memory (default 80GiB)");
+  const po::variables_map values = parse_options(args, description);
+  if (values.count("help")) {
+    out << kValidateUsage << '\n' << description << '\n';
+    return 0;
+  }
+  if (workload.empty() || policy.empty()) throw Error("validate needs --workload and --policy (see validate --help)");
+  if (on_oom != "stop" && on_oom != "continue") throw Error("--on-oom " + on_oom + " is not stop or continue");
+  if (segments != "malloc" && segments != "vmm") throw Error("--segments " + segments + " is not malloc or vmm");
+  if (choice.backend != "cuda" && choice.backend != "host") {
+    throw Error("--backend " + choice.backend + " is not cuda or host");
+  }
+
+  ValidationOptions options;
+  options.policy = policy;
+  options.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
+  options.device.cap = cap.empty() ? 0 : parse_bytes(cap);
+  if (!cap.empty() && options.device.cap == 0) throw Error("--cap must be more than 0 bytes");
+  options.device.granularity = parse_bytes(granularity);
+  if (options.device.granularity == 0) throw Error("--granularity must be at least 1 byte");
+  options.device.source = segments == "vmm" ? SegmentSource::vmm : SegmentSource::malloc;
+  if (!profile.empty()) options.cost = load_cost_profile(profile).cost;
+  choice.host_memory = parse_bytes(host_memory);
+  // Cheap input first: a typo fails before the GPU is opened or a model is lowered.
+  find_policy(parse_spec(policy).name);
+  const auto trace = std::make_shared<const Trace>(load_workload(workload));
+
+  const std::unique_ptr<DeviceApi> api = open(choice);
+  const Validation validation = validate(*api, trace, options);
+  const std::vector<Comparison> rows = compare(validation);
+  write_comparison_table(out, validation, rows);
+
+  std::filesystem::create_directories(out_dir);
+  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, segments, choice.backend);
+  const std::string table = stem.string() + ".csv";
+  const std::string calls = stem.string() + ".calls.csv";
+  write_file_atomically(table, [&](std::ostream& file) { write_comparison_csv(file, validation, rows); });
+  write_file_atomically(calls, [&](std::ostream& file) { write_calls_csv(file, validation); });
+  out << "wrote " << table << " and " << calls << '\n';
+  return 0;
+}
+
+}  // namespace allocsim

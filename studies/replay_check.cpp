@@ -1,0 +1,268 @@
+#include "studies/replay_check.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "policies/caching.hpp"
+#include "sim/error.hpp"
+#include "sim/sim_device.hpp"
+#include "sim/spec.hpp"
+
+namespace allocsim {
+namespace {
+
+using Action = RecordedSegmentEvent::Action;
+
+// A device that writes down every segment the policy reserves or releases, and during
+// which trace event.
+class LoggingDevice final : public Device {
+ public:
+  explicit LoggingDevice(Device& inner) : inner_(inner) {}
+
+  std::optional<Segment> malloc(Bytes bytes) override {
+    const auto segment = inner_.malloc(bytes);
+    if (segment && logging) calls.push_back({Action::alloc, segment->addr, bytes, 0, event});
+    return segment;
+  }
+  void free(Segment segment) override {
+    if (logging) calls.push_back({Action::free, segment.addr, segment.bytes, 0, event});
+    inner_.free(segment);
+  }
+  void copy(Addr dst, Addr src, Bytes bytes) override { inner_.copy(dst, src, bytes); }
+  Bytes capacity() const override { return inner_.capacity(); }
+  Bytes used() const override { return inner_.used(); }
+  Bytes granularity() const override { return inner_.granularity(); }
+  Nanos elapsed() const override { return inner_.elapsed(); }
+  Addr reserve_addresses(Bytes bytes) override { return inner_.reserve_addresses(bytes); }
+  void map(Bytes bytes) override { inner_.map(bytes); }
+  void unmap(Bytes bytes) override { inner_.unmap(bytes); }
+  int compute_capability() const override { return inner_.compute_capability(); }
+
+  bool logging = false;
+  std::size_t event = 0;
+  std::vector<RecordedSegmentEvent> calls;  // addresses are the simulated device's
+
+ private:
+  Device& inner_;
+};
+
+std::string hex(Addr addr) {
+  std::ostringstream text;
+  text << "0x" << std::hex << addr;
+  return text.str();
+}
+
+std::string describe(const RecordedSegmentEvent& event) {
+  return std::string(to_string(event.action)) + " of " + format_bytes(event.size) + " (" +
+         std::to_string(event.size) + " B) at trace event " + std::to_string(event.during_event);
+}
+
+Bytes peak_reserved(Bytes start, const std::vector<RecordedSegmentEvent>& events) {
+  Bytes reserved = start;
+  Bytes peak = start;
+  for (const RecordedSegmentEvent& event : events) {
+    const bool gives = event.action == Action::alloc || event.action == Action::map;
+    reserved = gives ? reserved + event.size : reserved - std::min(reserved, event.size);
+    peak = std::max(peak, reserved);
+  }
+  return peak;
+}
+
+// A block allocated before the recording and freed in it: the snapshot no longer shows
+// its size, so it is what PyTorch's rules make of the request in the room it had. A
+// large-pool block keeps a remainder of 1 MiB or less (it is not split off), and an
+// oversize block is never split.
+Bytes inferred_block_size(const PreexistingBlock& block, Bytes room, bool small, const RoundupDivisions& divisions,
+                          std::optional<Bytes> max_split_size) {
+  const Bytes rounded = torch_round_size(block.requested, divisions);
+  if (rounded > room) {
+    throw Error("the block at " + hex(block.addr) + " (" + format_bytes(rounded) +
+                ") does not fit before the next block of its segment");
+  }
+  if (small) return rounded;
+  if (max_split_size && rounded >= *max_split_size) return room;
+  return room - rounded <= 1_MiB ? room : rounded;
+}
+
+std::string divisions_list(const TorchAllocatorSettings& settings) {
+  std::string list;
+  bool any = false;
+  for (const auto& [megabytes, divisions] : settings.roundup_power2_divisions) {
+    list.append(list.empty() ? "[" : ",").append(std::to_string(megabytes)).append(":").append(std::to_string(divisions));
+    any = any || divisions > 1;
+  }
+  return any ? list.append("]") : "0";
+}
+
+}  // namespace
+
+std::string caching_spec_for(const TorchAllocatorSettings& settings) {
+  std::ostringstream spec;
+  spec << "caching";
+  const char* separator = ":";
+  const auto option = [&](std::string_view key) -> std::ostringstream& {
+    spec << separator << key << '=';
+    separator = ",";
+    return spec;
+  };
+  if (settings.max_split_size) option("max_split_size") << *settings.max_split_size;
+  if (const std::string list = divisions_list(settings); list != "0") option("roundup_power2_divisions") << list;
+  if (settings.garbage_collection_threshold > 0) option("gc_threshold") << settings.garbage_collection_threshold;
+  return spec.str();
+}
+
+ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
+  if (recording.settings.expandable_segments) {
+    throw Error("recorded with expandable_segments:True; replay-check rebuilds native segments only");
+  }
+  ReplayCheck check;
+  check.policy = caching_spec_for(recording.settings);
+  DeviceSpec spec;
+  spec.capacity = capacity;
+  SimDevice sim_device(spec);
+  LoggingDevice device(sim_device);
+  const Spec policy_spec = parse_spec(check.policy);
+  CachingPolicy policy(Params(policy_spec, CachingPolicy::kParams, "policy caching"), device);
+  const Trace& trace = recording.trace;
+  policy.expect_allocations(trace.allocations());
+  const RoundupDivisions divisions = parse_roundup_divisions(divisions_list(recording.settings));
+
+  // The start: every segment the recording began with, holding the blocks allocated
+  // before it, at the same offsets.
+  const std::size_t preexisting = recording.preexisting.size();
+  if (preexisting > trace.events.size()) throw Error("the recording's pre-existing blocks outnumber its events");
+  std::vector<std::size_t> order(preexisting);
+  for (std::size_t i = 0; i < preexisting; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return recording.preexisting[a].addr < recording.preexisting[b].addr; });
+  std::map<Addr, Addr> simulated_at;  // recorded segment address -> simulated
+  std::size_t next = 0;
+  Bytes start_reserved = 0;
+  std::vector<Block> live(trace.allocations());
+  for (const RecordedSegment& segment : recording.segments_at_start) {
+    std::vector<CachingPolicy::HeldBlock> held;
+    for (; next < preexisting && recording.preexisting[order[next]].addr < segment.addr + segment.size; ++next) {
+      const PreexistingBlock& block = recording.preexisting[order[next]];
+      if (block.addr < segment.addr) throw Error("the block at " + hex(block.addr) + " lies in no recorded segment");
+      const Event& event = trace.events[order[next]];
+      if (event.op != Op::alloc || trace.bytes_of(event.id) != block.requested) {
+        throw Error("the trace's leading events do not match the recording's pre-existing blocks");
+      }
+      const bool last = next + 1 == preexisting ||
+                        recording.preexisting[order[next + 1]].addr >= segment.addr + segment.size;
+      const Addr end = last ? segment.addr + segment.size : recording.preexisting[order[next + 1]].addr;
+      const Bytes size = block.block_size ? *block.block_size
+                                          : inferred_block_size(block, end - block.addr, segment.small, divisions,
+                                                                recording.settings.max_split_size);
+      held.push_back({block.addr - segment.addr, size, event.id, block.requested});
+    }
+    const Addr addr = policy.adopt_segment(segment.size, segment.stream, segment.small, held);
+    simulated_at[segment.addr] = addr;
+    start_reserved += segment.size;
+    for (const CachingPolicy::HeldBlock& block : held) {
+      live[index_of(block.id)] = Block{addr + block.offset, block.size, block.requested, block.id, segment.stream};
+    }
+  }
+  if (next < preexisting) {
+    throw Error("the block at " + hex(recording.preexisting[order[next]].addr) + " lies in no recorded segment");
+  }
+  check.preexisting = preexisting;
+  check.segments_at_start = recording.segments_at_start.size();
+
+  // The replay, the device's calls written down as they happen.
+  device.logging = true;
+  std::optional<std::string> stopped;
+  for (std::size_t i = preexisting; i < trace.events.size() && !stopped; ++i) {
+    const Event& event = trace.events[i];
+    device.event = i;
+    if (event.op == Op::alloc) {
+      const auto block = policy.allocate(Request{event.id, trace.bytes_of(event.id), event.stream, event.time});
+      if (!block) {
+        stopped = "trace event " + std::to_string(i) + ": the simulated allocator ran out of memory at " +
+                  format_bytes(trace.bytes_of(event.id)) + " on a " + format_bytes(capacity) + " device";
+      } else {
+        live[index_of(event.id)] = *block;
+      }
+    } else if (event.op == Op::free) {
+      policy.deallocate(live[index_of(event.id)], event.time);
+    } else {
+      policy.release_cached();
+    }
+    check.events = i + 1;
+  }
+  check.recorded_segment_events = recording.segment_events.size();
+  check.simulated_segment_events = device.calls.size();
+  check.recorded_peak_reserved = peak_reserved(start_reserved, recording.segment_events);
+  check.simulated_peak_reserved = peak_reserved(start_reserved, device.calls);
+
+  // Segment events, in order: same action, size and event; a free names the segment the
+  // matching alloc made.
+  const std::size_t count = std::max(recording.segment_events.size(), device.calls.size());
+  for (std::size_t i = 0; i < count && !check.divergence; ++i) {
+    const std::string where = "segment event " + std::to_string(i) + ": ";
+    if (i >= device.calls.size()) {
+      check.divergence = where + "expected " + describe(recording.segment_events[i]) + ", got none";
+      break;
+    }
+    if (i >= recording.segment_events.size()) {
+      check.divergence = where + "expected none, got " + describe(device.calls[i]);
+      break;
+    }
+    const RecordedSegmentEvent& expected = recording.segment_events[i];
+    const RecordedSegmentEvent& got = device.calls[i];
+    bool same = expected.action == got.action && expected.size == got.size && expected.during_event == got.during_event;
+    if (same && expected.action == Action::alloc) {
+      simulated_at[expected.addr] = got.addr;
+    } else if (same) {
+      const auto known = simulated_at.find(expected.addr);
+      same = known != simulated_at.end() && known->second == got.addr;
+    }
+    if (!same) check.divergence = where + "expected " + describe(expected) + ", got " + describe(got);
+  }
+  if (stopped && !check.divergence) check.divergence = *stopped;
+  if (check.divergence) return check;
+
+  // The final layout against the snapshot's, segment by segment, block by block.
+  check.final_state_compared = true;
+  const std::vector<CachingPolicy::SegmentLayout> layout = policy.layout();
+  std::map<Addr, const CachingPolicy::SegmentLayout*> by_address;
+  for (const auto& segment : layout) by_address[segment.addr] = &segment;
+  for (const RecordedSegment& expected : recording.segments_at_end) {
+    const auto mapped = simulated_at.find(expected.addr);
+    const auto found = mapped == simulated_at.end() ? by_address.end() : by_address.find(mapped->second);
+    const std::string where = "the snapshot's segment at " + hex(expected.addr) + " (" + format_bytes(expected.size) + ")";
+    if (found == by_address.end()) {
+      check.final_state = where + " is not held at the end of the replay";
+      return check;
+    }
+    const CachingPolicy::SegmentLayout& got = *found->second;
+    by_address.erase(found);
+    for (std::size_t b = 0; b < std::max(expected.blocks.size(), got.blocks.size()); ++b) {
+      if (b >= expected.blocks.size() || b >= got.blocks.size()) {
+        check.final_state = where + " has " + std::to_string(expected.blocks.size()) + " blocks; the replay's has " +
+                            std::to_string(got.blocks.size());
+        return check;
+      }
+      const RecordedBlock& want = expected.blocks[b];
+      const CachingPolicy::LaidBlock& have = got.blocks[b];
+      if (want.addr - expected.addr != have.addr - got.addr || want.size != have.size ||
+          want.allocated != have.allocated) {
+        const auto state = [](bool allocated) { return allocated ? "allocated" : "free"; };
+        check.final_state = where + ", block " + std::to_string(b) + ": expected " + state(want.allocated) + " " +
+                            std::to_string(want.size) + " B at offset " + std::to_string(want.addr - expected.addr) +
+                            ", got " + state(have.allocated) + " " + std::to_string(have.size) + " B at offset " +
+                            std::to_string(have.addr - got.addr);
+        return check;
+      }
+    }
+  }
+  if (!by_address.empty()) {
+    check.final_state = std::to_string(by_address.size()) + " segments held at the end of the replay are not in the "
+                        "snapshot (the first: " + format_bytes(by_address.begin()->second->size) + ")";
+  }
+  return check;
+}
+
+}  // namespace allocsim

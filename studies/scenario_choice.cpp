@@ -1,0 +1,62 @@
+#include "studies/scenario_choice.hpp"
+
+#include <optional>
+
+#include "sim/cost_profile.hpp"
+#include "sim/device_presets.hpp"
+#include "sim/error.hpp"
+#include "studies/sweep_grid.hpp"
+
+namespace allocsim {
+
+std::vector<DeviceSpec> chosen_devices(const DeviceChoice& choice) {
+  const std::vector<std::string> presets =
+      choice.presets.empty() ? std::vector<std::string>{""} : split_list(choice.presets, "--device");
+  std::vector<std::optional<Bytes>> capacities{std::nullopt};
+  if (!choice.capacities.empty()) {
+    capacities.clear();
+    for (Bytes capacity : parse_size_list(choice.capacities, "--capacity")) {
+      if (capacity == 0) throw Error("--capacity must be more than 0 bytes");
+      capacities.emplace_back(capacity);
+    }
+  }
+  const auto size_option = [](const std::string& text) {
+    return text.empty() ? std::nullopt : std::optional<Bytes>(parse_bytes(text));
+  };
+  const std::optional<Bytes> context = size_option(choice.context);
+  const std::optional<Bytes> granularity = size_option(choice.granularity);
+  if (granularity == Bytes{0}) throw Error("--granularity must be at least 1 byte");
+  const std::optional<CostModel> cost =
+      choice.cost_profile.empty() ? std::nullopt : std::optional<CostModel>(load_cost_profile(choice.cost_profile).cost);
+
+  std::vector<DeviceSpec> devices;
+  for (const std::string& preset : presets) {
+    const DeviceSpec base = preset.empty() ? DeviceSpec{} : device_spec(preset);  // throws listing the valid names
+    for (const std::optional<Bytes>& capacity : capacities) {
+      DeviceSpec device = base;
+      if (capacity) device.capacity = *capacity;
+      if (context) device.context_overhead = *context;
+      if (granularity) device.granularity = *granularity;
+      if (cost) device.cost = *cost;
+      devices.push_back(device);
+    }
+  }
+  return devices;
+}
+
+TenantChoice parse_tenant(const std::string& text) {
+  const auto at = text.rfind('@');
+  if (at == std::string::npos || at == 0 || at + 1 == text.size()) {
+    throw Error("--tenant '" + text + "' is not WORKLOAD@POLICY");
+  }
+  return TenantChoice{text.substr(0, at), text.substr(at + 1)};
+}
+
+DeviceSpec chosen_device(const DeviceChoice& choice) {
+  std::vector<DeviceSpec> devices = chosen_devices(choice);
+  if (devices.size() != 1) throw Error("this command runs on one device; --device and --capacity name " +
+                                       std::to_string(devices.size()) + " (use `allocsim sweep` for lists)");
+  return devices.front();
+}
+
+}  // namespace allocsim

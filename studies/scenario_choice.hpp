@@ -1,0 +1,37 @@
+// What a command's scenario is made of, as the user chose it: the simulated devices
+// (preset names and overrides, lists where a sweep takes them) and the tenants
+// (WORKLOAD@POLICY). Every command reads them this one way.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/device.hpp"
+
+namespace allocsim {
+
+struct DeviceChoice {
+  std::string presets;         // --device: preset names, a list ("" = the plain 'sim' device)
+  std::string capacities;      // --capacity: sizes, a list or range ("" = the preset's)
+  std::string context;         // --context: one size
+  std::string granularity;     // --granularity: one size
+  std::string cost_profile;    // --device-profile: a calibrated cost model (JSON)
+};
+
+// Every device the choice names, presets outer and capacities inner. Error on an unknown
+// preset, a zero capacity or granularity, or a bad size.
+std::vector<DeviceSpec> chosen_devices(const DeviceChoice& choice);
+
+struct TenantChoice {
+  std::string workload;
+  std::string policy;
+};
+
+// "WORKLOAD@POLICY" (the last '@' splits: a path may hold one); Error when either is empty.
+TenantChoice parse_tenant(const std::string& text);
+
+// The one device of a command that runs one scenario; Error when the choice names several.
+DeviceSpec chosen_device(const DeviceChoice& choice);
+
+}  // namespace allocsim

@@ -1,0 +1,330 @@
+#include "studies/sweep_grid.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <functional>
+#include <set>
+
+#include "policies/registry.hpp"
+#include "sim/error.hpp"
+#include "sim/spec.hpp"
+#include "workloads/catalogue.hpp"
+#include "workloads/model/model_spec.hpp"
+
+namespace allocsim {
+namespace {
+
+// Ranges above this many values are a typo, not a sweep.
+constexpr std::size_t kMaxAxisValues = 100'000;
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  return text;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  while (true) {
+    const auto at = text.find(separator);
+    parts.push_back(trim(text.substr(0, at)));
+    if (at == std::string_view::npos) return parts;
+    text.remove_prefix(at + 1);
+  }
+}
+
+std::int64_t parse_int(std::string_view text, std::string_view what) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size()) {
+    throw Error(std::string(what) + ": '" + std::string(text) + "' is not a whole number");
+  }
+  return value;
+}
+
+// One item of a numeric list: a value, a doubling range a:b or a stepped range a:b:s.
+template <typename T>
+void expand_item(std::string_view item, std::string_view what, const std::function<T(std::string_view)>& parse,
+                 std::vector<T>& out) {
+  const std::vector<std::string_view> parts = split(item, ':');
+  if (parts.size() == 1) {
+    out.push_back(parse(parts[0]));
+    return;
+  }
+  if (parts.size() > 3) throw Error(std::string(what) + ": '" + std::string(item) + "' is not a:b or a:b:step");
+  const T first = parse(parts[0]);
+  const T last = parse(parts[1]);
+  if (first > last) throw Error(std::string(what) + ": '" + std::string(item) + "' runs backwards");
+  const auto too_many = [&] {
+    return Error(std::string(what) + ": '" + std::string(item) + "' has more than " + std::to_string(kMaxAxisValues) +
+                 " values");
+  };
+  if (parts.size() == 2) {
+    if (first <= 0) throw Error(std::string(what) + ": doubling range '" + std::string(item) + "' must start above 0");
+    for (T value = first; value <= last; value *= 2) {
+      out.push_back(value);
+      if (value > last / 2) break;  // the next doubling would pass last (or overflow)
+    }
+    return;
+  }
+  const T step = parse(parts[2]);
+  if (step <= 0) throw Error(std::string(what) + ": step in '" + std::string(item) + "' must be above 0");
+  if (static_cast<std::uint64_t>(last - first) / static_cast<std::uint64_t>(step) >= kMaxAxisValues) throw too_many();
+  for (T value = first; value <= last; value += step) {
+    out.push_back(value);
+    if (last - value < step) break;
+  }
+}
+
+template <typename T>
+std::vector<T> parse_list(std::string_view text, std::string_view what, const std::function<T(std::string_view)>& parse) {
+  std::vector<T> values;
+  for (std::string_view item : split(text, ',')) {
+    if (item.empty()) throw Error(std::string(what) + ": empty item in '" + std::string(text) + "'");
+    expand_item<T>(item, what, parse, values);
+    if (values.size() > kMaxAxisValues) throw Error(std::string(what) + ": more than " + std::to_string(kMaxAxisValues) + " values");
+  }
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+std::vector<std::string> words(std::string_view text, std::string_view what,
+                               std::initializer_list<std::string_view> valid) {
+  std::vector<std::string> values;
+  for (std::string_view item : split(text, ',')) {
+    if (std::find(valid.begin(), valid.end(), item) == valid.end()) {
+      std::string list;
+      for (std::string_view word : valid) list += (list.empty() ? "" : ", ") + std::string(word);
+      throw Error(std::string(what) + ": '" + std::string(item) + "' is not one of " + list);
+    }
+    if (std::find(values.begin(), values.end(), item) == values.end()) values.emplace_back(item);
+  }
+  return values;
+}
+
+// Tokens for one model axis: "" (not swept) or one token per value.
+std::vector<std::string> numbered_tokens(const std::string& text, std::string_view what, std::string_view prefix) {
+  if (text.empty()) return {""};
+  std::vector<std::string> tokens;
+  for (std::int64_t value : parse_int_list(text, what)) tokens.push_back(std::string(prefix).append(std::to_string(value)));
+  return tokens;
+}
+
+std::vector<std::string> word_tokens(const std::string& text, std::string_view what,
+                                     std::initializer_list<std::string_view> valid) {
+  if (text.empty()) return {""};
+  return words(text, what, valid);
+}
+
+std::string_view precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return "fp32";
+    case Precision::amp: return "amp";
+    case Precision::bf16: return "bf16";
+  }
+  return "";
+}
+
+std::string_view optimizer_name(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::sgd: return "sgd";
+    case Optimizer::momentum: return "momentum";
+    case Optimizer::adam: return "adam";
+    case Optimizer::adamw: return "adamw";
+  }
+  return "";
+}
+
+void check_workload(const std::string& spec) {
+  if (parse_model_spec(spec)) return;  // throws on a bad token
+  if (spec.ends_with(".pickle") || spec.ends_with(".csv") || spec.find('/') != std::string::npos) {
+    if (!std::filesystem::is_regular_file(spec)) throw Error("workload " + spec + ": no such file");
+    return;
+  }
+  const Spec parsed = parse_spec(spec);
+  for (const WorkloadInfo& info : all_workloads()) {
+    if (info.name == parsed.name) {
+      Params(parsed, info.params, "workload " + parsed.name);  // unknown keys fail here
+      return;
+    }
+  }
+  load_workload(spec);  // not a known name: the catalogue says what is valid
+}
+
+std::vector<std::string> model_leading(const std::string& workload) {
+  const auto model = parse_model_spec(workload);
+  if (!model) return std::vector<std::string>(8);
+  const LoweringOptions& o = model->options;
+  return {std::string(model->model->name),
+          std::to_string(o.batch),
+          model->model->takes_sequence() ? std::to_string(model->sequence) : "",
+          std::string(precision_name(o.precision)),
+          std::string(optimizer_name(o.optimizer)),
+          std::to_string(o.accumulation),
+          std::to_string(o.steps),
+          o.training ? "train" : "infer"};
+}
+
+}  // namespace
+
+std::vector<std::string> split_list(std::string_view text, std::string_view what) {
+  std::vector<std::string> items;
+  for (std::string_view item : split(text, ',')) {
+    if (item.empty()) throw Error(std::string(what) + ": empty item in '" + std::string(text) + "'");
+    const bool continues = item.find('=') != std::string_view::npos && item.find(':') == std::string_view::npos;
+    if (continues && !items.empty()) {
+      items.back().append(",").append(item);
+    } else {
+      items.emplace_back(item);
+    }
+  }
+  return items;
+}
+
+std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what) {
+  return parse_list<std::int64_t>(text, what, [what](std::string_view item) { return parse_int(item, what); });
+}
+
+std::vector<Bytes> parse_size_list(std::string_view text, std::string_view what) {
+  return parse_list<Bytes>(text, what, [what](std::string_view item) {
+    try {
+      return parse_bytes(item);
+    } catch (const Error& error) {
+      throw Error(std::string(what) + ": " + error.what());
+    }
+  });
+}
+
+const std::vector<std::string>& sweep_columns() {
+  static const std::vector<std::string> columns{"point",     "model", "batch", "sequence", "precision", "optimizer",
+                                                "accumulation", "steps", "mode", "on_oom"};
+  return columns;
+}
+
+std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
+  std::vector<std::string> workloads;
+  for (const std::string& list : options.workloads) {
+    for (std::string& item : split_list(list, "--workload")) workloads.push_back(std::move(item));
+  }
+  std::vector<std::string> policies;
+  for (const std::string& list : options.policies) {
+    for (std::string& item : split_list(list, "--policy")) {
+      if (item == "all") {
+        for (const PolicyInfo& info : all_policies()) policies.emplace_back(info.name);
+      } else {
+        find_policy(parse_spec(item).name);
+        policies.push_back(std::move(item));
+      }
+    }
+  }
+  if (workloads.empty()) throw Error("sweep needs --workload (a list is swept)");
+  // --param KEY=LIST: each generator workload becomes one spec per combination of values.
+  for (const std::string& param : options.params) {
+    const auto equals = param.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == param.size()) {
+      throw Error("--param '" + param + "' is not KEY=LIST");
+    }
+    const std::string key = param.substr(0, equals);
+    const std::string list = param.substr(equals + 1);
+    std::vector<std::string> values;
+    try {
+      for (std::int64_t value : parse_int_list(list, "--param " + key)) values.push_back(std::to_string(value));
+    } catch (const Error&) {
+      try {
+        for (Bytes value : parse_size_list(list, "--param " + key)) values.push_back(std::to_string(value));
+      } catch (const Error&) {
+        for (std::string_view value : split(list, ',')) values.emplace_back(value);
+      }
+    }
+    std::vector<std::string> expanded;
+    for (const std::string& workload : workloads) {
+      if (parse_model_spec(workload)) {
+        throw Error("--param " + key + ": workload " + workload + " is a model; its options are --batch, --precision, ...");
+      }
+      for (const std::string& value : values) {
+        expanded.push_back(std::string(workload).append(workload.find(':') == std::string::npos ? ":" : ",")
+                               .append(key).append("=").append(value));
+      }
+    }
+    workloads = std::move(expanded);
+  }
+  if (policies.empty()) throw Error("sweep needs --policy (a list, or 'all')");
+
+  std::vector<TenantChoice> tenants;
+  for (const std::string& tenant : options.tenants) {
+    tenants.push_back(parse_tenant(tenant));
+    check_workload(tenants.back().workload);
+    find_policy(parse_spec(tenants.back().policy).name);
+  }
+
+  const std::vector<DeviceSpec> devices = chosen_devices(options.device);
+  const std::vector<std::string> on_ooms = words(options.on_oom, "--on-oom", {"stop", "continue"});
+
+  // Model token axes, in the order of the nested loops below.
+  const std::vector<std::vector<std::string>> token_axes{
+      word_tokens(options.precision, "--precision", {"fp32", "amp", "bf16"}),
+      word_tokens(options.optimizer, "--optimizer", {"sgd", "momentum", "adam", "adamw"}),
+      numbered_tokens(options.sequence, "--sequence", "s"),
+      numbered_tokens(options.accumulation, "--accumulation", "acc"),
+      numbered_tokens(options.steps, "--steps", "steps"),
+      word_tokens(options.mode, "--mode", {"train", "infer"}),
+  };
+  const std::vector<std::string> batches = numbered_tokens(options.batch, "--batch", "b");
+  const bool tokens_given = batches.front() != "" ||
+                            std::any_of(token_axes.begin(), token_axes.end(), [](const auto& axis) { return axis.front() != ""; });
+
+  std::vector<SweepPoint> points;
+  for (const std::string& workload : workloads) {
+    if (tokens_given && !parse_model_spec(workload)) {
+      throw Error("workload " + workload + ": --batch, --precision and the other model options need a model workload");
+    }
+    // The odometer over the token axes: the last axis turns fastest.
+    std::vector<std::size_t> at(token_axes.size(), 0);
+    while (true) {
+      std::string prefix = workload;
+      for (std::size_t axis = 0; axis < token_axes.size(); ++axis) {
+        const std::string& token = token_axes[axis][at[axis]];
+        if (!token.empty() && token != "train") prefix.append("_").append(token);
+      }
+      for (const DeviceSpec& device : devices) {
+        {
+          for (const std::string& policy : policies) {
+            for (const std::string& on_oom : on_ooms) {
+              for (const std::string& batch : batches) {
+                SweepPoint point;
+                point.index = points.size();
+                point.workload = batch.empty() ? prefix : std::string(prefix).append("_").append(batch);
+                point.policy = policy;
+                point.scenario.device = device;
+                point.scenario.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
+                point.scenario.tenants.push_back(TenantSpec{nullptr, policy, 0});
+                point.workloads.push_back(point.workload);
+                for (const auto& [tenant_workload, tenant_policy] : tenants) {
+                  point.scenario.tenants.push_back(TenantSpec{nullptr, tenant_policy, 0});
+                  point.workloads.push_back(tenant_workload);
+                }
+                point.leading.push_back(std::to_string(point.index));
+                for (std::string& value : model_leading(point.workload)) point.leading.push_back(std::move(value));
+                point.leading.push_back(on_oom);
+                points.push_back(std::move(point));
+              }
+            }
+          }
+        }
+      }
+      std::size_t axis = token_axes.size();
+      while (axis > 0 && ++at[axis - 1] == token_axes[axis - 1].size()) at[--axis] = 0;
+      if (axis == 0) break;
+    }
+  }
+  // Each distinct workload is checked once (a bad token names itself).
+  std::set<std::string> seen;
+  for (const SweepPoint& point : points) {
+    if (seen.insert(point.workload).second) check_workload(point.workload);
+  }
+  return points;
+}
+
+}  // namespace allocsim

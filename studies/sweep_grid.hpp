@@ -1,0 +1,57 @@
+// What a sweep runs: list-valued options expanded into the cross product of points.
+// Lists are comma separated; a number or size may be a range, `a:b` doubling from a to b
+// or `a:b:s` stepping by s. A policy or workload spec keeps its own commas: an item with
+// '=' but no ':' continues the spec before it (`bfc:growth=true,limit=4GiB,caching` is two).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/engine.hpp"
+#include "studies/scenario_choice.hpp"
+#include "sim/units.hpp"
+
+namespace allocsim {
+
+// Items of a list, spec commas kept (see above); Error on an empty item.
+std::vector<std::string> split_list(std::string_view text, std::string_view what);
+
+// Whole numbers: `1:1024` (1, 2, 4, ... 1024), `8:64:8`, `1,3:12` ... ascending, each once.
+std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what);
+
+// Sizes, the same grammar: `16GiB,80GiB`, `1GiB:16GiB` (doubling), `8GiB:12GiB:1GiB`.
+std::vector<Bytes> parse_size_list(std::string_view text, std::string_view what);
+
+// The options of `allocsim sweep`, each a list as the user typed it (empty: not given).
+struct SweepOptions {
+  std::vector<std::string> workloads;  // --workload, repeatable
+  std::vector<std::string> policies;   // --policy, repeatable; "all" is every registered policy
+  std::vector<std::string> tenants;    // --tenant WORKLOAD@POLICY: the same co-tenants at every point
+  std::vector<std::string> params;     // --param KEY=LIST: a generator workload's option, swept
+  DeviceChoice device;                 // presets and capacities are lists
+  std::string on_oom = "stop";
+  // Model workload tokens (see workloads/model/model_spec.hpp), each an axis.
+  std::string batch, sequence, precision, optimizer, accumulation, steps, mode;
+};
+
+struct SweepPoint {
+  std::size_t index = 0;  // in expansion order, the `point` column
+  std::string workload;   // the primary tenant's full spec, tokens appended
+  std::string policy;
+  Scenario scenario;      // traces not loaded yet: TenantSpec::trace is null
+  std::vector<std::string> workloads;  // each tenant's workload spec, for loading
+  std::vector<std::string> leading;    // the values of sweep_columns() for this point
+};
+
+// The parameter columns every sweep CSV starts with, before the metric columns.
+const std::vector<std::string>& sweep_columns();
+
+// The cross product, outermost first: workload, each --param in the order given, precision, optimizer, sequence,
+// accumulation, steps, mode, device, capacity, policy, on_oom, batch (innermost).
+// Every spec is checked here (Error naming the bad one), before anything runs.
+std::vector<SweepPoint> expand_sweep(const SweepOptions& options);
+
+}  // namespace allocsim

@@ -1,0 +1,239 @@
+#include "studies/sweep_run.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "policies/registry.hpp"
+#include "sim/engine.hpp"
+#include "sim/error.hpp"
+#include "sim/metrics.hpp"
+#include "sim/report.hpp"
+#include "sim/sim_device.hpp"
+#include "workloads/catalogue.hpp"
+
+namespace allocsim {
+namespace {
+
+std::string join(const std::vector<std::string>& cells) {
+  std::string line;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) line += ',';
+    line += csv_field(cells[i]);
+  }
+  return line;
+}
+
+// One RFC 4180 record. False at the end of the input; `complete` is false for a last
+// record that no line break ends (a file cut while it was written).
+bool read_record(std::istream& in, std::vector<std::string>& cells, bool& complete) {
+  cells.assign(1, "");
+  bool quoted = false;
+  bool any = false;
+  for (int c = in.get(); c != std::char_traits<char>::eof(); c = in.get()) {
+    any = true;
+    if (quoted) {
+      if (c != '"') {
+        cells.back() += static_cast<char>(c);
+      } else if (in.peek() == '"') {
+        cells.back() += static_cast<char>(in.get());
+      } else {
+        quoted = false;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      cells.emplace_back();
+    } else if (c == '\n') {
+      complete = true;
+      return true;
+    } else {
+      cells.back() += static_cast<char>(c);
+    }
+  }
+  complete = false;
+  return any;
+}
+
+}  // namespace
+
+std::shared_ptr<const Trace> TraceCache::get(const std::string& spec) {
+  std::shared_ptr<Entry> entry;
+  {
+    const std::lock_guard lock(mutex_);
+    std::shared_ptr<Entry>& slot = entries_[spec];
+    if (!slot) slot = std::make_shared<Entry>();
+    entry = slot;
+  }
+  // Other threads wanting the same trace wait here; a failed load is retried by the next.
+  std::call_once(entry->once, [&] { entry->trace = std::make_shared<const Trace>(load_workload(spec)); });
+  return entry->trace;
+}
+
+std::vector<std::string> sweep_base_columns(bool timing) {
+  std::vector<std::string> columns = sweep_columns();
+  for (const Metric& metric : metrics()) {
+    if (timing || !is_wall_clock(metric)) columns.emplace_back(metric.name);
+  }
+  return columns;
+}
+
+std::vector<SweepRow> run_sweep_point(const SweepPoint& point, TraceCache& traces, bool timing) {
+  Scenario scenario = point.scenario;
+  for (std::size_t i = 0; i < scenario.tenants.size(); ++i) scenario.tenants[i].trace = traces.get(point.workloads[i]);
+  const RunResult result = run(scenario, make_policy);
+  std::vector<SweepRow> rows;
+  for (const TenantResult& tenant : result.tenants) {
+    std::vector<std::string> cells = point.leading;
+    for (const Metric& metric : metrics()) {
+      if (timing || !is_wall_clock(metric)) cells.push_back(format_plain(metric.get(result, tenant)));
+    }
+    SweepRow row{point.index, join(cells), {}};
+    for (const PolicyStat& stat : tenant.extra) row.extras.emplace_back(stat.name, std::to_string(stat.value));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<SweepRow> run_sweep_points(const std::vector<SweepPoint>& points, std::span<const std::size_t> todo,
+                                       unsigned threads, bool timing,
+                                       const std::function<void(std::size_t, std::span<const SweepRow>)>& tick) {
+  TraceCache traces;
+  std::vector<SweepRow> finished;
+  std::size_t done = 0;
+  std::exception_ptr error;
+  std::mutex mutex;  // guards finished, done and error
+  std::condition_variable changed;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  const unsigned workers_wanted = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(todo.size())));
+  {
+    std::vector<std::jthread> workers;
+    for (unsigned t = 0; t < workers_wanted && !todo.empty(); ++t) {
+      workers.emplace_back([&] {
+        while (!failed) {
+          const std::size_t i = next++;
+          if (i >= todo.size()) return;
+          try {
+            std::vector<SweepRow> rows = run_sweep_point(points.at(todo[i]), traces, timing);
+            const std::lock_guard lock(mutex);
+            for (SweepRow& row : rows) finished.push_back(std::move(row));
+            ++done;
+          } catch (...) {
+            const std::lock_guard lock(mutex);
+            if (!error) error = std::current_exception();
+            failed = true;
+          }
+          changed.notify_one();
+        }
+      });
+    }
+    std::unique_lock lock(mutex);
+    while (done < todo.size() && !failed) {
+      changed.wait_for(lock, std::chrono::milliseconds(200));
+      tick(done, finished);
+    }
+  }  // the workers join here
+  if (error) std::rethrow_exception(error);
+  tick(done, finished);
+  return finished;
+}
+
+std::vector<std::string> probe_extra_columns(const std::vector<SweepPoint>& points) {
+  std::vector<std::string> names;
+  std::set<std::string> probed;
+  for (const SweepPoint& point : points) {
+    for (const TenantSpec& tenant : point.scenario.tenants) {
+      if (!probed.insert(tenant.policy).second) continue;
+      SimDevice device(point.scenario.device);
+      for (const PolicyStat& stat : make_policy(tenant.policy, device)->extra_stats()) {
+        if (std::find(names.begin(), names.end(), stat.name) == names.end()) names.push_back(stat.name);
+      }
+    }
+  }
+  return names;
+}
+
+void write_sweep_csv(std::ostream& out, bool timing, std::vector<std::string> extra_columns, std::vector<SweepRow> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) { return a.point < b.point; });
+  for (const SweepRow& row : rows) {
+    for (const auto& [name, value] : row.extras) {
+      if (std::find(extra_columns.begin(), extra_columns.end(), name) == extra_columns.end()) extra_columns.push_back(name);
+    }
+  }
+  std::vector<std::string> header = sweep_base_columns(timing);
+  header.insert(header.end(), extra_columns.begin(), extra_columns.end());
+  out << join(header) << '\n';
+  std::map<std::string, std::string> values;
+  for (const SweepRow& row : rows) {
+    out << row.base;
+    values.clear();
+    for (const auto& [name, value] : row.extras) values.emplace(name, value);
+    for (const std::string& name : extra_columns) {
+      const auto found = values.find(name);
+      out << ',' << (found == values.end() ? "" : csv_field(found->second));
+    }
+    out << '\n';
+  }
+}
+
+std::vector<SweepRow> read_sweep_csv(std::istream& in, bool timing, const std::vector<SweepPoint>& points,
+                                     const std::string& name) {
+  const std::vector<std::string> base = sweep_base_columns(timing);
+  std::vector<std::string> header;
+  bool complete = false;
+  if (!read_record(in, header, complete) || !complete) return {};  // empty or cut in its header: nothing done
+  if (header.size() < base.size() || !std::equal(base.begin(), base.end(), header.begin())) {
+    throw Error("--resume: " + name + " was not written by this kind of sweep (its header differs" +
+                (timing ? "" : "; was it written with --timing?") + ")");
+  }
+  const auto column = [&](std::string_view wanted) {
+    return static_cast<std::size_t>(std::find(base.begin(), base.end(), wanted) - base.begin());
+  };
+  const std::size_t point_at = column("point"), tenant_at = column("tenant"), workload_at = column("workload"),
+                    policy_at = column("policy"), device_at = column("device"), capacity_at = column("capacity_bytes");
+
+  std::map<std::size_t, std::vector<SweepRow>> by_point;
+  std::map<std::size_t, std::set<std::size_t>> tenants_seen;
+  std::vector<std::string> cells;
+  std::size_t line = 1;
+  while (read_record(in, cells, complete)) {
+    ++line;
+    if (!complete) break;  // the line the interrupted run was writing
+    if (cells.size() != header.size()) throw Error("--resume: " + name + ":" + std::to_string(line) + ": wrong number of cells");
+    std::size_t point = 0, tenant = 0;
+    try {
+      point = std::stoul(cells[point_at]);
+      tenant = std::stoul(cells[tenant_at]);
+    } catch (const std::exception&) {
+      throw Error("--resume: " + name + ":" + std::to_string(line) + ": no point or tenant number");
+    }
+    const SweepPoint* expected = point < points.size() ? &points[point] : nullptr;
+    if (!expected || tenant >= expected->workloads.size() || cells[workload_at] != expected->workloads[tenant] ||
+        cells[policy_at] != expected->scenario.tenants[tenant].policy ||
+        cells[device_at] != expected->scenario.device.name ||
+        cells[capacity_at] != std::to_string(expected->scenario.device.capacity)) {
+      throw Error("--resume: " + name + ":" + std::to_string(line) + ": point " + cells[point_at] +
+                  " is not the same point in this sweep (were the options changed?)");
+    }
+    SweepRow row;
+    row.point = point;
+    row.base = join(std::vector<std::string>(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(base.size())));
+    for (std::size_t i = base.size(); i < header.size(); ++i) {
+      if (!cells[i].empty()) row.extras.emplace_back(header[i], cells[i]);
+    }
+    if (tenants_seen[point].insert(tenant).second) by_point[point].push_back(std::move(row));
+  }
+  std::vector<SweepRow> rows;
+  for (auto& [point, point_rows] : by_point) {
+    if (point_rows.size() != points[point].workloads.size()) continue;  // a point cut in the middle runs again
+    for (SweepRow& row : point_rows) rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace allocsim

@@ -1,0 +1,70 @@
+// Running a sweep's points and writing them as one tidy CSV: a row per tenant per point,
+// the point's parameters first (sweep_columns()), then every metric of the metric table
+// except the wall-clock ones (unless asked), then the policies' own statistics. Rows come
+// out in point order whatever ran them, so the bytes depend on the inputs only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <istream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "studies/sweep_grid.hpp"
+#include "sim/trace.hpp"
+
+namespace allocsim {
+
+struct SweepRow {
+  std::size_t point = 0;
+  std::string base;  // the parameter and metric cells, joined as CSV
+  std::vector<std::pair<std::string, std::string>> extras;  // a policy's statistics: column, value
+};
+
+// Loads each workload spec once and shares it between the points and threads that use it.
+class TraceCache {
+ public:
+  std::shared_ptr<const Trace> get(const std::string& spec);
+
+ private:
+  struct Entry {
+    std::once_flag once;
+    std::shared_ptr<const Trace> trace;
+  };
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_;  // by workload spec
+};
+
+// The header's fixed part: parameter columns, then the metric columns.
+std::vector<std::string> sweep_base_columns(bool timing);
+
+// One point: its scenario replayed, a row per tenant.
+std::vector<SweepRow> run_sweep_point(const SweepPoint& point, TraceCache& traces, bool timing);
+
+// Runs `todo` (indices into points) on `threads` threads; `tick(done)` is called from the
+// calling thread now and then, and once at the end. The first error stops the rest and is rethrown.
+std::vector<SweepRow> run_sweep_points(const std::vector<SweepPoint>& points, std::span<const std::size_t> todo,
+                                       unsigned threads, bool timing,
+                                       const std::function<void(std::size_t done, std::span<const SweepRow> rows)>& tick);
+
+// The policy statistic columns a sweep will have, known before it runs: each policy is
+// built once on an idle device and asked for its statistics' names.
+std::vector<std::string> probe_extra_columns(const std::vector<SweepPoint>& points);
+
+// Writes the header and `rows` sorted by point (ties keep their order). Extra columns:
+// `extra_columns` first, then any other statistic in order of first appearance.
+void write_sweep_csv(std::ostream& out, bool timing, std::vector<std::string> extra_columns, std::vector<SweepRow> rows);
+
+// Rows of a CSV an earlier run of the same sweep wrote, for --resume: only points whose
+// rows are all there (one per tenant) and name the same workload and policy as now; a
+// cut last line is dropped. Error when the header is not this sweep's.
+std::vector<SweepRow> read_sweep_csv(std::istream& in, bool timing, const std::vector<SweepPoint>& points,
+                                     const std::string& name);
+
+}  // namespace allocsim

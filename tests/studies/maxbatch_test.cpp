@@ -1,0 +1,149 @@
+// The largest-batch search on synthetic workloads whose answer is known: each batch's
+// trace is built here and replayed through the engine, so the search sees real OOMs.
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "policies/registry.hpp"
+#include "app/cli.hpp"
+#include "studies/maxbatch.hpp"
+#include "sim/engine.hpp"
+#include "sim/trace.hpp"
+
+namespace allocsim {
+namespace {
+
+// `batch` live tensors of 1 MiB, plus `extra` more at the bad batches; then all freed.
+std::shared_ptr<const Trace> synthetic(std::int64_t batch, Bytes extra) {
+  TraceBuilder builder({"synthetic_b" + std::to_string(batch), "test"});
+  std::vector<AllocId> ids;
+  Nanos now = 0;
+  for (std::int64_t i = 0; i < batch; ++i) ids.push_back(builder.alloc(now++, 1_MiB));
+  if (extra > 0) ids.push_back(builder.alloc(now++, extra));
+  for (AllocId id : ids) builder.free(now++, id);
+  return std::make_shared<const Trace>(std::move(builder).finish());
+}
+
+// Runs on a 10 MiB device charged to the byte through `direct`: batch b fits iff b <= 10,
+// except the batches in `bad`, which ask for 100 MiB more.
+BatchRunner runner(std::set<std::int64_t> bad, int* runs = nullptr) {
+  return [bad, runs](std::int64_t batch) {
+    if (runs) ++*runs;
+    Scenario scenario;
+    scenario.device.capacity = 10_MiB;
+    scenario.tenants.push_back(TenantSpec{synthetic(batch, bad.contains(batch) ? 100_MiB : 0), "direct", 0});
+    const RunResult result = run(scenario, make_policy);
+    const TenantResult& tenant = result.tenants.front();
+    BatchProbe probe;
+    probe.batch = batch;
+    probe.fits = tenant.oom_count == 0;
+    probe.peak_allocated = tenant.peak_allocated;
+    probe.peak_reserved = tenant.peak_reserved;
+    return probe;
+  };
+}
+
+bool tried(const MaxBatch& found, std::int64_t batch) {
+  for (const BatchProbe& probe : found.probes) {
+    if (probe.batch == batch) return true;
+  }
+  return false;
+}
+
+TEST_CASE("maxbatch: monotone, the answer and its neighbours", "[maxbatch]") {
+  int runs = 0;
+  const MaxBatch found = find_max_batch(runner({}, &runs), 1000, 2);
+  REQUIRE(found.largest == 10);
+  CHECK(found.monotone);
+  CHECK_FALSE(found.capped);
+  CHECK(found.at_largest()->peak_allocated == 10_MiB);
+  // 1 2 4 8 16, bisect 12 10 11, above 12 (known) 13, below 9 8 (known): 10 runs, each batch once.
+  CHECK(runs == static_cast<int>(found.probes.size()));
+  CHECK(tried(found, 9));
+  CHECK(tried(found, 13));
+  for (std::size_t i = 1; i < found.probes.size(); ++i) CHECK(found.probes[i - 1].batch < found.probes[i].batch);
+}
+
+TEST_CASE("maxbatch: an OOM just below the answer is not monotone", "[maxbatch]") {
+  const MaxBatch found = find_max_batch(runner({9}), 1000, 2);
+  CHECK(found.largest == 10);
+  CHECK_FALSE(found.monotone);
+  CHECK(found.evidence == "batch 9 runs out of memory though 10 fits");
+}
+
+TEST_CASE("maxbatch: a fit above the first OOM restarts the search", "[maxbatch]") {
+  // 1 2 4 fit, 8 fails, 6 7 fit; 9 fits above the failure, so the search goes on to 10.
+  const MaxBatch found = find_max_batch(runner({8}), 1000, 4);
+  CHECK(found.largest == 10);
+  CHECK_FALSE(found.monotone);
+  CHECK(found.evidence == "batch 8 runs out of memory though 10 fits");
+  // Without neighbours the search stops at the first failure's edge, and says it is monotone.
+  const MaxBatch blind = find_max_batch(runner({8}), 1000, 0);
+  CHECK(blind.largest == 7);
+  CHECK(blind.monotone);
+}
+
+TEST_CASE("maxbatch: the limit caps the search, and nothing may fit", "[maxbatch]") {
+  const MaxBatch capped = find_max_batch(runner({}), 6, 2);
+  CHECK(capped.largest == 6);
+  CHECK(capped.capped);
+  const MaxBatch limit_one = find_max_batch(runner({}), 1, 2);
+  CHECK(limit_one.largest == 1);
+  CHECK(limit_one.capped);
+  const MaxBatch none = find_max_batch(runner({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}), 1000, 2);
+  CHECK_FALSE(none.largest);
+  CHECK(none.at_largest() == nullptr);
+  // Batch 1 fails but 2 fits: found above the failure.
+  const MaxBatch late = find_max_batch(runner({1}), 1000, 2);
+  CHECK(late.largest == 10);
+  CHECK_FALSE(late.monotone);
+}
+
+TEST_CASE("maxbatch: the least-squares line through the peaks", "[maxbatch]") {
+  std::vector<BatchProbe> probes(4);
+  const Bytes peaks[] = {1, 3, 2, 1000};
+  for (int i = 0; i < 4; ++i) {
+    probes[i].batch = i + 1;
+    probes[i].peak_allocated = peaks[i];
+    probes[i].fits = i < 3;  // the OOM's peak is left out
+  }
+  // x 1 2 3, y 1 3 2: slope 0.5, intercept 1, residuals -0.5 1 -0.5.
+  const auto fit = fit_peak(probes, &BatchProbe::peak_allocated);
+  REQUIRE(fit);
+  CHECK(fit->points == 3);
+  CHECK(fit->slope == Approx(0.5));
+  CHECK(fit->intercept == Approx(1.0));
+  CHECK(fit->rms_residual == Approx(std::sqrt(0.5)));
+  probes[1].fits = probes[2].fits = false;
+  CHECK_FALSE(fit_peak(probes, &BatchProbe::peak_allocated));
+}
+
+TEST_CASE("maxbatch: the command's answer fits and the next batch does not", "[maxbatch][cli]") {
+  const auto cli = [](std::vector<std::string> args) {
+    std::ostringstream out, err;
+    const int status = run_cli(args, out, err);
+    return std::make_pair(status, out.str() + err.str());
+  };
+  const auto [status, text] =
+      cli({"maxbatch", "--workload", "seed_cnn", "--policy", "direct,caching", "--capacity", "256MiB", "--threads", "2"});
+  REQUIRE(status == 0);
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("policy direct: largest batch ") && Catch::Contains("policy caching: largest batch ") &&
+                       Catch::Contains("fit over") && Catch::Contains("with amp: largest batch") &&
+                       Catch::Contains("per optimizer step"));
+  const auto at = text.find("policy direct: largest batch ") + std::string("policy direct: largest batch ").size();
+  const std::string batch = text.substr(at, text.find_first_not_of("0123456789", at) - at);
+  const auto ooms = [&](const std::string& b) {
+    const std::string out = cli({"run", "--workload", "seed_cnn", "--batch", b, "--policy", "direct", "--capacity", "256MiB"}).second;
+    return out.find("OOM at event") != std::string::npos;
+  };
+  CHECK_FALSE(ooms(batch));
+  CHECK(ooms(std::to_string(std::stoll(batch) + 1)));
+  CHECK(cli({"maxbatch", "--workload", "random", "--policy", "direct"}).first == 2);
+  CHECK(cli({"maxbatch", "--workload", "seed_cnn", "--policy", "nosuch"}).first == 2);
+}
+
+}  // namespace
+}  // namespace allocsim
