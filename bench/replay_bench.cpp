@@ -102,7 +102,7 @@ using namespace allocsim;
 // alone. Addresses come from a counter and are never reused.
 class NoopPolicy final : public Policy {
  public:
-  std::optional<Block> allocate(const Request& request) override {
+  Allocation allocate(const Request& request) override {
     const Bytes size = align_up(request.bytes, kBlockAlignment);
     const Block block{next_addr_, size, request.bytes, request.id, request.stream};
     next_addr_ += std::max(size, kBlockAlignment);  // zero-byte blocks get distinct addresses too

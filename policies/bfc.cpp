@@ -89,14 +89,14 @@ BfcPolicy::~BfcPolicy() {
   for (const Region& region : regions_) device_.free(region.segment);
 }
 
-std::optional<Block> BfcPolicy::allocate(const Request& request) {
+Allocation BfcPolicy::allocate(const Request& request) {
   if (request.bytes == 0) return Block{0, 0, 0, request.id, request.stream};  // TensorFlow: nullptr, no OOM
-  if (!hang_.empty()) return std::nullopt;
+  if (!hang_.empty()) return Allocation::hung(hang_);
   const Bytes rounded = rounded_bytes(request.bytes);
   std::optional<Fit> fit = find_chunk(rounded);
   if (!fit && extend(rounded)) fit = find_chunk(rounded);
   if (!fit && hang_.empty() && deallocate_free_regions(rounded) && extend(rounded)) fit = find_chunk(rounded);
-  if (!fit) return std::nullopt;
+  if (!fit) return hang_.empty() ? Allocation(std::nullopt) : Allocation::hung(hang_);
   const std::uint32_t chunk = use_chunk(*fit, rounded, request);
   const Chunk& used = chunks_[chunk];
   return Block{used.ptr, used.size, request.bytes, request.id, request.stream};
@@ -136,8 +136,8 @@ std::uint32_t BfcPolicy::use_chunk(Fit fit, Bytes rounded, const Request& reques
   return chunk;
 }
 
-void BfcPolicy::expect_allocations(std::size_t allocations) {
-  if (allocations > chunk_of_.size()) chunk_of_.resize(allocations, kNone);
+void BfcPolicy::prepare(const ReplaySetup& setup) {
+  if (setup.allocations > chunk_of_.size()) chunk_of_.resize(setup.allocations, kNone);
 }
 
 void BfcPolicy::deallocate(const Block& block, Nanos) {
@@ -262,17 +262,20 @@ void BfcPolicy::remove_from_bin(std::uint32_t chunk) {
 }
 
 PolicyStats BfcPolicy::stats() const {
-  Bytes releasable = 0;
-  for (const Region& region : regions_) {
-    if (wholly_free(region)) releasable += region.segment.bytes;
-  }
   const Bytes largest_free =
       nonempty_bins_ == 0 ? 0 : bins_[static_cast<std::size_t>(std::bit_width(nonempty_bins_) - 1)].back().size;
   return PolicyStats{.allocated = bytes_in_use_,
                      .reserved = pool_bytes_,
                      .largest_free = largest_free,
-                     .releasable = releasable,
                      .limit = limit_};
+}
+
+PolicyInspection BfcPolicy::inspect() const {
+  Bytes releasable = 0;
+  for (const Region& region : regions_) {
+    if (wholly_free(region)) releasable += region.segment.bytes;
+  }
+  return PolicyInspection{releasable, extra_stats(), describe_state()};
 }
 
 std::vector<PolicyStat> BfcPolicy::extra_stats() const {

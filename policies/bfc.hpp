@@ -66,17 +66,18 @@ class BfcPolicy final : public Policy {
   BfcPolicy(const Params& params, Device& device);
   ~BfcPolicy() override;
 
-  std::optional<Block> allocate(const Request& request) override;
+  Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
   void release_cached() override;
   void check() const override;
-  std::vector<PolicyStat> extra_stats() const override;
-  std::string hang_reason() const override { return hang_; }
-  std::string describe_state() const override;
-  void expect_allocations(std::size_t allocations) override;
+  PolicyInspection inspect() const override;
+  void prepare(const ReplaySetup& setup) override;
 
  private:
+  std::vector<PolicyStat> extra_stats() const;
+  std::string describe_state() const;
+
   enum class Version : std::uint8_t { v2023, v2024_02, v2025_10 };
   static constexpr std::uint32_t kNone = kNoNeighbour;
   static constexpr std::size_t kBins = 21;

@@ -38,7 +38,7 @@ bool BuddyPolicy::acquire_region() {
   return true;
 }
 
-std::optional<Block> BuddyPolicy::allocate(const Request& request) {
+Allocation BuddyPolicy::allocate(const Request& request) {
   if (!region_ && !acquire_region()) return std::nullopt;
   const Bytes wanted = std::max<Bytes>(request.bytes, 1);
   if (wanted > size_of(top_order_)) return std::nullopt;
@@ -79,8 +79,11 @@ PolicyStats BuddyPolicy::stats() const {
   }
   return PolicyStats{.allocated = allocated_,
                      .reserved = reserved,
-                     .largest_free = largest,
-                     .releasable = allocated_ == 0 ? reserved : 0};
+                     .largest_free = largest};
+}
+
+PolicyInspection BuddyPolicy::inspect() const {
+  return PolicyInspection{allocated_ == 0 && region_ ? region_->bytes : 0, {}, {}};
 }
 
 void BuddyPolicy::release_cached() {

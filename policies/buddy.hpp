@@ -33,9 +33,10 @@ class BuddyPolicy final : public Policy {
   BuddyPolicy(const Params& params, Device& device);
   ~BuddyPolicy() override;
 
-  std::optional<Block> allocate(const Request& request) override;
+  Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
+  PolicyInspection inspect() const override;
   void release_cached() override;
   void check() const override;
 

@@ -165,8 +165,8 @@ CachingPolicy::~CachingPolicy() {
   }
 }
 
-void CachingPolicy::expect_allocations(std::size_t allocations) {
-  if (allocations > block_of_.size()) block_of_.resize(allocations, kNone);
+void CachingPolicy::prepare(const ReplaySetup& setup) {
+  if (setup.allocations > block_of_.size()) block_of_.resize(setup.allocations, kNone);
 }
 
 CachingPolicy::Key CachingPolicy::key_of(std::uint32_t block) const {
@@ -305,7 +305,7 @@ void CachingPolicy::garbage_collect_cached_blocks() {
   }
 }
 
-std::optional<Block> CachingPolicy::allocate(const Request& request) {
+Allocation CachingPolicy::allocate(const Request& request) {
   const Bytes size = torch_round_size(request.bytes, divisions_);
   const bool small = size <= kSmallSize;
   Pool& pool = pool_of(small);
@@ -460,11 +460,31 @@ void CachingPolicy::note_peaks() {
 }
 
 PolicyStats CachingPolicy::stats() const {
+  return PolicyStats{.allocated = allocated_,
+                     .reserved = reserved_,
+                     .largest_free = largest_cached(),
+                     .limit = allowed_.value_or(0)};
+}
+
+// Keys order by stream, then size: each stream's largest block is the last key before the
+// next stream's first, so the walk jumps from stream to stream instead of block to block.
+Bytes CachingPolicy::largest_cached() const {
   Bytes largest = 0;
+  for (const Pool* pool : {&small_, &large_}) {
+    auto end = pool->blocks.end();
+    while (end != pool->blocks.begin()) {
+      const Key& last = *std::prev(end);
+      largest = std::max(largest, last.size());
+      end = pool->blocks.lower_bound(Key{Key::order(last.stream(), 0), 0, 0});
+    }
+  }
+  return largest;
+}
+
+PolicyInspection CachingPolicy::inspect() const {
   Bytes releasable = 0;
   for (const Pool* pool : {&small_, &large_}) {
     for (const Key& key : pool->blocks) {
-      largest = std::max(largest, key.size());
       if (expandable_) {
         releasable += whole_free_pages(key.block);
       } else if (unsplit(key.block)) {
@@ -472,11 +492,7 @@ PolicyStats CachingPolicy::stats() const {
       }
     }
   }
-  return PolicyStats{.allocated = allocated_,
-                     .reserved = reserved_,
-                     .largest_free = largest,
-                     .releasable = releasable,
-                     .limit = allowed_.value_or(0)};
+  return PolicyInspection{releasable, extra_stats(), {}};
 }
 
 std::vector<PolicyStat> CachingPolicy::extra_stats() const {

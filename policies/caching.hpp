@@ -77,13 +77,13 @@ class CachingPolicy final : public Policy {
   CachingPolicy(const Params& params, Device& device);
   ~CachingPolicy() override;
 
-  std::optional<Block> allocate(const Request& request) override;
+  Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
   void release_cached() override { release_cached_blocks(); }
   void check() const override;
-  std::vector<PolicyStat> extra_stats() const override;
-  void expect_allocations(std::size_t allocations) override;
+  PolicyInspection inspect() const override;
+  void prepare(const ReplaySetup& setup) override;
 
   // For replaying a recording that began mid-run (allocsim replay-check): take a segment
   // of `size` from the device and hold `allocated` in it where the real allocator held
@@ -113,6 +113,8 @@ class CachingPolicy final : public Policy {
   std::vector<SegmentLayout> layout() const;
 
  private:
+  std::vector<PolicyStat> extra_stats() const;
+  Bytes largest_cached() const;  // O(streams x log n): stats() is read at every new peak
   static constexpr std::uint32_t kNone = kNoNeighbour;
 
   struct CachedBlock {

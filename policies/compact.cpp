@@ -38,13 +38,18 @@ CompactPolicy::~CompactPolicy() {
   for (const Held& held : held_) device_.free(held.segment);
 }
 
-void CompactPolicy::expect_allocations(std::size_t count) {
+void CompactPolicy::prepare(const ReplaySetup& setup) {
+  size_for_ids(setup.allocations);
+  listener_ = setup.moves;
+}
+
+void CompactPolicy::size_for_ids(std::size_t count) {
   where_.resize(count);
   size_.resize(count);
   live_slot_.resize(count);
 }
 
-std::optional<Block> CompactPolicy::allocate(const Request& request) {
+Allocation CompactPolicy::allocate(const Request& request) {
   if (one_region() && held_.empty() && !grow(0)) return std::nullopt;
   const Bytes size = align_up(std::max<Bytes>(request.bytes, 1), kBlockAlignment);
   auto range = free_.best_fit(size);
@@ -55,7 +60,7 @@ std::optional<Block> CompactPolicy::allocate(const Request& request) {
   if (!range) return std::nullopt;
   free_.take_front(*range, size);
   const std::uint32_t id = index_of(request.id);
-  if (id >= where_.size()) expect_allocations(std::max<std::size_t>(id + 1, 2 * where_.size()));
+  if (id >= where_.size()) size_for_ids(std::max<std::size_t>(id + 1, 2 * where_.size()));
   where_[id] = range->addr;
   size_[id] = size;
   live_slot_[id] = static_cast<std::uint32_t>(live_.size());
@@ -304,10 +309,7 @@ void CompactPolicy::rebuild_free_list() {
 }
 
 PolicyStats CompactPolicy::stats() const {
-  Bytes releasable = 0;
-  for (const Held& held : held_) releasable += held.allocated == 0 ? held.segment.bytes : 0;
-  return PolicyStats{.allocated = allocated_, .reserved = reserved_, .largest_free = free_.largest(),
-                     .releasable = releasable};
+  return PolicyStats{.allocated = allocated_, .reserved = reserved_, .largest_free = free_.largest()};
 }
 
 void CompactPolicy::release_cached() {
@@ -342,17 +344,17 @@ void CompactPolicy::check() const {
   }
 }
 
-std::vector<PolicyStat> CompactPolicy::extra_stats() const {
-  return {PolicyStat{"compactions", compactions_, Unit::count},
-          PolicyStat{"compaction_blocks_moved", blocks_moved_, Unit::count},
-          PolicyStat{"compaction_bytes_moved", bytes_moved_, Unit::bytes},
-          PolicyStat{"compaction_time_ns", copy_time_, Unit::nanos}};
-}
-
-std::string CompactPolicy::describe_state() const {
-  return "compact: " + std::to_string(held_.size()) + " segments, " + format_bytes(reserved_) + " reserved, " +
+PolicyInspection CompactPolicy::inspect() const {
+  Bytes releasable = 0;
+  for (const Held& held : held_) releasable += held.allocated == 0 ? held.segment.bytes : 0;
+  std::vector<PolicyStat> extra{PolicyStat{"compactions", compactions_, Unit::count},
+                                PolicyStat{"compaction_blocks_moved", blocks_moved_, Unit::count},
+                                PolicyStat{"compaction_bytes_moved", bytes_moved_, Unit::bytes},
+                                PolicyStat{"compaction_time_ns", copy_time_, Unit::nanos}};
+  std::string state = "compact: " + std::to_string(held_.size()) + " segments, " + format_bytes(reserved_) + " reserved, " +
          format_bytes(free_.total()) + " free in " + std::to_string(free_.count()) + " ranges, the largest " +
          format_bytes(free_.largest()) + "; " + std::to_string(compactions_) + " compactions so far";
+  return PolicyInspection{releasable, std::move(extra), std::move(state)};
 }
 
 }  // namespace allocsim

@@ -52,17 +52,16 @@ class CompactPolicy final : public Policy {
   CompactPolicy(const Params& params, Device& device);
   ~CompactPolicy() override;
 
-  std::optional<Block> allocate(const Request& request) override;
+  Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
   void release_cached() override;
   void check() const override;
-  void expect_allocations(std::size_t count) override;
-  void listen_for_moves(MoveListener* listener) override { listener_ = listener; }
-  std::vector<PolicyStat> extra_stats() const override;
-  std::string describe_state() const override;
+  PolicyInspection inspect() const override;
+  void prepare(const ReplaySetup& setup) override;
 
  private:
+  void size_for_ids(std::size_t count);
   struct Held {
     Segment segment;
     Bytes allocated = 0;  // live bytes in it

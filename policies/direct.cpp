@@ -4,7 +4,7 @@ namespace allocsim {
 
 DirectPolicy::DirectPolicy(const Params&, Device& device) : device_(device), granularity_(device.granularity()) {}
 
-std::optional<Block> DirectPolicy::allocate(const Request& request) {
+Allocation DirectPolicy::allocate(const Request& request) {
   if (request.bytes == 0) return Block{0, 0, 0, request.id, request.stream};
   const Bytes size = align_up(request.bytes, granularity_);
   const auto segment = device_.malloc(size);

@@ -24,7 +24,7 @@ class DirectPolicy final : public Policy {
 
   DirectPolicy(const Params& params, Device& device);
 
-  std::optional<Block> allocate(const Request& request) override;
+  Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
 

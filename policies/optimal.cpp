@@ -17,13 +17,14 @@ OptimalPolicy::~OptimalPolicy() {
   if (arena_) device_.free(*arena_);
 }
 
-void OptimalPolicy::plan(const Trace& trace) {
-  if (unplanned_ && unplanned_->stats().allocated != 0) throw Error("optimal: plan() after requests were served");
+void OptimalPolicy::prepare(const ReplaySetup& setup) {
+  if (!setup.trace) return;  // no trace ahead: it stays bestfit
+  if (unplanned_ && unplanned_->stats().allocated != 0) throw Error("optimal: prepare() after requests were served");
   unplanned_.reset();
-  plan_ = plan_offline(trace, options_);
+  plan_ = plan_offline(*setup.trace, options_);
 }
 
-std::optional<Block> OptimalPolicy::allocate(const Request& request) {
+Allocation OptimalPolicy::allocate(const Request& request) {
   if (unplanned_) return unplanned_->allocate(request);
   const std::uint32_t i = index_of(request.id);
   if (i >= plan_->size.size() || align_up(request.bytes, options_.alignment) != plan_->size[i]) {
@@ -48,8 +49,7 @@ PolicyStats OptimalPolicy::stats() const {
   if (unplanned_) return unplanned_->stats();
   const Bytes reserved = arena_ ? arena_->bytes : 0;
   // The free space of a planned arena is not one list; nothing unplanned can be served.
-  return PolicyStats{.allocated = allocated_, .reserved = reserved, .largest_free = 0,
-                     .releasable = allocated_ == 0 ? reserved : 0};
+  return PolicyStats{.allocated = allocated_, .reserved = reserved, .largest_free = 0};
 }
 
 void OptimalPolicy::release_cached() {
@@ -64,18 +64,15 @@ void OptimalPolicy::check() const {
   if (allocated_ > (arena_ ? arena_->bytes : 0)) throw Error("optimal: more allocated than the arena holds");
 }
 
-std::vector<PolicyStat> OptimalPolicy::extra_stats() const {
-  if (!plan_) return {};
-  return {PolicyStat{"plan_arena_bytes", plan_->arena, Unit::bytes},
-          PolicyStat{"plan_aligned_lower_bound_bytes", plan_->aligned_lower_bound, Unit::bytes},
-          PolicyStat{"plan_overlapping_pairs", plan_->pairs, Unit::count}};
-}
-
-std::string OptimalPolicy::describe_state() const {
-  if (unplanned_) return "optimal without a plan: bestfit over one region";
-  return "optimal: arena of " + format_bytes(plan_->arena) + " planned by " + plan_->heuristic + " for " +
+PolicyInspection OptimalPolicy::inspect() const {
+  if (unplanned_) return PolicyInspection{unplanned_->inspect().releasable, {}, "optimal without a plan: bestfit over one region"};
+  const Bytes reserved = arena_ ? arena_->bytes : 0;
+  std::vector<PolicyStat> extra{PolicyStat{"plan_arena_bytes", plan_->arena, Unit::bytes},
+                                PolicyStat{"plan_aligned_lower_bound_bytes", plan_->aligned_lower_bound, Unit::bytes},
+                                PolicyStat{"plan_overlapping_pairs", plan_->pairs, Unit::count}};
+  return PolicyInspection{allocated_ == 0 ? reserved : 0, std::move(extra), "optimal: arena of " + format_bytes(plan_->arena) + " planned by " + plan_->heuristic + " for " +
          std::to_string(plan_->size.size()) + " allocations (" + format_bytes(plan_->aligned_lower_bound) +
-         " live at most, sizes aligned)";
+         " live at most, sizes aligned)"};
 }
 
 }  // namespace allocsim

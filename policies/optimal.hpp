@@ -1,7 +1,7 @@
 // optimal: an offline planner, the best any allocator that never moves a block could do
 // (up to the heuristic). It is no real allocator; it is the yardstick that static memory
 // planners (TFLite's arena planner, XLA's buffer assignment) approach.
-// - before replay the engine hands it the whole trace (Policy::plan); it gives every
+// - before replay the engine hands it the whole trace (Policy::prepare); it gives every
 //   allocation an offset in one arena with the heuristics of policies/common/offline_plan
 //   (greedy by size, breadth, lifetime, area; online best fit) and keeps the smallest;
 // - the first request takes the arena, of exactly the planned size, from the device;
@@ -35,20 +35,19 @@ class OptimalPolicy final : public Policy {
   OptimalPolicy(const Params& params, Device& device);
   ~OptimalPolicy() override;
 
-  void plan(const Trace& trace) override;
-  std::optional<Block> allocate(const Request& request) override;
+  void prepare(const ReplaySetup& setup) override;
+  Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
   void release_cached() override;
   void check() const override;
-  std::vector<PolicyStat> extra_stats() const override;
-  std::string describe_state() const override;
+  PolicyInspection inspect() const override;
 
  private:
   Device& device_;
   OfflinePlanOptions options_;
   std::optional<OfflinePlan> plan_;
-  std::unique_ptr<Policy> unplanned_;  // bestfit, until plan() is called
+  std::unique_ptr<Policy> unplanned_;  // bestfit, until prepare() hands it a trace
   std::optional<Segment> arena_;
   Bytes allocated_ = 0;
 };

@@ -58,7 +58,7 @@ std::size_t PlacementPolicy::segment_of(Addr addr) const {
   return static_cast<std::size_t>(after - held_.begin()) - 1;
 }
 
-std::optional<Block> PlacementPolicy::allocate(const Request& request) {
+Allocation PlacementPolicy::allocate(const Request& request) {
   if (grow_bytes_ == 0 && held_.empty() && !acquire_region()) return std::nullopt;
   const Bytes size = align_up(std::max<Bytes>(request.bytes, 1), alignment_);
   auto range = choose(size);
@@ -106,12 +106,13 @@ void PlacementPolicy::deallocate(const Block& block, Nanos) {
 }
 
 PolicyStats PlacementPolicy::stats() const {
+  return PolicyStats{.allocated = allocated_, .reserved = reserved_, .largest_free = free_.largest()};
+}
+
+PolicyInspection PlacementPolicy::inspect() const {
   Bytes releasable = 0;
   for (const Held& held : held_) releasable += held.allocated == 0 ? held.segment.bytes : 0;
-  return PolicyStats{.allocated = allocated_,
-                     .reserved = reserved_,
-                     .largest_free = free_.largest(),
-                     .releasable = releasable};
+  return PolicyInspection{releasable, {}, {}};
 }
 
 void PlacementPolicy::release_cached() {

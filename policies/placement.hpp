@@ -42,9 +42,10 @@ class PlacementPolicy final : public Policy {
   PlacementPolicy(Fit fit, const Params& params, Device& device);
   ~PlacementPolicy() override;
 
-  std::optional<Block> allocate(const Request& request) override;
+  Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
+  PolicyInspection inspect() const override;
   void release_cached() override;
   void check() const override;
 

@@ -73,7 +73,7 @@ bool VmmPolicy::take_pages(std::uint64_t count) {
   return true;
 }
 
-std::optional<Block> VmmPolicy::allocate(const Request& request) {
+Allocation VmmPolicy::allocate(const Request& request) {
   const Bytes size = align_up(std::max<Bytes>(request.bytes, 1), kBlockAlignment);
   if (size < page_) return allocate_small(request, size);
   const std::uint64_t count = (size + page_ - 1) / page_;
@@ -143,7 +143,7 @@ PolicyStats VmmPolicy::stats() const {
   // Any free page, cached range or empty small page can be stitched into one range.
   const Bytes stitchable = (free_pages_ + cached_pages_ + empty_small_.size()) * page_;
   return PolicyStats{.allocated = allocated_, .reserved = pages_.size() * page_,
-                     .largest_free = std::max(stitchable, small_free_.largest()), .releasable = stitchable};
+                     .largest_free = std::max(stitchable, small_free_.largest())};
 }
 
 void VmmPolicy::release_cached() {
@@ -172,16 +172,14 @@ void VmmPolicy::check() const {
   }
 }
 
-std::vector<PolicyStat> VmmPolicy::extra_stats() const {
-  return {PolicyStat{"vmm_maps", maps_, Unit::count}, PolicyStat{"vmm_unmaps", unmaps_, Unit::count},
+PolicyInspection VmmPolicy::inspect() const {
+  const Bytes stitchable = (free_pages_ + cached_pages_ + empty_small_.size()) * page_;
+  std::vector<PolicyStat> extra{PolicyStat{"vmm_maps", maps_, Unit::count}, PolicyStat{"vmm_unmaps", unmaps_, Unit::count},
           PolicyStat{"vmm_stitched", stitched_, Unit::count}, PolicyStat{"vmm_reused", reused_, Unit::count}};
-}
-
-std::string VmmPolicy::describe_state() const {
-  return "vmm: " + std::to_string(pages_.size()) + " pages of " + format_bytes(page_) + " held: " +
+  return PolicyInspection{stitchable, std::move(extra), "vmm: " + std::to_string(pages_.size()) + " pages of " + format_bytes(page_) + " held: " +
          std::to_string(large_pages_) + " under large blocks, " + std::to_string(small_pages_.size()) +
          " small pages, " + std::to_string(cached_pages_) + " in cached ranges, " + std::to_string(free_pages_) +
-         " unmapped";
+         " unmapped"};
 }
 
 }  // namespace allocsim

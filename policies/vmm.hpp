@@ -43,13 +43,12 @@ class VmmPolicy final : public Policy {
   VmmPolicy(const Params& params, Device& device);
   ~VmmPolicy() override;
 
-  std::optional<Block> allocate(const Request& request) override;
+  Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
   void release_cached() override;
   void check() const override;
-  std::vector<PolicyStat> extra_stats() const override;
-  std::string describe_state() const override;
+  PolicyInspection inspect() const override;
 
  private:
   bool take_pages(std::uint64_t count);  // makes `count` pages free (unmapped), or fails

@@ -60,9 +60,7 @@ class Replay {
       if (!spec.trace) throw Error("tenant without a trace");
       TenantRun& run = tenants_.emplace_back(spec, device_, peak_used_);
       run.policy = make_policy(spec.policy, run.device);
-      run.policy->expect_allocations(spec.trace->allocations());
-      run.policy->plan(*spec.trace);
-      run.policy->listen_for_moves(&run);
+      run.policy->prepare(ReplaySetup{spec.trace->allocations(), spec.trace.get(), &run});
       run.result.index = tenants_.size() - 1;
       run.result.workload = spec.trace->info.name;
       run.result.policy = spec.policy;
@@ -157,11 +155,11 @@ class Replay {
 
   void allocate(TenantRun& run, std::size_t tenant, std::size_t index, const Event& event, Nanos now) {
     const Bytes bytes = run.trace.bytes_of(event.id);
-    const auto block = run.policy->allocate(Request{event.id, bytes, event.stream, now});
+    const Allocation block = run.policy->allocate(Request{event.id, bytes, event.stream, now});
     if (!block) {
-      if (std::string reason = run.policy->hang_reason(); !reason.empty()) {
+      if (!block.hang.empty()) {
         run.result.hang_event = index;
-        run.result.hang_reason = std::move(reason);
+        run.result.hang_reason = std::string(block.hang);
         finish(run);  // the program would never have come back from this request
         return;
       }
@@ -198,11 +196,12 @@ class Replay {
   }
 
   void out_of_memory(TenantRun& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now) {
+    PolicyInspection inspection = run.policy->inspect();
     const OomContext context{bytes, live_requested_, run.requested, device_.capacity() - baseline_used_,
-                             device_.available(), run.policy->stats()};
+                             device_.available(), run.policy->stats(), inspection.releasable};
     TenantResult& result = run.result;
     const OomRecord record{tenant, index, now, bytes, classify_oom(context), context,
-                           result.oom_count == 0 ? run.policy->describe_state() : std::string()};
+                           result.oom_count == 0 ? std::move(inspection.state) : std::string()};
     ++result.oom_count;
     ++result.ooms_by_kind[static_cast<std::size_t>(record.kind)];
     if (result.ooms.size() < kMaxOomRecords) result.ooms.push_back(record);
@@ -224,7 +223,7 @@ class Replay {
     result.device_frees = run.device.frees();
     result.device_failed_mallocs = run.device.failed_mallocs();
     result.bytes_moved = run.device.bytes_moved();
-    result.extra = run.policy->extra_stats();
+    result.extra = run.policy->inspect().extra;
     // Walk the allocations (not the ids) so that each block goes back with its stream.
     for (std::size_t i = 0; i < run.next; ++i) {
       const Event& event = run.trace.events[i];

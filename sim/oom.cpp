@@ -24,7 +24,7 @@ OomKind classify_oom(const OomContext& context) {
   if (limit != 0 && context.own_live_requested + context.request > limit) return OomKind::capacity;
   const Bytes reserved = context.policy.reserved;
   const Bytes headroom = oom_headroom(context);
-  if (headroom + context.policy.releasable >= context.request) return OomKind::reservation;
+  if (headroom + context.releasable >= context.request) return OomKind::reservation;
   const Bytes own_free = reserved - context.policy.allocated;
   if (headroom + own_free >= context.request) return OomKind::fragmentation;
   return OomKind::reservation;

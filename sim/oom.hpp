@@ -20,6 +20,7 @@ struct OomContext {
   Bytes usable;            // device capacity less what was gone before any tenant started
   Bytes device_available;  // free on the device now
   PolicyStats policy;      // the failing tenant's policy now
+  Bytes releasable;        // what its release_cached() would give back now
 };
 
 // capacity: the live bytes of all tenants plus this request exceed the usable device,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/types.hpp"
@@ -47,11 +48,11 @@ class MoveListener {
   virtual void moved(const Move& move) = 0;
 };
 
+// Cheap counters, O(log n) at most: the engine reads them at every new peak.
 struct PolicyStats {
   Bytes allocated = 0;     // sum of live block sizes
   Bytes reserved = 0;      // bytes held from the device
   Bytes largest_free = 0;  // the largest block servable now without calling the device
-  Bytes releasable = 0;    // bytes release_cached() would give back now
   Bytes limit = 0;         // most it may ever reserve (a memory_limit), 0 = the device
 };
 
@@ -61,42 +62,64 @@ struct PolicyStat {
   Unit unit = Unit::count;
 };
 
+// A policy's state for a report or an OOM: may walk every block, so asked for on demand.
+struct PolicyInspection {
+  Bytes releasable = 0;           // bytes release_cached() would give back now
+  std::vector<PolicyStat> extra;  // the policy's own statistics (extra output columns)
+  std::string state;              // a few lines for a person, as allocators log at an OOM
+};
+
+// What the engine tells a policy once, before the first request of a replay. A policy
+// driven without it (as unit tests drive one) must still work.
+struct ReplaySetup {
+  std::size_t allocations = 0;    // ids will run 0..allocations-1: state indexed by id is sized once
+  const Trace* trace = nullptr;   // the whole trace ahead, for offline planners
+  MoveListener* moves = nullptr;  // told of every relocation; outlives the policy
+};
+
+// What a request got: a block, or nothing (an OOM). `hang` is set, with no block, when
+// the real allocator would never have returned (an endless loop in its code): the engine
+// stops the tenant there and reports why. It stays valid until the policy's next call.
+struct Allocation {
+  std::optional<Block> block;
+  std::string_view hang;
+
+  Allocation(std::nullopt_t) {}  // implicit, so that `return std::nullopt;` reads as an OOM
+  Allocation(Block served) : block(served) {}
+  Allocation(std::optional<Block> served) : block(served) {}
+  static Allocation hung(std::string_view why) {
+    Allocation allocation(std::nullopt);
+    allocation.hang = why;
+    return allocation;
+  }
+
+  explicit operator bool() const { return block.has_value(); }
+  const Block& operator*() const { return *block; }
+  const Block* operator->() const { return &*block; }
+};
+
 // Contract:
 // - allocate returns a block with addr % kBlockAlignment == 0, size >= bytes and the
-//   request's id, that overlaps no other live block, or nullopt (OOM). An OOM leaves every live block where
-//   it was; a zero-byte request is served (possibly with a zero-size block).
+//   request's id, that overlaps no other live block, or no block (OOM). An OOM leaves every
+//   live block where it was; a zero-byte request is served (possibly with a zero-size block).
 // - deallocate receives a block exactly as allocate returned it, once; a policy that moves
-//   live blocks reports each move to its MoveListener, and from then on the block has
+//   live blocks reports each move to ReplaySetup::moves, and from then on the block has
 //   the new address. Moves happen only in a call that succeeds.
 // - Every segment comes from the Device the policy was made with; once every block has
 //   been deallocated, the destructor has returned all of them (the engine frees what a
 //   trace leaves live before it destroys a policy).
-// - stats().reserved equals the bytes of the segments it holds.
+// - stats() is cheap; stats().reserved equals the bytes of the segments it holds.
 // - check() throws allocsim::Error when an invariant is broken; it may take O(n).
 class Policy {
  public:
   virtual ~Policy() = default;
-  virtual std::optional<Block> allocate(const Request& request) = 0;
+  virtual Allocation allocate(const Request& request) = 0;
   virtual void deallocate(const Block& block, Nanos now) = 0;
   virtual PolicyStats stats() const = 0;
+  virtual PolicyInspection inspect() const { return {}; }
   virtual void release_cached() {}  // torch.cuda.empty_cache(): return wholly free segments
+  virtual void prepare(const ReplaySetup&) {}
   virtual void check() const {}
-  // A hint before replay: ids will run 0..allocations-1, so state indexed by id can be
-  // sized once instead of growing (and briefly doubling) on the way.
-  virtual void expect_allocations(std::size_t) {}
-  // Offline policies only: the whole trace this policy will be asked to replay, once,
-  // before its first request (the engine calls it; a policy driven without it, as unit
-  // tests drive one, must still work). Online policies ignore it.
-  virtual void plan(const Trace&) {}
-  // Policies that move live blocks (compact) report every move here; the listener (the
-  // engine, a test harness) outlives the policy. Policies that never move ignore it.
-  virtual void listen_for_moves(MoveListener*) {}
-  virtual std::vector<PolicyStat> extra_stats() const { return {}; }
-  // Non-empty once the real allocator would never have returned from the last request
-  // (an endless loop in its code): the engine stops the tenant there and reports why.
-  virtual std::string hang_reason() const { return {}; }
-  // The policy's state in a few lines for a person, as allocators log at an OOM.
-  virtual std::string describe_state() const { return {}; }
 };
 
 }  // namespace allocsim

@@ -82,7 +82,7 @@ std::string describe_oom(const OomRecord& oom) {
     case OomKind::reservation:
       why = "only " + format_bytes(oom_headroom(c)) + " it may take from the device and " + format_bytes(pool_free) +
             " in the pool; the rest is held by " +
-            (c.policy.releasable > 0 ? "this policy's cache (" + format_bytes(c.policy.releasable) + ")"
+            (c.releasable > 0 ? "this policy's cache (" + format_bytes(c.releasable) + ")"
                                      : std::string("other tenants or the pool's limit"));
       break;
   }
@@ -190,7 +190,7 @@ void write_json(std::ostream& out, const RunResult& run) {
                                 {"allocated_bytes", c.policy.allocated},
                                 {"reserved_bytes", c.policy.reserved},
                                 {"largest_free_bytes", c.policy.largest_free},
-                                {"releasable_bytes", c.policy.releasable}});
+                                {"releasable_bytes", c.releasable}});
     }
     document["tenants"].push_back(std::move(object));
   }

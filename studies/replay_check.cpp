@@ -126,7 +126,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   const Spec policy_spec = parse_spec(check.policy);
   CachingPolicy policy(Params(policy_spec, CachingPolicy::kParams, "policy caching"), device);
   const Trace& trace = recording.trace;
-  policy.expect_allocations(trace.allocations());
+  policy.prepare(ReplaySetup{.allocations = trace.allocations()});
   const RoundupDivisions divisions = parse_roundup_divisions(divisions_list(recording.settings));
 
   // The start: every segment the recording began with, holding the blocks allocated

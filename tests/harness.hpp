@@ -25,13 +25,15 @@ class Harness final : public MoveListener {
  public:
   Harness(const std::string& policy_spec, DeviceSpec device)
       : device_(std::move(device)), policy_(make_policy(policy_spec, device_)) {
-    policy_->listen_for_moves(this);
+    policy_->prepare(ReplaySetup{.moves = this});
   }
 
   std::optional<Block> alloc(Bytes bytes, Stream stream = 0) {
     const auto id = static_cast<AllocId>(next_id_++);
     const Bytes allocated_before = policy_->stats().allocated;
-    auto block = policy_->allocate(Request{id, bytes, stream, now_++});
+    const Allocation got = policy_->allocate(Request{id, bytes, stream, now_++});
+    last_hang_ = got.hang;
+    const std::optional<Block> block = got.block;
     if (!block) {
       // Nothing live moved or vanished: the policy still counts the same bytes, and every
       // live block is freed later by its original address (policies reject a stale one).
@@ -105,6 +107,8 @@ class Harness final : public MoveListener {
   }
 
   Policy& policy() { return *policy_; }
+  // Why the last request would never have returned ("" when it did).
+  const std::string& last_hang() const { return last_hang_; }
   std::size_t moves() const { return moves_; }
   SimDevice& device() { return device_; }
   std::size_t live_count() const { return live_.size(); }
@@ -126,6 +130,7 @@ class Harness final : public MoveListener {
   std::map<Addr, Block> live_;
   std::vector<Block> zero_size_;
   std::map<std::uint32_t, Addr> moved_to_;  // by AllocId: where moved blocks are now
+  std::string last_hang_;
   std::size_t moves_ = 0;
   Bytes allocated_ = 0;
   std::uint32_t next_id_ = 0;

@@ -12,7 +12,7 @@ namespace allocsim::test {
 namespace {
 
 std::uint64_t extra(Policy& policy, const std::string& name) {
-  for (const PolicyStat& stat : policy.extra_stats()) {
+  for (const PolicyStat& stat : policy.inspect().extra) {
     if (stat.name == name) return stat.value;
   }
   FAIL("no statistic " << name);
@@ -148,7 +148,7 @@ TEST_CASE("caching's OOM path: oversize cached blocks first, largest down, then 
   CHECK(extra(harness.policy(), "num_alloc_retries") == 0);
   CHECK(extra(harness.policy(), "num_device_free") == 2);
   CHECK(harness.policy().stats().reserved == 100_MiB);
-  CHECK(harness.policy().stats().releasable == 30_MiB);
+  CHECK(harness.policy().inspect().releasable == 30_MiB);
   // 120 MiB: no oversize block is cached; release every unsplit block (30 MiB), retry.
   const auto big = harness.alloc(120_MiB);
   REQUIRE(big);
@@ -161,7 +161,7 @@ TEST_CASE("caching's OOM path: oversize cached blocks first, largest down, then 
 TEST_CASE("caching rebuilds a recorded segment: blocks at their offsets, the gaps cached", "[caching]") {
   SimDevice device(plain_device(64_MiB));
   CachingPolicy policy(Params(parse_spec("caching"), CachingPolicy::kParams, "policy caching"), device);
-  policy.expect_allocations(3);
+  policy.prepare(ReplaySetup{.allocations = 3});
   const std::array held{CachingPolicy::HeldBlock{512, 1024, AllocId{0}, 1000},
                         CachingPolicy::HeldBlock{4096, 512, AllocId{1}, 100}};
   const Addr base = policy.adopt_segment(2_MiB, 0, true, held);

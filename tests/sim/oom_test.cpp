@@ -6,8 +6,15 @@
 namespace allocsim {
 namespace {
 
-OomContext context(Bytes request, Bytes live, Bytes available, PolicyStats policy) {
-  return OomContext{request, live, live, 8_GiB, available, policy};
+// The failing policy: its cheap counters and what release_cached() would give back.
+struct PolicyAtOom {
+  Bytes allocated, reserved, largest_free, releasable, limit;
+};
+
+OomContext context(Bytes request, Bytes live, Bytes available, PolicyAtOom policy) {
+  const PolicyStats stats{.allocated = policy.allocated, .reserved = policy.reserved,
+                          .largest_free = policy.largest_free, .limit = policy.limit};
+  return OomContext{request, live, live, 8_GiB, available, stats, policy.releasable};
 }
 
 TEST_CASE("an OOM is capacity when the live bytes could never fit", "[oom]") {
