@@ -14,7 +14,8 @@ CompactPolicy::CompactPolicy(const Params& params, Device& device)
       threshold_(params.number("threshold")),
       segment_bytes_(align_up(params.bytes("segment"), kBlockAlignment)),
       region_bytes_(params.bytes("region")),
-      prealloc_(params.boolean("prealloc")) {
+      prealloc_(params.boolean("prealloc")),
+      pool_(device) {
   const std::string_view trigger = params.text("trigger");
   const std::string_view strategy = params.text("strategy");
   if (trigger != "failure" && trigger != "threshold") {
@@ -34,9 +35,7 @@ CompactPolicy::CompactPolicy(const Params& params, Device& device)
   gap_ = strategy == "gap";
 }
 
-CompactPolicy::~CompactPolicy() {
-  for (const Held& held : held_) device_.free(held.segment);
-}
+CompactPolicy::~CompactPolicy() = default;
 
 void CompactPolicy::prepare(const ReplaySetup& setup) {
   size_for_ids(setup.allocations);
@@ -50,22 +49,21 @@ void CompactPolicy::size_for_ids(std::size_t count) {
 }
 
 Allocation CompactPolicy::allocate(const Request& request) {
-  if (one_region() && held_.empty() && !grow(0)) return std::nullopt;
+  if (one_region() && pool_.segments().empty() && !grow(0)) return std::nullopt;
   const Bytes size = align_up(std::max<Bytes>(request.bytes, 1), kBlockAlignment);
-  auto range = free_.best_fit(size);
-  if (!range && free_.total() >= size && compact_for(size)) range = free_.best_fit(size);
+  auto range = pool_.free().best_fit(size);
+  if (!range && pool_.free().total() >= size && compact_for(size)) range = pool_.free().best_fit(size);
   if (!range && !one_region() && ((merge_ && grow_merging(size)) || grow(size) || consolidate(size))) {
-    range = free_.best_fit(size);
+    range = pool_.free().best_fit(size);
   }
   if (!range) return std::nullopt;
-  free_.take_front(*range, size);
+  pool_.take(*range, size);
   const std::uint32_t id = index_of(request.id);
   if (id >= where_.size()) size_for_ids(std::max<std::size_t>(id + 1, 2 * where_.size()));
   where_[id] = range->addr;
   size_[id] = size;
   live_slot_[id] = static_cast<std::uint32_t>(live_.size());
   live_.push_back(id);
-  held_[segment_of(range->addr)].allocated += size;
   allocated_ += size;
   return Block{range->addr, size, request.bytes, request.id, request.stream};
 }
@@ -74,25 +72,20 @@ void CompactPolicy::deallocate(const Block& block, Nanos) {
   const std::uint32_t id = index_of(block.id);
   const Addr addr = where_[id];
   const Bytes size = size_[id];
-  free_.add(Range{addr, size});
+  pool_.give(addr, size);
   const std::uint32_t last = live_.back();
   live_[live_slot_[id]] = last;
   live_slot_[last] = live_slot_[id];
   live_.pop_back();
-  held_[segment_of(addr)].allocated -= size;
   allocated_ -= size;
   // Only while there are holes below the segments' tops (or a slide would change
   // nothing), and once an eighth of the pool has been freed since the last one, so that
   // a nearly full pool is not compacted at every free.
   freed_since_compaction_ += size;
-  if (on_threshold_ && free_.count() > held_.size() && freed_since_compaction_ >= reserved_ / 8 &&
+  if (on_threshold_ && pool_.free().count() > pool_.segments().size() && freed_since_compaction_ >= pool_.reserved() / 8 &&
       external_fragmentation() > threshold_) {
     slide(0);
   }
-}
-
-CompactPolicy::Held CompactPolicy::hold(Segment segment) const {
-  return Held{segment, 0, segment.addr + segment.bytes - (one_region() ? 0 : kGuard)};
 }
 
 bool CompactPolicy::grow(Bytes size) {
@@ -101,55 +94,35 @@ bool CompactPolicy::grow(Bytes size) {
   if (region_bytes_ != 0) wanted = region_bytes_;
   if (prealloc_) wanted = align_down(device_.available(), unit);
   if (wanted == 0) return false;
-  auto segment = device_.malloc(wanted);
-  if (!segment && !one_region() && wanted > align_up(size + kGuard, unit)) {
-    segment = device_.malloc(align_up(size + kGuard, unit));  // what is left may still hold this one
-  }
-  if (!segment) return false;
-  const Held held = hold(*segment);
-  held_.insert(std::upper_bound(held_.begin(), held_.end(), held,
-                                [](const Held& a, const Held& b) { return a.segment.addr < b.segment.addr; }),
-               held);
-  reserved_ += segment->bytes;
-  free_.add(Range{segment->addr, held.usable_end() - segment->addr});
-  return true;
+  const Bytes guard = one_region() ? 0 : kGuard;
+  if (pool_.add(wanted, kBlockAlignment, guard)) return true;
+  // What is left may still hold this one.
+  return !one_region() && wanted > align_up(size + kGuard, unit) && pool_.add(align_up(size + kGuard, unit), kBlockAlignment, guard);
 }
 
 // Packs every block down, then swaps the highest segment for one that holds its blocks
 // and `size` more, when those blocks are no more than `size` bytes. The old one is freed only after the copy, so for a moment both are
 // held (peak_device_bytes shows it).
 bool CompactPolicy::grow_merging(Bytes size) {
-  if (held_.empty()) return false;
+  if (pool_.segments().empty()) return false;
   const SlidePlan plan = plan_slide();
   // Copying more than the request itself would make growth cost more than it gains (a
   // single segment would be copied whole every time): add a segment instead.
   if (plan.in_last > size) return false;
   const Bytes unit = std::max(kBlockAlignment, device_.granularity());
-  const auto segment = device_.malloc(align_up(std::max(plan.in_last + size + kGuard, segment_bytes_), unit));
-  if (!segment) return false;
+  const Segment last = pool_.segments().back().segment;
+  const auto added = pool_.add(align_up(std::max(plan.in_last + size + kGuard, segment_bytes_), unit), kBlockAlignment, kGuard);
+  if (!added) return false;
   apply(plan);
-  const Held last = held_.back();
-  const Held held = hold(*segment);
-  held_.push_back(held);
-  reserved_ += segment->bytes;
-  std::sort(held_.begin(), held_.end(), [](const Held& a, const Held& b) { return a.segment.addr < b.segment.addr; });
-  Addr cursor = segment->addr;
+  Addr cursor = added->addr;
   for (std::uint32_t id : live_by_address()) {
-    if (where_[id] < last.segment.addr || where_[id] >= last.segment.addr + last.segment.bytes) continue;
+    if (where_[id] < last.addr || where_[id] >= last.addr + last.bytes) continue;
     move(id, cursor);
     cursor += size_[id];
   }
-  std::erase_if(held_, [&](const Held& h) { return h.segment.addr == last.segment.addr; });
-  device_.free(last.segment);
-  reserved_ -= last.segment.bytes;
+  pool_.release(pool_.segment_of(last.addr));
   rebuild_free_list();
   return true;
-}
-
-std::size_t CompactPolicy::segment_of(Addr addr) const {
-  const auto after = std::upper_bound(held_.begin(), held_.end(), addr,
-                                      [](Addr a, const Held& held) { return a < held.segment.addr; });
-  return static_cast<std::size_t>(after - held_.begin()) - 1;
 }
 
 std::vector<std::uint32_t> CompactPolicy::live_by_address() const {
@@ -159,8 +132,8 @@ std::vector<std::uint32_t> CompactPolicy::live_by_address() const {
 }
 
 double CompactPolicy::external_fragmentation() const {
-  if (free_.total() == 0) return 0;
-  return 1 - static_cast<double>(free_.largest()) / static_cast<double>(free_.total());
+  if (pool_.free().total() == 0) return 0;
+  return 1 - static_cast<double>(pool_.free().largest()) / static_cast<double>(pool_.free().total());
 }
 
 bool CompactPolicy::compact_for(Bytes size) { return (gap_ && open_gap(size)) || slide(size); }
@@ -171,8 +144,7 @@ void CompactPolicy::move(std::uint32_t id, Addr to) {
   const Nanos before = device_.elapsed();
   device_.copy(to, from, size);
   copy_time_ += device_.elapsed() - before;
-  held_[segment_of(from)].allocated -= size;
-  held_[segment_of(to)].allocated += size;
+  pool_.moved(from, to, size);
   where_[id] = to;
   bytes_moved_ += size;
   ++blocks_moved_;
@@ -186,25 +158,26 @@ CompactPolicy::SlidePlan CompactPolicy::plan_slide() const {
   SlidePlan plan;
   plan.ids = live_by_address();
   plan.to.resize(plan.ids.size());
-  std::vector<Bytes> after(held_.size(), 0);  // live bytes per segment once slid
+  const std::span<const PooledSegment> held = pool_.segments();
+  std::vector<Bytes> after(held.size(), 0);  // live bytes per segment once slid
   std::size_t segment = 0;
-  Addr cursor = held_.empty() ? 0 : held_[0].segment.addr;
+  Addr cursor = held.empty() ? 0 : held[0].start;
   for (std::size_t k = 0; k < plan.ids.size(); ++k) {
     const Bytes size = size_[plan.ids[k]];
-    while (cursor + size > held_[segment].usable_end()) {
-      plan.largest_hole = std::max(plan.largest_hole, held_[segment].usable_end() - cursor);
+    while (cursor + size > held[segment].end) {
+      plan.largest_hole = std::max(plan.largest_hole, held[segment].end - cursor);
       ++segment;
-      cursor = held_[segment].segment.addr;
+      cursor = held[segment].start;
     }
     plan.to[k] = cursor;
     plan.moves |= cursor != where_[plan.ids[k]];
     after[segment] += size;
     cursor += size;
   }
-  for (; segment < held_.size(); ++segment, cursor = segment < held_.size() ? held_[segment].segment.addr : 0) {
-    plan.largest_hole = std::max(plan.largest_hole, held_[segment].usable_end() - cursor);
+  for (; segment < held.size(); ++segment, cursor = segment < held.size() ? held[segment].start : 0) {
+    plan.largest_hole = std::max(plan.largest_hole, held[segment].end - cursor);
   }
-  for (std::size_t k = 0; k < held_.size(); ++k) plan.emptied += after[k] == 0 ? held_[k].segment.bytes : 0;
+  for (std::size_t k = 0; k < held.size(); ++k) plan.emptied += after[k] == 0 ? held[k].segment.bytes : 0;
   plan.in_last = after.empty() ? 0 : after.back();
   return plan;
 }
@@ -249,13 +222,13 @@ bool CompactPolicy::open_gap(Bytes size) {
   std::size_t best_lo = 0;
   std::size_t best_hi = 0;
   std::size_t first = 0;  // the segment's first block in ids
-  for (const Held& held : held_) {
+  for (const PooledSegment& held : pool_.segments()) {
     std::size_t end = first;
-    while (end < ids.size() && where_[ids[end]] < held.usable_end()) ++end;
+    while (end < ids.size() && where_[ids[end]] < held.end) ++end;
     std::size_t hi = first;
     for (std::size_t lo = first; lo <= end; ++lo) {
-      const Addr start = lo == first ? held.segment.addr : where_[ids[lo - 1]] + size_[ids[lo - 1]];
-      if (start + size > held.usable_end()) break;
+      const Addr start = lo == first ? held.start : where_[ids[lo - 1]] + size_[ids[lo - 1]];
+      if (start + size > held.end) break;
       hi = std::max(hi, lo);
       while (hi < end && where_[ids[hi]] < start + size) ++hi;
       if (prefix[hi] - prefix[lo] < best_cost) {
@@ -271,7 +244,7 @@ bool CompactPolicy::open_gap(Bytes size) {
   // Free ranges outside the window, for best fit (none of them touch, so none merge).
   FreeList room;
   const Addr window_end = best_start + size;
-  free_.for_each([&](Range range) {
+  pool_.free().for_each([&](Range range) {
     if (range.addr < best_start) room.add(Range{range.addr, std::min(range.end(), best_start) - range.addr});
     if (range.end() > window_end) {
       const Addr from = std::max(range.addr, window_end);
@@ -295,66 +268,48 @@ bool CompactPolicy::open_gap(Bytes size) {
 }
 
 void CompactPolicy::rebuild_free_list() {
-  free_.clear();
+  pool_.free().clear();
   const std::vector<std::uint32_t> ids = live_by_address();
   std::size_t k = 0;
-  for (const Held& held : held_) {
-    Addr cursor = held.segment.addr;
-    for (; k < ids.size() && where_[ids[k]] < held.usable_end(); ++k) {
-      if (where_[ids[k]] > cursor) free_.add(Range{cursor, where_[ids[k]] - cursor});
+  for (const PooledSegment& held : pool_.segments()) {
+    Addr cursor = held.start;
+    for (; k < ids.size() && where_[ids[k]] < held.end; ++k) {
+      if (where_[ids[k]] > cursor) pool_.free().add(Range{cursor, where_[ids[k]] - cursor});
       cursor = where_[ids[k]] + size_[ids[k]];
     }
-    if (cursor < held.usable_end()) free_.add(Range{cursor, held.usable_end() - cursor});
+    if (cursor < held.end) pool_.free().add(Range{cursor, held.end - cursor});
   }
 }
 
 PolicyStats CompactPolicy::stats() const {
-  return PolicyStats{.allocated = allocated_, .reserved = reserved_, .largest_free = free_.largest()};
+  return PolicyStats{.allocated = allocated_, .reserved = pool_.reserved(), .largest_free = pool_.free().largest()};
 }
 
-void CompactPolicy::release_cached() {
-  std::erase_if(held_, [&](const Held& held) {
-    if (held.allocated != 0) return false;
-    free_.remove(Range{held.segment.addr, held.usable_end() - held.segment.addr});
-    device_.free(held.segment);
-    reserved_ -= held.segment.bytes;
-    return true;
-  });
-}
+void CompactPolicy::release_cached() { pool_.release_empty(); }
 
 void CompactPolicy::check() const {
-  free_.check();
-  Bytes usable = 0;
+  pool_.check("compact", kBlockAlignment);
   Bytes in_segments = 0;
-  for (const Held& held : held_) {
-    usable += held.usable_end() - held.segment.addr;
-    in_segments += held.allocated;
-  }
+  for (const PooledSegment& held : pool_.segments()) in_segments += held.live;
   if (in_segments != allocated_) throw Error("compact: segments count " + std::to_string(in_segments) + " bytes live, not " + std::to_string(allocated_));
-  if (free_.total() + allocated_ != usable) throw Error("compact: free + allocated != usable bytes of the segments");
-  free_.for_each([&](Range range) {
-    const Held& held = held_[segment_of(range.addr)];
-    if (range.end() > held.usable_end()) throw Error("compact: a free range crosses a segment's end");
-  });
   const std::vector<std::uint32_t> ids = live_by_address();
   for (std::size_t k = 0; k < ids.size(); ++k) {
-    const Held& held = held_[segment_of(where_[ids[k]])];
-    if (where_[ids[k]] + size_[ids[k]] > held.usable_end()) throw Error("compact: a block crosses a segment's end");
+    const PooledSegment& held = pool_.segments()[pool_.segment_of(where_[ids[k]])];
+    if (where_[ids[k]] + size_[ids[k]] > held.end) throw Error("compact: a block crosses a segment's end");
     if (k > 0 && where_[ids[k - 1]] + size_[ids[k - 1]] > where_[ids[k]]) throw Error("compact: live blocks overlap");
   }
 }
 
 PolicyInspection CompactPolicy::inspect() const {
-  Bytes releasable = 0;
-  for (const Held& held : held_) releasable += held.allocated == 0 ? held.segment.bytes : 0;
   std::vector<PolicyStat> extra{PolicyStat{"compactions", compactions_, Unit::count},
                                 PolicyStat{"compaction_blocks_moved", blocks_moved_, Unit::count},
                                 PolicyStat{"compaction_bytes_moved", bytes_moved_, Unit::bytes},
                                 PolicyStat{"compaction_time_ns", copy_time_, Unit::nanos}};
-  std::string state = "compact: " + std::to_string(held_.size()) + " segments, " + format_bytes(reserved_) + " reserved, " +
-         format_bytes(free_.total()) + " free in " + std::to_string(free_.count()) + " ranges, the largest " +
-         format_bytes(free_.largest()) + "; " + std::to_string(compactions_) + " compactions so far";
-  return PolicyInspection{releasable, std::move(extra), std::move(state)};
+  std::string state = "compact: " + std::to_string(pool_.segments().size()) + " segments, " +
+                      format_bytes(pool_.reserved()) + " reserved, " +
+         format_bytes(pool_.free().total()) + " free in " + std::to_string(pool_.free().count()) + " ranges, the largest " +
+         format_bytes(pool_.free().largest()) + "; " + std::to_string(compactions_) + " compactions so far";
+  return PolicyInspection{pool_.releasable(), std::move(extra), std::move(state)};
 }
 
 }  // namespace allocsim

@@ -30,7 +30,7 @@
 #include <optional>
 #include <vector>
 
-#include "policies/common/free_list.hpp"
+#include "policies/common/segment_pool.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -62,15 +62,8 @@ class CompactPolicy final : public Policy {
 
  private:
   void size_for_ids(std::size_t count);
-  struct Held {
-    Segment segment;
-    Bytes allocated = 0;  // live bytes in it
-    Addr end = 0;         // of its usable bytes: the segment less the guard
-    Addr usable_end() const { return end; }
-  };
-  static constexpr Bytes kGuard = kBlockAlignment;
+  static constexpr Bytes kGuard = kBlockAlignment;  // between segments, so free ranges never touch
   bool one_region() const { return region_bytes_ != 0 || prealloc_; }
-  Held hold(Segment segment) const;
 
   bool grow(Bytes size);
   bool grow_merging(Bytes size);
@@ -89,7 +82,6 @@ class CompactPolicy final : public Policy {
   bool consolidate(Bytes size);
   bool open_gap(Bytes size);
   void move(std::uint32_t id, Addr to);
-  std::size_t segment_of(Addr addr) const;
   std::vector<std::uint32_t> live_by_address() const;
   void rebuild_free_list();
   double external_fragmentation() const;
@@ -103,14 +95,12 @@ class CompactPolicy final : public Policy {
   Bytes region_bytes_;
   bool prealloc_;
   MoveListener* listener_ = nullptr;
-  std::vector<Held> held_;  // by address
-  FreeList free_;
+  SegmentPool pool_;
   std::vector<Addr> where_;                 // by AllocId: the live block's address now
   std::vector<Bytes> size_;                 // by AllocId
   std::vector<std::uint32_t> live_;         // ids of live blocks, unordered
   std::vector<std::uint32_t> live_slot_;    // by AllocId: index in live_
   Bytes allocated_ = 0;
-  Bytes reserved_ = 0;
   Bytes freed_since_compaction_ = 0;
   std::uint64_t compactions_ = 0;
   std::uint64_t blocks_moved_ = 0;

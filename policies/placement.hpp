@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include "policies/common/free_list.hpp"
+#include "policies/common/segment_pool.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -50,17 +50,9 @@ class PlacementPolicy final : public Policy {
   void check() const override;
 
  private:
-  struct Held {
-    Segment segment;
-    Addr start;  // the first aligned address
-    Addr end;    // of the usable bytes (before the guard, growing)
-    Bytes allocated = 0;
-  };
-
   bool acquire_region();
   bool grow(Bytes size);
   bool add_segment(Bytes bytes);
-  std::size_t segment_of(Addr addr) const;
   std::optional<Range> choose(Bytes size) const;
   const char* name() const;  // for messages
 
@@ -69,9 +61,7 @@ class PlacementPolicy final : public Policy {
   Bytes region_bytes_;  // 0 = whatever is free
   Bytes alignment_;
   Bytes grow_bytes_;  // 0 = one region
-  std::vector<Held> held_;  // by address
-  Bytes reserved_ = 0;
-  FreeList free_;
+  SegmentPool pool_;
   Bytes allocated_ = 0;
   Addr rover_ = 0;  // next fit: where the last block ended
 };
