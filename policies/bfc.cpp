@@ -4,6 +4,7 @@
 #include <bit>
 #include <string>
 
+#include "policies/common/memory_cap.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -22,13 +23,11 @@ bool entry_less(Bytes size_a, Addr ptr_a, Bytes size_b, Addr ptr_b) {
 // gpu_device.cc's SingleVirtualDeviceMemoryLimit, and gpu_helpers.cc's fraction of total.
 Bytes compute_limit(const Params& params, const Device& device) {
   if (params.text("limit") != "auto") return params.bytes("limit");
-  const double fraction = params.number("fraction");
-  if (fraction < 0 || fraction > 1) throw Error("policy bfc: fraction must be between 0 and 1");
+  const MemoryCap fraction = MemoryCap::fraction_of_total(params.number("fraction"), device, "policy bfc");
   const Bytes available = device.available();
   Bytes limit = available;
-  if (fraction > 0) {
-    // Both frameworks take the fraction of total memory and truncate to an integer.
-    limit = static_cast<Bytes>(static_cast<double>(device.capacity()) * fraction);
+  if (fraction.capped()) {
+    limit = fraction.bytes();
   } else if (const Bytes reserve = tf_min_system_memory(available, device.compute_capability() / 10);
              reserve < limit) {
     limit -= reserve;

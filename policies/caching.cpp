@@ -103,9 +103,7 @@ CachingPolicy::CachingPolicy(const Params& params, Device& device) : device_(dev
   divisions_ = parse_roundup_divisions(params.text("roundup_power2_divisions"));
   gc_threshold_ = params.number("gc_threshold");
   if (gc_threshold_ < 0 || gc_threshold_ >= 1) throw Error("policy caching: gc_threshold must be in [0, 1)");
-  const double fraction = params.number("fraction");
-  if (fraction < 0 || fraction > 1) throw Error("policy caching: fraction must be between 0 and 1");
-  if (fraction > 0) allowed_ = static_cast<Bytes>(fraction * static_cast<double>(device.capacity()));
+  cap_ = MemoryCap::fraction_of_total(params.number("fraction"), device, "policy caching");
   expandable_ = params.boolean("expandable_segments");
   apply_conf(params.text("conf"));
 }
@@ -208,7 +206,7 @@ std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes siz
 
 std::uint32_t CachingPolicy::alloc_block(Bytes size, Bytes alloc_size, bool small, Stream stream, bool is_retry) {
   if (is_retry) ++num_alloc_retries_;
-  if (allowed_ && reserved_ + alloc_size > *allowed_) return kNone;  // no driver call
+  if (!cap_.admits(reserved_, alloc_size)) return kNone;  // no driver call
   if (expandable_) return try_allocate_expandable_block(pool_of(small), stream, size, small);
   const auto segment = device_.malloc(alloc_size);
   if (!segment) return kNone;
@@ -274,7 +272,7 @@ void CachingPolicy::release_cached_blocks() {
 
 void CachingPolicy::garbage_collect_cached_blocks() {
   if (expandable_) return;  // it frees unsplit segments; expandable space is unmapped instead
-  const auto threshold = static_cast<Bytes>(gc_threshold_ * static_cast<double>(*allowed_));
+  const auto threshold = static_cast<Bytes>(gc_threshold_ * static_cast<double>(cap_.bytes()));
   if (reserved_ <= threshold) return;
   const Bytes target = reserved_ - threshold;
   std::uint64_t total_age = 0;
@@ -312,7 +310,7 @@ Allocation CachingPolicy::allocate(const Request& request) {
   const Bytes alloc_size = torch_allocation_size(size);
   std::uint32_t block = get_free_block(pool, request.stream, size);
   if (block == kNone) {
-    if (allowed_ && gc_threshold_ > 0) garbage_collect_cached_blocks();
+    if (cap_.capped() && gc_threshold_ > 0) garbage_collect_cached_blocks();
     block = alloc_block(size, alloc_size, small, request.stream, false);
     if (block == kNone && release_available_cached_blocks(pool, request.stream, size)) {
       block = alloc_block(size, alloc_size, small, request.stream, false);
@@ -463,7 +461,7 @@ PolicyStats CachingPolicy::stats() const {
   return PolicyStats{.allocated = allocated_,
                      .reserved = reserved_,
                      .largest_free = largest_cached(),
-                     .limit = allowed_.value_or(0)};
+                     .limit = cap_.bytes()};
 }
 
 // Keys order by stream, then size: each stream's largest block is the last key before the

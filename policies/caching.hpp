@@ -30,6 +30,7 @@
 
 #include <absl/container/btree_set.h>
 
+#include "policies/common/memory_cap.hpp"
 #include "policies/common/slots.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
@@ -203,7 +204,7 @@ class CachingPolicy final : public Policy {
   Bytes max_non_split_rounding_;
   RoundupDivisions divisions_{};
   double gc_threshold_;
-  std::optional<Bytes> allowed_;  // the fraction's cap on reserved bytes
+  MemoryCap cap_;  // set_per_process_memory_fraction's cap on reserved bytes
   bool expandable_ = false;  // every segment is expandable, or none is
 
   Pool small_;
