@@ -42,9 +42,9 @@ int workloads_command(std::ostream& out) {
         << built.parameter_tensors() << " tensors\n";
   }
   out << "    tokens: " << model_spec_tokens() << "\n";
-  out << "\n  a trace file: any path with a '/' or ending in .csv\n"
-         "    header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, free or release;\n"
-         "    a free may leave bytes empty; ids are any text and may be reused after their free; '#' starts a comment\n";
+  out << "\n  a trace file: any path with a '/' or ending in .csv or .pickle, read by the first reader that\n"
+         "  knows its content (else its extension):\n";
+  for (const ReaderInfo& reader : all_readers()) out << "    " << reader.name << ": " << reader.summary << '\n';
   return 0;
 }
 

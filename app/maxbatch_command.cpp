@@ -54,9 +54,12 @@ struct MaxBatchOptions {
 };
 
 struct Variant {
-  std::string label;   // "" for the workload as given
-  std::string suffix;  // tokens appended
-  std::int64_t per_step = 1;  // micro-batches per optimizer step
+  std::string label;                  // "" for the workload as given
+  const ModelToken* token = nullptr;  // the token the variant sets, on top of the workload's
+  std::int64_t value = 0;             // its number, for a numbered token
+  std::int64_t per_step = 1;          // micro-batches per optimizer step
+
+  std::string name() const { return token ? spell(*token, value) : "as given"; }
 };
 
 std::string mib(double bytes) {
@@ -137,16 +140,19 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   const std::vector<DeviceSpec> devices = chosen_devices(o.device);
   check_output_folder(o.csv);
 
-  std::vector<Variant> variants{{"", ""}};
-  if (model->options.precision == Precision::fp32) variants.push_back({"with amp", "_amp"});
-  const std::string acc = "acc" + std::to_string(o.accumulation);
-  variants.push_back({"with " + acc, "_" + acc, o.accumulation});
+  std::vector<Variant> variants{{}};
+  if (model->options.precision == Precision::fp32) variants.push_back({"with amp", &model_token("amp")});
+  const ModelToken& acc = model_token("acc");
+  variants.push_back({"with " + spell(acc, o.accumulation), &acc, o.accumulation, o.accumulation});
 
   TraceCache traces;
   const auto search = [&](const DeviceSpec& device, const std::string& policy, const Variant& variant) {
     return find_max_batch(
         [&](std::int64_t batch) {
-          const std::string workload = o.workload + variant.suffix + "_b" + std::to_string(batch);
+          ModelSpec spec = *model;
+          if (variant.token) set_model_token(spec, *variant.token, variant.value, o.workload);
+          set_model_token(spec, model_token("b"), batch, o.workload);
+          const std::string workload = to_string(spec);
           Scenario scenario;
           scenario.device = device;
           scenario.tenants.push_back(TenantSpec{traces.get(workload), policy, 0});
@@ -207,7 +213,7 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
         const MaxBatch& result = found[first + v];
         const std::int64_t per_step = variants[v].per_step;
         csv << csv_field(o.workload) << ',' << device.name << ',' << device.capacity << ',' << device.context_overhead << ','
-            << csv_field(policies[p]) << ',' << (v == 0 ? "as given" : variants[v].suffix.substr(1)) << ',';
+            << csv_field(policies[p]) << ',' << variants[v].name() << ',';
         if (result.largest) csv << *result.largest << ',' << *result.largest * per_step;
         else csv << ',';
         csv << ',' << (result.capped ? "yes" : "no") << ',' << (result.monotone ? "yes" : "no") << ','

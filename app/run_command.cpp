@@ -96,11 +96,14 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   scenario.on_oom = on_oom;
   scenario.check = options.check;
   std::map<std::string, std::shared_ptr<const Trace>> traces;  // a workload named twice loads once
-  for (auto [workload, policy] : tenant_specs(options)) {
-    find_policy(parse_spec(policy).name);  // a bad policy fails before a long trace load
+  const std::vector<TenantChoice> tenants = tenant_specs(options);
+  for (const TenantChoice& tenant : tenants) check_policy_spec(tenant.policy);  // before any long trace load
+  for (auto [workload, policy] : tenants) {
     if (values.count("batch")) {
-      if (options.batch < 1 || !parse_model_spec(workload)) throw Error("--batch needs a batch of 1 or more and a model workload");
-      workload += "_b" + std::to_string(options.batch);  // the last token wins
+      std::optional<ModelSpec> model = parse_model_spec(workload);
+      if (options.batch < 1 || !model) throw Error("--batch needs a batch of 1 or more and a model workload");
+      set_model_token(*model, model_token("b"), options.batch, workload);
+      workload = to_string(*model);
     }
     auto& trace = traces[workload];
     if (!trace) trace = std::make_shared<const Trace>(load_workload(workload));

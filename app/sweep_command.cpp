@@ -70,18 +70,20 @@ po::options_description sweep_options(SweepCliOptions& o) {
       ("param", po::value(&s.params)->value_name("KEY=LIST")->composing(),
        "an option of a generator workload, swept (repeatable): --param seed=1:8:1 --param live=1GiB:4GiB")
       ("on-oom", po::value(&s.on_oom)->value_name("stop,continue"), "what an OOM does (default stop)")
-      ("batch,b", po::value(&s.batch)->value_name("NUMBERS"), "model batch (bN)")
-      ("sequence,s", po::value(&s.sequence)->value_name("NUMBERS"), "tokens per sample, transformers (sN)")
-      ("precision", po::value(&s.precision)->value_name("fp32,amp,bf16"), "model precision")
-      ("optimizer", po::value(&s.optimizer)->value_name("sgd,momentum,adam,adamw"), "model optimizer")
-      ("accumulation", po::value(&s.accumulation)->value_name("NUMBERS"), "micro-batches per step (accN)")
-      ("steps", po::value(&s.steps)->value_name("NUMBERS"), "training steps (stepsN)")
-      ("mode", po::value(&s.mode)->value_name("train,infer"), "training step or inference")
       ("csv", po::value(&o.csv)->value_name("FILE"), "write the CSV here (written whole, by rename), else to stdout")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)")
       ("resume", po::bool_switch(&o.resume), "keep the points already in --csv FILE, run only the others")
       ("timing", po::bool_switch(&o.timing), "add replay_seconds and events_per_second (then no two runs match)")
       ("quiet,q", po::bool_switch(&o.quiet), "no progress bar");
+  // The model axes come from the token table; two keep the short names they always had.
+  constexpr std::pair<std::string_view, std::string_view> kShort[]{{"batch", ",b"}, {"sequence", ",s"}};
+  for (const ModelAxis& axis : model_axes()) {
+    std::string name = axis.name;
+    for (const auto& [long_name, letter] : kShort) {
+      if (long_name == axis.name) name += letter;
+    }
+    description.add_options()(name.c_str(), po::value(&s.model_axes[axis.name])->value_name(axis.value_name), axis.help.c_str());
+  }
   add_device_options(description, s.device, DeviceLists::many, false);
   return description;
 }

@@ -106,7 +106,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   if (!profile.empty()) options.cost = load_cost_profile(profile).cost;
   choice.host_memory = parse_bytes(host_memory);
   // Cheap input first: a typo fails before the GPU is opened or a model is lowered.
-  find_policy(parse_spec(policy).name);
+  check_policy_spec(policy);
   const auto trace = std::make_shared<const Trace>(load_workload(workload));
 
   const std::unique_ptr<DeviceApi> api = open(choice);

@@ -12,6 +12,7 @@
 #include "policies/placement.hpp"
 #include "policies/vmm.hpp"
 #include "sim/error.hpp"
+#include "sim/sim_device.hpp"
 
 namespace allocsim {
 namespace {
@@ -94,6 +95,11 @@ std::unique_ptr<Policy> make_policy(std::string_view spec_text, Device& device) 
   const Spec spec = parse_spec(spec_text);
   const PolicyInfo& info = find_policy(spec.name);
   return info.make(Params(spec, info.params, "policy " + std::string(info.name)), device);
+}
+
+void check_policy_spec(std::string_view spec) {
+  SimDevice idle{DeviceSpec{}};
+  make_policy(spec, idle);
 }
 
 }  // namespace allocsim

@@ -26,6 +26,12 @@ std::span<const PolicyInfo> all_policies();
 // By name or alias; throws Error listing the valid names.
 const PolicyInfo& find_policy(std::string_view name);
 
+// The whole spec checked, name and every key and value, without a trace or a real device:
+// the policy is built on an idle SimDevice of a default DeviceSpec, so its own code reads
+// every value. Throws the policy's Error naming the bad key or value. No constructor
+// allocates from its device (they read its capacity and granularity), so idle is enough.
+void check_policy_spec(std::string_view spec);
+
 // "name:key=value,..." -> a policy on `device`; throws Error on an unknown policy or key.
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device);
 

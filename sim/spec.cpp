@@ -44,6 +44,17 @@ Spec parse_spec(std::string_view text) {
   return spec;
 }
 
+std::string to_string(const Spec& spec) {
+  std::string text = spec.name;
+  for (std::size_t i = 0; i < spec.args.size(); ++i) {
+    text += i == 0 ? ':' : ',';
+    text += spec.args[i].first;
+    text += '=';
+    text += spec.args[i].second;
+  }
+  return text;
+}
+
 std::string list_keys(std::span<const ParamInfo> declared) {
   if (declared.empty()) return "(none)";
   std::string out;

@@ -22,11 +22,18 @@ struct ParamInfo {
 struct Spec {
   std::string name;
   std::vector<std::pair<std::string, std::string>> args;  // in the order written
+
+  friend bool operator==(const Spec&, const Spec&) = default;
 };
 
 // Commas inside [...] belong to the value. Throws Error on an empty name, an argument
 // without '=', or an empty key.
 Spec parse_spec(std::string_view text);
+
+// The inverse of parse_spec: `name` alone, or `name:key=value,...` in the order of args.
+// Contract: parse_spec(to_string(s)) == s for every s with a non-empty name and keys, and
+// to_string(parse_spec(t)) == t for every t that parses (a trailing ':' aside).
+std::string to_string(const Spec& spec);
 
 // A spec's arguments checked against declared parameters, read with typed getters.
 // `owner` names the thing in messages ("policy bestfit").

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <set>
+#include <span>
 
 #include "policies/registry.hpp"
 #include "sim/error.hpp"
@@ -90,8 +91,7 @@ std::vector<T> parse_list(std::string_view text, std::string_view what, const st
   return values;
 }
 
-std::vector<std::string> words(std::string_view text, std::string_view what,
-                               std::initializer_list<std::string_view> valid) {
+std::vector<std::string> words(std::string_view text, std::string_view what, std::span<const std::string_view> valid) {
   std::vector<std::string> values;
   for (std::string_view item : split(text, ',')) {
     if (std::find(valid.begin(), valid.end(), item) == valid.end()) {
@@ -104,18 +104,59 @@ std::vector<std::string> words(std::string_view text, std::string_view what,
   return values;
 }
 
-// Tokens for one model axis: "" (not swept) or one token per value.
-std::vector<std::string> numbered_tokens(const std::string& text, std::string_view what, std::string_view prefix) {
-  if (text.empty()) return {""};
-  std::vector<std::string> tokens;
-  for (std::int64_t value : parse_int_list(text, what)) tokens.push_back(std::string(prefix).append(std::to_string(value)));
+std::vector<std::string> words(std::string_view text, std::string_view what,
+                               std::initializer_list<std::string_view> valid) {
+  return words(text, what, std::span<const std::string_view>(valid.begin(), valid.size()));
+}
+
+// The rows of model_tokens() on one axis, in table order.
+std::vector<const ModelToken*> axis_tokens(std::string_view axis) {
+  std::vector<const ModelToken*> tokens;
+  for (const ModelToken& token : model_tokens()) {
+    if (token.axis == axis) tokens.push_back(&token);
+  }
   return tokens;
 }
 
-std::vector<std::string> word_tokens(const std::string& text, std::string_view what,
-                                     std::initializer_list<std::string_view> valid) {
-  if (text.empty()) return {""};
-  return words(text, what, valid);
+// One value of a model axis: the token and, for a numbered one, its number.
+struct AxisValue {
+  const ModelToken* token = nullptr;  // null: the axis is not swept
+  std::int64_t value = 0;
+};
+
+struct Axis {
+  ModelKey key;
+  std::vector<AxisValue> values;
+};
+
+// The axes in ModelKey order (batch last); an axis not given has one value that sets nothing.
+std::vector<Axis> model_axis_values(const SweepOptions& options) {
+  for (const auto& [name, list] : options.model_axes) {
+    if (axis_tokens(name).empty()) throw Error("unknown model axis '" + name + "'");
+  }
+  std::vector<Axis> axes;
+  for (std::size_t k = 0; k < kModelKeys; ++k) {
+    for (const ModelAxis& described : model_axes()) {
+      const std::vector<const ModelToken*> tokens = axis_tokens(described.name);
+      if (static_cast<std::size_t>(tokens.front()->key) != k) continue;
+      Axis axis{tokens.front()->key, {}};
+      const auto given = options.model_axes.find(described.name);
+      const std::string what = "--" + described.name;
+      if (given == options.model_axes.end() || given->second.empty()) {
+        axis.values.push_back({});
+      } else if (tokens.front()->numbered) {
+        for (std::int64_t value : parse_int_list(given->second, what)) axis.values.push_back({tokens.front(), value});
+      } else {
+        std::vector<std::string_view> valid;
+        for (const ModelToken* token : tokens) valid.push_back(token->word);
+        for (const std::string& word : words(given->second, what, valid)) {
+          axis.values.push_back({*std::find_if(tokens.begin(), tokens.end(), [&](const ModelToken* t) { return t->word == word; }), 0});
+        }
+      }
+      axes.push_back(std::move(axis));
+    }
+  }
+  return axes;
 }
 
 std::string_view precision_name(Precision precision) {
@@ -139,7 +180,7 @@ std::string_view optimizer_name(Optimizer optimizer) {
 
 void check_workload(const std::string& spec) {
   if (parse_model_spec(spec)) return;  // throws on a bad token
-  if (spec.ends_with(".pickle") || spec.ends_with(".csv") || spec.find('/') != std::string::npos) {
+  if (names_a_file(spec)) {
     if (!std::filesystem::is_regular_file(spec)) throw Error("workload " + spec + ": no such file");
     return;
   }
@@ -153,8 +194,7 @@ void check_workload(const std::string& spec) {
   load_workload(spec);  // not a known name: the catalogue says what is valid
 }
 
-std::vector<std::string> model_leading(const std::string& workload) {
-  const auto model = parse_model_spec(workload);
+std::vector<std::string> model_leading(const std::optional<ModelSpec>& model) {
   if (!model) return std::vector<std::string>(8);
   const LoweringOptions& o = model->options;
   return {std::string(model->model->name),
@@ -197,6 +237,25 @@ std::vector<Bytes> parse_size_list(std::string_view text, std::string_view what)
   });
 }
 
+std::vector<ModelAxis> model_axes() {
+  std::vector<ModelAxis> axes;
+  for (const ModelToken& token : model_tokens()) {
+    if (token.axis.empty()) continue;
+    auto axis = std::find_if(axes.begin(), axes.end(), [&](const ModelAxis& a) { return a.name == token.axis; });
+    if (axis == axes.end()) {
+      axes.push_back({std::string(token.axis), token.numbered ? "NUMBERS" : "", ""});
+      axis = axes.end() - 1;
+    }
+    if (token.numbered) {
+      axis->help.assign(token.help).append(" (").append(token.word).append("N)");
+    } else {
+      axis->value_name.append(axis->value_name.empty() ? "" : ",").append(token.word);
+      axis->help.append(axis->help.empty() ? "" : "; ").append(token.word).append(": ").append(token.help);
+    }
+  }
+  return axes;
+}
+
 const std::vector<std::string>& sweep_columns() {
   static const std::vector<std::string> columns{"point",     "model", "batch", "sequence", "precision", "optimizer",
                                                 "accumulation", "steps", "mode", "on_oom"};
@@ -214,7 +273,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
       if (item == "all") {
         for (const PolicyInfo& info : all_policies()) policies.emplace_back(info.name);
       } else {
-        find_policy(parse_spec(item).name);
+        check_policy_spec(item);
         policies.push_back(std::move(item));
       }
     }
@@ -243,9 +302,11 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
       if (parse_model_spec(workload)) {
         throw Error("--param " + key + ": workload " + workload + " is a model; its options are --batch, --precision, ...");
       }
+      const Spec base = parse_spec(workload);
       for (const std::string& value : values) {
-        expanded.push_back(std::string(workload).append(workload.find(':') == std::string::npos ? ":" : ",")
-                               .append(key).append("=").append(value));
+        Spec spec = base;
+        spec.args.emplace_back(key, value);
+        expanded.push_back(to_string(spec));
       }
     }
     workloads = std::move(expanded);
@@ -256,46 +317,44 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
   for (const std::string& tenant : options.tenants) {
     tenants.push_back(parse_tenant(tenant));
     check_workload(tenants.back().workload);
-    find_policy(parse_spec(tenants.back().policy).name);
+    check_policy_spec(tenants.back().policy);
   }
 
   const std::vector<DeviceSpec> devices = chosen_devices(options.device);
   const std::vector<std::string> on_ooms = words(options.on_oom, "--on-oom", {"stop", "continue"});
 
-  // Model token axes, in the order of the nested loops below.
-  const std::vector<std::vector<std::string>> token_axes{
-      word_tokens(options.precision, "--precision", {"fp32", "amp", "bf16"}),
-      word_tokens(options.optimizer, "--optimizer", {"sgd", "momentum", "adam", "adamw"}),
-      numbered_tokens(options.sequence, "--sequence", "s"),
-      numbered_tokens(options.accumulation, "--accumulation", "acc"),
-      numbered_tokens(options.steps, "--steps", "steps"),
-      word_tokens(options.mode, "--mode", {"train", "infer"}),
-  };
-  const std::vector<std::string> batches = numbered_tokens(options.batch, "--batch", "b");
-  const bool tokens_given = batches.front() != "" ||
-                            std::any_of(token_axes.begin(), token_axes.end(), [](const auto& axis) { return axis.front() != ""; });
+  // Model token axes, in the order of the nested loops below; batch turns innermost.
+  std::vector<Axis> token_axes = model_axis_values(options);
+  const Axis batches = std::move(token_axes.back());
+  token_axes.pop_back();
+  const bool tokens_given = batches.values.front().token ||
+                            std::any_of(token_axes.begin(), token_axes.end(), [](const Axis& axis) { return axis.values.front().token; });
 
   std::vector<SweepPoint> points;
   for (const std::string& workload : workloads) {
-    if (tokens_given && !parse_model_spec(workload)) {
+    const std::optional<ModelSpec> base = parse_model_spec(workload);
+    if (tokens_given && !base) {
       throw Error("workload " + workload + ": --batch, --precision and the other model options need a model workload");
     }
     // The odometer over the token axes: the last axis turns fastest.
     std::vector<std::size_t> at(token_axes.size(), 0);
     while (true) {
-      std::string prefix = workload;
+      std::optional<ModelSpec> prefix = base;
       for (std::size_t axis = 0; axis < token_axes.size(); ++axis) {
-        const std::string& token = token_axes[axis][at[axis]];
-        if (!token.empty() && token != "train") prefix.append("_").append(token);
+        const AxisValue& value = token_axes[axis].values[at[axis]];
+        if (value.token) set_model_token(*prefix, *value.token, value.value, workload);
       }
       for (const DeviceSpec& device : devices) {
         {
           for (const std::string& policy : policies) {
             for (const std::string& on_oom : on_ooms) {
-              for (const std::string& batch : batches) {
+              for (const AxisValue& batch : batches.values) {
+                std::optional<ModelSpec> model = prefix;
+                if (batch.token) set_model_token(*model, *batch.token, batch.value, workload);
                 SweepPoint point;
                 point.index = points.size();
-                point.workload = batch.empty() ? prefix : std::string(prefix).append("_").append(batch);
+                // Unswept, the workload stays as the user spelled it; swept, it is the typed spec printed.
+                point.workload = tokens_given ? to_string(*model) : workload;
                 point.policy = policy;
                 point.scenario.device = device;
                 point.scenario.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
@@ -306,7 +365,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
                   point.workloads.push_back(tenant_workload);
                 }
                 point.leading.push_back(std::to_string(point.index));
-                for (std::string& value : model_leading(point.workload)) point.leading.push_back(std::move(value));
+                for (std::string& value : model_leading(model)) point.leading.push_back(std::move(value));
                 point.leading.push_back(on_oom);
                 points.push_back(std::move(point));
               }
@@ -315,7 +374,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
         }
       }
       std::size_t axis = token_axes.size();
-      while (axis > 0 && ++at[axis - 1] == token_axes[axis - 1].size()) at[--axis] = 0;
+      while (axis > 0 && ++at[axis - 1] == token_axes[axis - 1].values.size()) at[--axis] = 0;
       if (axis == 0) break;
     }
   }

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,13 +35,22 @@ struct SweepOptions {
   std::vector<std::string> params;     // --param KEY=LIST: a generator workload's option, swept
   DeviceChoice device;                 // presets and capacities are lists
   std::string on_oom = "stop";
-  // Model workload tokens (see workloads/model/model_spec.hpp), each an axis.
-  std::string batch, sequence, precision, optimizer, accumulation, steps, mode;
+  // Model token axes by name (the `axis` of model_tokens(): batch, sequence, precision,
+  // optimizer, accumulation, steps, mode), each a list as the user typed it.
+  std::map<std::string, std::string, std::less<>> model_axes;
 };
+
+// A model axis as the sweep's options show it, read from model_tokens().
+struct ModelAxis {
+  std::string name;        // "batch": the option --batch
+  std::string value_name;  // "NUMBERS", or the valid words: "fp32,amp,bf16"
+  std::string help;
+};
+std::vector<ModelAxis> model_axes();
 
 struct SweepPoint {
   std::size_t index = 0;  // in expansion order, the `point` column
-  std::string workload;   // the primary tenant's full spec, tokens appended
+  std::string workload;   // the primary tenant's full spec: as given, or to_string of its swept ModelSpec
   std::string policy;
   Scenario scenario;      // traces not loaded yet: TenantSpec::trace is null
   std::vector<std::string> workloads;  // each tenant's workload spec, for loading

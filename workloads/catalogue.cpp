@@ -1,6 +1,9 @@
 #include "workloads/catalogue.hpp"
 
+#include <algorithm>
 #include <array>
+#include <fstream>
+#include <optional>
 #include <string>
 
 #include "sim/error.hpp"
@@ -26,17 +29,55 @@ const std::array kWorkloads{
                  [](const Params& params, std::string_view spec) { return make_frag_trace(params, std::string(spec)); }},
 };
 
-bool names_a_file(std::string_view spec) {
-  return spec.find('/') != std::string_view::npos || spec.ends_with(".csv");
+Trace read_csv(const std::filesystem::path& path) { return read_csv_trace_file(path); }
+Trace read_snapshot(const std::filesystem::path& path) { return read_torch_snapshot(path); }
+
+const std::array kReaders{
+    ReaderInfo{"csv", "our trace CSV: header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, "
+               "free or release; a free may leave bytes empty; ids are any text and may be reused after their free; "
+               "'#' starts a comment",
+               claims_csv_trace, read_csv},
+    ReaderInfo{"torch-snapshot", "a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot pickle), converted "
+               "by an unpickler that refuses every global",
+               claims_torch_snapshot, read_snapshot},
+};
+
+// nullopt when the file cannot be opened.
+std::optional<std::string> file_head(std::string_view path) {
+  std::ifstream in{std::string(path), std::ios::binary};
+  if (!in) return std::nullopt;
+  std::string head(kReaderHeadBytes, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  return head;
 }
 
 }  // namespace
 
 std::span<const WorkloadInfo> all_workloads() { return kWorkloads; }
+std::span<const ReaderInfo> all_readers() { return kReaders; }
+
+bool names_a_file(std::string_view spec) {
+  return spec.find('/') != std::string_view::npos || spec.ends_with(".csv") || spec.ends_with(".pickle");
+}
+
+const ReaderInfo& find_reader(std::string_view path) {
+  const std::optional<std::string> head = file_head(path);
+  const ReaderInfo* by_name = nullptr;
+  for (const ReaderInfo& reader : kReaders) {
+    const Claim claim = reader.claims(path, head.value_or(""));
+    if (claim == Claim::by_content) return reader;
+    if (claim == Claim::by_name && !by_name) by_name = &reader;
+  }
+  if (by_name) return *by_name;  // its own load says what is wrong, a missing file included
+  if (!head) throw Error(std::string(path) + ": cannot open");
+  std::string valid;
+  for (const ReaderInfo& reader : kReaders) valid += (valid.empty() ? "" : ", ") + std::string(reader.name);
+  throw Error(std::string(path) + ": no reader knows this file (readers: " + valid + "; see `allocsim workloads`)");
+}
 
 Trace load_workload(std::string_view spec_text) {
-  if (spec_text.ends_with(".pickle")) return read_torch_snapshot(std::string(spec_text));
-  if (names_a_file(spec_text)) return read_csv_trace_file(std::string(spec_text));
+  if (names_a_file(spec_text)) return find_reader(spec_text).load(std::string(spec_text));
   if (const auto model = parse_model_spec(spec_text)) {
     return lower_model(model->build(), model->options, std::string(spec_text));
   }

@@ -1,5 +1,5 @@
-// The workload catalogue: spec strings to generators, file paths to readers. Other
-// workloads (the model zoo) add a line to its table.
+// The workload catalogue: spec strings to generators, file paths to readers, each a row
+// of a table. Other workloads (the model zoo) add a line to its table.
 #pragma once
 
 #include <span>
@@ -7,6 +7,7 @@
 
 #include "sim/spec.hpp"
 #include "sim/trace.hpp"
+#include "workloads/reader.hpp"
 
 namespace allocsim {
 
@@ -19,9 +20,17 @@ struct WorkloadInfo {
 };
 
 std::span<const WorkloadInfo> all_workloads();
+std::span<const ReaderInfo> all_readers();
 
-// A generator spec ("random:n=1000,seed=7") or a trace file path (anything with a '/'
-// or ending in .csv). Throws Error naming the bad part.
+// Whether a spec is a file path: it holds a '/' or ends in .csv or .pickle.
+bool names_a_file(std::string_view spec);
+
+// The reader of a file: the first that claims it by content, else the first by name.
+// Throws Error listing the readers when none does.
+const ReaderInfo& find_reader(std::string_view path);
+
+// A model spec ("resnet50_b64"), a generator spec ("random:n=1000,seed=7") or a trace
+// file (see names_a_file). Throws Error naming the bad part.
 Trace load_workload(std::string_view spec);
 
 }  // namespace allocsim

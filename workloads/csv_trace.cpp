@@ -1,15 +1,16 @@
 #include "workloads/csv_trace.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <fstream>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "workloads/id_renumbering.hpp"
 
 namespace allocsim {
 namespace {
@@ -106,35 +107,28 @@ class Reader {
       throw Error("unknown tag '" + std::string(tag_text) +
                   "' (weight, activation, gradient, optimizer, workspace, input, temp, other)");
     }
-    const auto [slot, inserted] = live_.try_emplace(std::string(id), AllocId{});
-    if (!inserted) throw Error("alloc of id " + std::string(id) + ", which is already live");
-    try {
-      slot->second = builder_.alloc(time, bytes, static_cast<Stream>(stream), *tag);
-    } catch (...) {
-      live_.erase(slot);
-      throw;
-    }
+    ids_.check_not_live(id);
+    ids_.open(id, builder_.alloc(time, bytes, static_cast<Stream>(stream), *tag));
   }
 
   void free(Nanos time, std::string_view id, std::string_view bytes_text) {
-    const auto found = live_.find(std::string(id));
-    if (found == live_.end()) throw Error("free of id " + std::string(id) + ", which is not live");
+    const AllocId dense = ids_.find(id);
     if (!bytes_text.empty()) {
       const Bytes bytes = number(bytes_text, "bytes");
-      const Bytes allocated = builder_.bytes_of(found->second);
+      const Bytes allocated = builder_.bytes_of(dense);
       if (bytes != allocated) {
         throw Error("free of id " + std::string(id) + " says " + std::to_string(bytes) + " bytes, its alloc said " +
                     std::to_string(allocated));
       }
     }
-    builder_.free(time, found->second);
-    live_.erase(found);
+    builder_.free(time, dense);
+    ids_.close(id);
   }
 
   TraceBuilder builder_;
   std::array<int, kColumnCount> position_{-1, -1, -1, -1, -1, -1};
   std::size_t field_count_ = 0;
-  std::unordered_map<std::string, AllocId> live_;  // external id -> dense id, while live
+  IdRenumbering ids_;
 };
 
 }  // namespace
@@ -172,6 +166,20 @@ Trace read_csv_trace_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path.string() + ": cannot open");
   return read_csv_trace(in, path.string());
+}
+
+Claim claims_csv_trace(std::string_view spec, std::string_view head) {
+  while (!head.empty()) {
+    const auto end = head.find('\n');
+    const std::string_view line = trim(head.substr(0, end));
+    head.remove_prefix(end == std::string_view::npos ? head.size() : end + 1);
+    if (line.empty() || line.front() == '#') continue;
+    const auto fields = split(line);
+    const auto has = [&](std::string_view name) { return std::find(fields.begin(), fields.end(), name) != fields.end(); };
+    if (has(kColumnNames[kTime]) && has(kColumnNames[kOp])) return Claim::by_content;
+    break;
+  }
+  return spec.ends_with(".csv") ? Claim::by_name : Claim::no;
 }
 
 void write_csv_trace(const Trace& trace, std::ostream& out) {

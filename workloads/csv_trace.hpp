@@ -11,12 +11,17 @@
 #include <string>
 
 #include "sim/trace.hpp"
+#include "workloads/reader.hpp"
 
 namespace allocsim {
 
 // Throws Error "NAME:LINE: what" on the first bad line; NAME is `name` (the file path).
 Trace read_csv_trace(std::istream& in, const std::string& name);
 Trace read_csv_trace_file(const std::filesystem::path& path);
+
+// By content: the first line that is not a comment is a header naming time_ns and op; by
+// name: a path ending in .csv.
+Claim claims_csv_trace(std::string_view spec, std::string_view head);
 
 void write_csv_trace(const Trace& trace, std::ostream& out);
 void write_csv_trace_file(const Trace& trace, const std::filesystem::path& path);  // atomic

@@ -81,6 +81,13 @@ ConvertedSnapshot convert_torch_snapshot(const fs::path& pickle) {
   return ConvertedSnapshot{std::move(trace), read_all(sidecar)};
 }
 
+Claim claims_torch_snapshot(std::string_view spec, std::string_view head) {
+  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5) {
+    return Claim::by_content;
+  }
+  return spec.ends_with(".pickle") ? Claim::by_name : Claim::no;
+}
+
 Trace read_torch_snapshot(const fs::path& pickle) { return convert_torch_snapshot(pickle).trace; }
 
 }  // namespace allocsim

@@ -7,11 +7,15 @@
 #include <string>
 
 #include "sim/trace.hpp"
+#include "workloads/reader.hpp"
 
 namespace allocsim {
 
 // Throws Error with the converter's one-line reason when the file cannot be converted.
 Trace read_torch_snapshot(const std::filesystem::path& pickle);
+
+// By content: a pickle's first bytes (0x80, then protocol 2 to 5); by name: a path ending in .pickle.
+Claim claims_torch_snapshot(std::string_view spec, std::string_view head);
 
 struct ConvertedSnapshot {
   Trace trace;

@@ -87,6 +87,9 @@ TEST_CASE("cli: bad input is one line, exit status 2, and no output file", "[cli
   };
   expect_error({"--workload", "random:n=10", "--policy", "nosuch"}, "unknown policy 'nosuch'; valid policies: bfc");
   expect_error({"--workload", "random:n=10", "--policy", "bestfit:nokey=1"}, "valid keys: region=0, alignment=256");
+  // The whole policy spec is checked before any trace loads: the policy is named, not the file.
+  expect_error({"--workload", "/nonexistent.csv", "--policy", "bfc:bogus=1"}, "unknown key 'bogus'");
+  expect_error({"--workload", "/nonexistent.csv", "--policy", "bfc:frag_fraction=2"}, "frag_fraction");
   expect_error({"--workload", "random:n=10", "--policy", "direct", "--capacity", "16GB!"}, "unknown unit");
   expect_error({"--workload", "nosuch", "--policy", "direct"}, "unknown workload 'nosuch'");
   expect_error({"--workload", "random:n=10", "--policy", "direct", "--on-oom", "retry"}, "is not stop or continue");

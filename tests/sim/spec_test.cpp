@@ -57,5 +57,17 @@ TEST_CASE("an unknown policy lists the valid ones", "[spec]") {
   for (const PolicyInfo& info : all_policies()) CHECK(make_policy(info.name, device) != nullptr);
 }
 
+TEST_CASE("a generic spec prints back as it was written", "[spec]") {
+  for (const char* text : {"random", "random:n=100", "random:n=100,seed=1,live=1048576,sizes=uniform",
+                           "caching:roundup_power2_divisions=[256:1,>:4],fraction=0.5", "a/b.csv:seed=1", "x:k=v=w"}) {
+    INFO(text);
+    CHECK(to_string(parse_spec(text)) == text);
+  }
+  const Spec spec{"frag", {{"pattern", "seed"}, {"pattern", "saw"}}};  // a key twice stays twice, in order
+  CHECK(to_string(spec) == "frag:pattern=seed,pattern=saw");
+  CHECK(parse_spec(to_string(spec)) == spec);
+  CHECK(to_string(parse_spec("random:")) == "random");
+}
+
 }  // namespace
 }  // namespace allocsim

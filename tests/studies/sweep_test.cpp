@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <map>
+
 #include <catch2/catch.hpp>
 
 #include "cli_driver.hpp"
@@ -63,13 +65,37 @@ TEST_CASE("sweep: spec lists keep their own commas", "[sweep]") {
   CHECK_THROWS_AS(split_list("bfc,,caching", "p"), Error);
 }
 
+TEST_CASE("sweep: the model axes and their words come from the token table", "[sweep]") {
+  std::map<std::string, std::string> words;
+  for (const ModelAxis& axis : model_axes()) words[axis.name] = axis.value_name;
+  CHECK(words == std::map<std::string, std::string>{{"batch", "NUMBERS"},
+                                                    {"sequence", "NUMBERS"},
+                                                    {"precision", "fp32,amp,bf16"},
+                                                    {"optimizer", "sgd,momentum,adam,adamw"},
+                                                    {"accumulation", "NUMBERS"},
+                                                    {"steps", "NUMBERS"},
+                                                    {"mode", "train,infer"}});
+  SweepOptions options;
+  options.workloads = {"bert_base"};
+  options.policies = {"direct"};
+  options.model_axes["mode"] = "train,infer";
+  options.model_axes["sequence"] = "64";
+  options.model_axes["optimizer"] = "adam";
+  const std::vector<SweepPoint> points = expand_sweep(options);
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].workload == "bert_base_adam_s64");
+  CHECK(points[1].workload == "bert_base_adam_s64_infer");
+  options.model_axes["nosuch"] = "1";
+  CHECK_THROWS_WITH(expand_sweep(options), Catch::Contains("nosuch"));
+}
+
 TEST_CASE("sweep: the cross product, batch innermost, every spec checked first", "[sweep]") {
   SweepOptions options;
   options.workloads = {"seed_cnn"};
   options.policies = {"bfc,caching"};
   options.device.capacities = "1GiB,2GiB";
-  options.precision = "fp32,amp";
-  options.batch = "1:4";
+  options.model_axes["precision"] = "fp32,amp";
+  options.model_axes["batch"] = "1:4";
   const std::vector<SweepPoint> points = expand_sweep(options);
   REQUIRE(points.size() == 2 * 2 * 2 * 3);
   for (std::size_t i = 0; i < points.size(); ++i) CHECK(points[i].index == i);
@@ -86,8 +112,8 @@ TEST_CASE("sweep: the cross product, batch innermost, every spec checked first",
   CHECK(points[13].leading == std::vector<std::string>{"13", "seed_cnn", "2", "", "amp", "momentum", "1", "1", "train", "stop"});
 
   options.policies = {"all"};
-  options.batch = "8";
-  options.precision.clear();
+  options.model_axes["batch"] = "8";
+  options.model_axes.erase("precision");
   options.device.capacities.clear();
   CHECK(expand_sweep(options).size() == all_policies().size());
 
@@ -117,13 +143,13 @@ TEST_CASE("sweep: the cross product, batch innermost, every spec checked first",
   bad.workloads = {"random:n=100"};
   CHECK_THROWS_WITH(expand_sweep(bad), Catch::Contains("model workload"));
   bad = options;
-  bad.precision = "fp8";
+  bad.model_axes["precision"] = "fp8";
   CHECK_THROWS_WITH(expand_sweep(bad), Catch::Contains("fp8"));
   bad = options;
   bad.policies = {"bfc,nosuch"};
   CHECK_THROWS_WITH(expand_sweep(bad), Catch::Contains("nosuch"));
   bad = options;
-  bad.batch = "0";
+  bad.model_axes["batch"] = "0";
   CHECK_THROWS_WITH(expand_sweep(bad), Catch::Contains("b0"));
   bad = options;
   bad.device.presets = "v100-16gb,gtx480";

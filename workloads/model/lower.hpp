@@ -34,6 +34,8 @@ struct LoweringOptions {
   int steps = 1;
   bool workspace = true;          // cuDNN convolution workspaces
   Framework framework = Framework::torch;
+
+  friend bool operator==(const LoweringOptions&, const LoweringOptions&) = default;
 };
 
 Trace lower_model(const Model& model, const LoweringOptions& options, std::string name);

@@ -1,10 +1,15 @@
 // The spec grammar for zoo workloads: MODEL[_token...], e.g. resnet50_b64,
 // resnet50_b256_amp, resnet50_b32_adam_acc4_steps2, seed_cnn_dw_b8_infer,
 // bert_base_s512_b8, gpt2_s1024_b4_acc4.
+//
+// Every token is one row of model_tokens(): the parser, the help text and the sweep's
+// model axes (--batch, --precision, ...) all read that table. Adding a token is a row
+// there and a case in the key's setter.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -13,19 +18,58 @@
 
 namespace allocsim {
 
+// What a token sets. The order is the canonical spelling's: to_string writes the keys a
+// spec names in this order, batch last (the order the sweep has always appended them).
+enum class ModelKey : std::uint8_t {
+  precision, optimizer, sequence, accumulation, steps, mode, fused, keepgrad, workspace, framework, batch
+};
+constexpr std::size_t kModelKeys = static_cast<std::size_t>(ModelKey::batch) + 1;
+
+struct ModelToken {
+  std::string_view word;   // the token, or the prefix of a numbered one ("b" of b64)
+  bool numbered;           // word + digits: the number is the value
+  ModelKey key;            // tokens of one key replace each other: the last one wins
+  std::int64_t value;      // what a plain word sets its key to (an enum or a flag as a number)
+  std::string_view help;
+  std::string_view axis;   // the sweep option over this key's values ("batch"), or ""
+  bool spelled = true;     // false: a sweep word only, for the key's default ("train"); it sets nothing
+};
+
+std::span<const ModelToken> model_tokens();
+
+// The row of a word or numbered prefix ("amp", "b"); Error when there is none.
+const ModelToken& model_token(std::string_view word);
+
 struct ModelSpec {
   const ZooModel* model;
   LoweringOptions options;
   std::int64_t sequence = 0;  // tokens per sample (sN); the model's default when not given
+  // The keys the spelling names, a bit per ModelKey, defaults included: resnet50_fp32_b32
+  // is not resnet50 when printed, though both lower to the same trace.
+  std::uint32_t given = 0;
 
   Model build() const { return model->build(sequence); }
+  bool names(ModelKey key) const { return (given >> static_cast<unsigned>(key)) & 1u; }
+  friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 
 // nullopt when the text names no zoo model; Error on a token it does not know, listing
 // the valid ones.
 std::optional<ModelSpec> parse_model_spec(std::string_view text);
 
-// One line for help texts: every token and what it does.
+// Sets what `token` sets (`value` for a numbered token, else the row's own), checked as the
+// parser checks it. `spec_text` names the spec in errors, which quote the token as spelled.
+void set_model_token(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::string_view spec_text);
+
+// The token as written: "b64", "amp".
+std::string spell(const ModelToken& token, std::int64_t value);
+
+// The canonical spelling: the model, then each key the spec names, in ModelKey order.
+// Contract: parse_model_spec(to_string(s)) == s; to_string(*parse_model_spec(t)) is t with
+// its keys in that order, each once (the last of a repeated key), fp16 spelled amp.
+std::string to_string(const ModelSpec& spec);
+
+// One line for help texts: every token and what it does, from model_tokens().
 std::string model_spec_tokens();
 
 }  // namespace allocsim

@@ -1,0 +1,29 @@
+// A trace reader, one row of the catalogue's reader table (workloads/catalogue.cpp): our
+// CSV, PyTorch snapshots. Adding one is a file pair with a claims and a load function, a
+// line in that table and its test.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string_view>
+
+#include "sim/trace.hpp"
+
+namespace allocsim {
+
+// How sure a reader is that a file is its own. Content beats name: a pickle named .csv
+// goes to the snapshot reader; a CSV trace at a path without .csv to the CSV reader.
+enum class Claim : std::uint8_t { no, by_name, by_content };
+
+struct ReaderInfo {
+  std::string_view name;
+  std::string_view summary;
+  // `spec`: the path as written; `head`: the file's first bytes (empty when it cannot be read).
+  Claim (*claims)(std::string_view spec, std::string_view head);
+  Trace (*load)(const std::filesystem::path& path);
+};
+
+// Bytes of a file's start the catalogue reads for claims().
+constexpr std::size_t kReaderHeadBytes = 4096;
+
+}  // namespace allocsim
