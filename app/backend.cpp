@@ -1,6 +1,6 @@
 #include "real_gpu/cuda_api.hpp"
-#include "real_gpu/host_api.hpp"
 #include "app/backend.hpp"
+#include "real_gpu/host_api.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {

@@ -4,10 +4,10 @@
 
 #include <boost/program_options.hpp>
 
-#include "real_gpu/calibration.hpp"
-#include "sim/atomic_file.hpp"
 #include "app/commands.hpp"
 #include "app/parse_options.hpp"
+#include "real_gpu/calibration.hpp"
+#include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {

@@ -1,25 +1,20 @@
-#include <atomic>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <sstream>
-#include <mutex>
 #include <thread>
 
 #include <boost/program_options.hpp>
 
-#include "policies/registry.hpp"
-#include "sim/atomic_file.hpp"
 #include "app/commands.hpp"
 #include "app/device_options.hpp"
-#include "studies/maxbatch.hpp"
 #include "app/parse_options.hpp"
-#include "studies/sweep_grid.hpp"
-#include "studies/sweep_run.hpp"
-#include "sim/engine.hpp"
+#include "policies/registry.hpp"
+#include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "sim/metrics.hpp"
 #include "sim/report.hpp"
+#include "studies/maxbatch_study.hpp"
+#include "studies/sweep_grid.hpp"
 #include "workloads/model/model_spec.hpp"
 
 namespace allocsim {
@@ -51,15 +46,6 @@ struct MaxBatchOptions {
   int neighbours = 4;
   int accumulation = 4;
   unsigned threads = 0;
-};
-
-struct Variant {
-  std::string label;                  // "" for the workload as given
-  const ModelToken* token = nullptr;  // the token the variant sets, on top of the workload's
-  std::int64_t value = 0;             // its number, for a numbered token
-  std::int64_t per_step = 1;          // micro-batches per optimizer step
-
-  std::string name() const { return token ? spell(*token, value) : "as given"; }
 };
 
 std::string mib(double bytes) {
@@ -124,8 +110,9 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
     return 0;
   }
   if (o.workload.empty() || o.policies.empty()) throw Error("maxbatch needs --workload MODEL and --policy (see maxbatch --help)");
-  const auto model = parse_model_spec(o.workload);
-  if (!model) throw Error("maxbatch: workload " + o.workload + " is not a model workload (see `allocsim workloads`)");
+  if (!parse_model_spec(o.workload)) {
+    throw Error("maxbatch: workload " + o.workload + " is not a model workload (see `allocsim workloads`)");
+  }
   if (o.limit < 1 || o.limit > 100'000) throw Error("--limit must be 1 to 100000");
   if (o.neighbours < 0 || o.neighbours > 64) throw Error("--neighbours must be 0 to 64");
   if (o.accumulation < 2 || o.accumulation > 1024) throw Error("--accumulation must be 2 to 1024");
@@ -137,113 +124,43 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   std::vector<std::string> policies;
   for (const SweepPoint& point : expand_sweep(sweep)) policies.push_back(point.policy);
 
-  const std::vector<DeviceSpec> devices = chosen_devices(o.device);
+  MaxBatchStudy study;
+  study.workload = o.workload;
+  study.policies = std::move(policies);
+  study.devices = chosen_devices(o.device);
+  study.limit = o.limit;
+  study.neighbours = o.neighbours;
+  study.accumulation = o.accumulation;
+  study.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   check_output_folder(o.csv);
+  const MaxBatchResults results = run_maxbatch(study);
 
-  std::vector<Variant> variants{{}};
-  if (model->options.precision == Precision::fp32) variants.push_back({"with amp", &model_token("amp")});
-  const ModelToken& acc = model_token("acc");
-  variants.push_back({"with " + spell(acc, o.accumulation), &acc, o.accumulation, o.accumulation});
-
-  TraceCache traces;
-  const auto search = [&](const DeviceSpec& device, const std::string& policy, const Variant& variant) {
-    return find_max_batch(
-        [&](std::int64_t batch) {
-          ModelSpec spec = *model;
-          if (variant.token) set_model_token(spec, *variant.token, variant.value, o.workload);
-          set_model_token(spec, model_token("b"), batch, o.workload);
-          const std::string workload = to_string(spec);
-          Scenario scenario;
-          scenario.device = device;
-          scenario.tenants.push_back(TenantSpec{traces.get(workload), policy, 0});
-          const RunResult result = run(scenario, make_policy);
-          const TenantResult& tenant = result.tenants.front();
-          BatchProbe probe;
-          probe.batch = batch;
-          probe.fits = tenant.oom_count == 0 && !tenant.hang_event && tenant.events_replayed == tenant.events;
-          probe.peak_requested = tenant.peak_requested;
-          probe.peak_allocated = tenant.peak_allocated;
-          probe.peak_reserved = tenant.peak_reserved;
-          probe.fragmentation = tenant.fragmentation_at_peak();
-          if (tenant.hang_event) probe.failure = "the allocator would hang";
-          if (const OomRecord* oom = tenant.first_oom()) probe.failure = std::string(name_of(oom->kind));
-          return probe;
-        },
-        o.limit, o.neighbours);
-  };
-
-  // Every (policy, variant) search is independent: share them among the threads.
-  // Task i: device i / per_device, policy (i % per_device) / variants, variant i % variants.
-  const std::size_t per_device = policies.size() * variants.size();
-  const std::size_t tasks = devices.size() * per_device;
-  std::vector<MaxBatch> found(tasks);
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr error;
-  std::mutex mutex;
-  {
-    const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-    std::vector<std::jthread> workers;
-    for (unsigned t = 0; t < std::min<std::size_t>(threads, tasks); ++t) {
-      workers.emplace_back([&] {
-        for (std::size_t i = next++; i < tasks; i = next++) {
-          try {
-            found[i] = search(devices[i / per_device], policies[i % per_device / variants.size()], variants[i % variants.size()]);
-          } catch (...) {
-            const std::lock_guard lock(mutex);
-            if (!error) error = std::current_exception();
-          }
-        }
-      });
+  const std::size_t variants = results.variants.size();
+  for (std::size_t first = 0; first < results.rows.size(); first += variants) {
+    const MaxBatchRow& as_given = results.rows[first];
+    if (first % (variants * study.policies.size()) == 0) {
+      const DeviceSpec& device = as_given.device;
+      out << (first > 0 ? "\n" : "") << "workload " << o.workload << " on " << device.name << " ("
+          << format_bytes(device.capacity) << ", context " << format_bytes(device.context_overhead) << ")\n";
     }
-  }
-  if (error) std::rethrow_exception(error);
-
-  std::ostringstream csv;
-  csv << "workload,device,capacity_bytes,context_bytes,policy,variant,largest_batch,batch_per_step,capped,monotone,"
-         "not_monotone_because,peak_reserved_bytes,peak_allocated_bytes,fragmentation_at_peak,fit_intercept_bytes,"
-         "fit_slope_bytes,fit_rms_residual_bytes,batches_tried\n";
-  for (std::size_t d = 0; d < devices.size(); ++d) {
-    const DeviceSpec& device = devices[d];
-    out << (d > 0 ? "\n" : "") << "workload " << o.workload << " on " << device.name << " (" << format_bytes(device.capacity)
-        << ", context " << format_bytes(device.context_overhead) << ")\n";
-    for (std::size_t p = 0; p < policies.size(); ++p) {
-      const std::size_t first = d * per_device + p * variants.size();
-      describe(out, policies[p], found[first], device, o.limit);
-      for (std::size_t v = 0; v < variants.size(); ++v) {
-        const MaxBatch& result = found[first + v];
-        const std::int64_t per_step = variants[v].per_step;
-        csv << csv_field(o.workload) << ',' << device.name << ',' << device.capacity << ',' << device.context_overhead << ','
-            << csv_field(policies[p]) << ',' << variants[v].name() << ',';
-        if (result.largest) csv << *result.largest << ',' << *result.largest * per_step;
-        else csv << ',';
-        csv << ',' << (result.capped ? "yes" : "no") << ',' << (result.monotone ? "yes" : "no") << ','
-            << csv_field(result.evidence) << ',';
-        if (const BatchProbe* at = result.at_largest()) {
-          csv << at->peak_reserved << ',' << at->peak_allocated << ',' << format_plain(at->fragmentation);
-        } else {
-          csv << ",,";
-        }
-        if (const auto fit = fit_peak(result.probes, &BatchProbe::peak_allocated)) {
-          csv << ',' << format_plain(fit->intercept) << ',' << format_plain(fit->slope) << ','
-              << format_plain(fit->rms_residual);
-        } else {
-          csv << ",,,";
-        }
-        csv << ',' << result.probes.size() << '\n';
-        if (v == 0) continue;
-        out << "  " << variants[v].label << ": ";
-        if (!result.largest) {
-          out << "not even batch 1 fits\n";
-          continue;
-        }
-        out << "largest batch " << *result.largest << (result.capped ? "+" : "");
-        if (per_step > 1) out << " per micro-batch, " << *result.largest * per_step << " per optimizer step";
-        if (!result.monotone) out << " (not monotone: " << result.evidence << ")";
-        out << '\n';
+    describe(out, as_given.policy, as_given.found, as_given.device, o.limit);
+    for (std::size_t v = 1; v < variants; ++v) {
+      const MaxBatchRow& row = results.rows[first + v];
+      const MaxBatch& result = row.found;
+      out << "  " << row.variant.label << ": ";
+      if (!result.largest) {
+        out << "not even batch 1 fits\n";
+        continue;
       }
+      out << "largest batch " << *result.largest << (result.capped ? "+" : "");
+      if (row.variant.per_step > 1) {
+        out << " per micro-batch, " << *result.largest * row.variant.per_step << " per optimizer step";
+      }
+      if (!result.monotone) out << " (not monotone: " << result.evidence << ")";
+      out << '\n';
     }
   }
-  if (!o.csv.empty()) write_file_atomically(o.csv, [&](std::ostream& file) { file << csv.str(); });
+  if (!o.csv.empty()) write_file_atomically(o.csv, [&](std::ostream& file) { write_maxbatch_csv(file, results); });
   return 0;
 }
 

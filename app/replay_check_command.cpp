@@ -6,8 +6,8 @@
 
 #include "app/commands.hpp"
 #include "app/parse_options.hpp"
-#include "studies/replay_check.hpp"
 #include "sim/error.hpp"
+#include "studies/replay_check.hpp"
 
 namespace allocsim {
 

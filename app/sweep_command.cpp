@@ -9,15 +9,15 @@
 
 #include <boost/program_options.hpp>
 
-#include "sim/atomic_file.hpp"
 #include "app/commands.hpp"
 #include "app/device_options.hpp"
 #include "app/parse_options.hpp"
 #include "app/progress.hpp"
 #include "app/ranks.hpp"
+#include "sim/atomic_file.hpp"
+#include "sim/error.hpp"
 #include "studies/sweep_grid.hpp"
 #include "studies/sweep_run.hpp"
-#include "sim/error.hpp"
 
 namespace allocsim {
 namespace {

@@ -4,11 +4,11 @@
 
 #include <boost/program_options.hpp>
 
+#include "app/commands.hpp"
+#include "app/parse_options.hpp"
 #include "policies/registry.hpp"
 #include "real_gpu/validation.hpp"
 #include "sim/atomic_file.hpp"
-#include "app/commands.hpp"
-#include "app/parse_options.hpp"
 #include "sim/cost_profile.hpp"
 #include "sim/error.hpp"
 #include "workloads/catalogue.hpp"

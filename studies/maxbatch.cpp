@@ -1,10 +1,7 @@
 #include "studies/maxbatch.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
-
-#include <Eigen/Dense>
 
 namespace allocsim {
 
@@ -69,28 +66,14 @@ MaxBatch find_max_batch(const BatchRunner& run, std::int64_t limit, int neighbou
 }
 
 std::optional<LinearFit> fit_peak(std::span<const BatchProbe> probes, Bytes BatchProbe::*peak) {
-  std::vector<const BatchProbe*> used;
+  std::vector<double> batches;
+  std::vector<double> peaks;
   for (const BatchProbe& probe : probes) {
-    if (probe.fits) used.push_back(&probe);
+    if (!probe.fits) continue;
+    batches.push_back(static_cast<double>(probe.batch));
+    peaks.push_back(static_cast<double>(probe.*peak));
   }
-  if (used.size() < 2) return std::nullopt;
-  const auto n = static_cast<Eigen::Index>(used.size());
-  Eigen::MatrixXd design(n, 2);
-  Eigen::VectorXd observed(n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    design(i, 0) = 1.0;
-    design(i, 1) = static_cast<double>(used[static_cast<std::size_t>(i)]->batch);
-    observed(i) = static_cast<double>(used[static_cast<std::size_t>(i)]->*peak);
-  }
-  // QR with column pivoting: stable when the batches span orders of magnitude.
-  const Eigen::Vector2d coefficients = design.colPivHouseholderQr().solve(observed);
-  const Eigen::VectorXd residual = observed - design * coefficients;
-  LinearFit fit;
-  fit.intercept = coefficients(0);
-  fit.slope = coefficients(1);
-  fit.rms_residual = std::sqrt(residual.squaredNorm() / static_cast<double>(n));
-  fit.points = used.size();
-  return fit;
+  return fit_line(batches, peaks);
 }
 
 }  // namespace allocsim

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/linear_fit.hpp"
 #include "sim/units.hpp"
 
 namespace allocsim {
@@ -40,12 +41,6 @@ using BatchRunner = std::function<BatchProbe(std::int64_t batch)>;
 MaxBatch find_max_batch(const BatchRunner& run, std::int64_t limit, int neighbours = 4);
 
 // Least squares: bytes ~ intercept + slope * batch over the probes that fit.
-struct LinearFit {
-  double intercept = 0;
-  double slope = 0;
-  double rms_residual = 0;  // bytes
-  std::size_t points = 0;
-};
 std::optional<LinearFit> fit_peak(std::span<const BatchProbe> probes, Bytes BatchProbe::*peak);
 
 }  // namespace allocsim

@@ -1,12 +1,8 @@
 #include "studies/sweep_run.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <exception>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "policies/registry.hpp"
 #include "sim/engine.hpp"
@@ -14,6 +10,7 @@
 #include "sim/metrics.hpp"
 #include "sim/report.hpp"
 #include "sim/sim_device.hpp"
+#include "studies/parallel.hpp"
 #include "workloads/catalogue.hpp"
 
 namespace allocsim {
@@ -104,42 +101,18 @@ std::vector<SweepRow> run_sweep_points(const std::vector<SweepPoint>& points, st
                                        const std::function<void(std::size_t, std::span<const SweepRow>)>& tick) {
   TraceCache traces;
   std::vector<SweepRow> finished;
-  std::size_t done = 0;
-  std::exception_ptr error;
-  std::mutex mutex;  // guards finished, done and error
-  std::condition_variable changed;
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
-  const unsigned workers_wanted = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(todo.size())));
-  {
-    std::vector<std::jthread> workers;
-    for (unsigned t = 0; t < workers_wanted && !todo.empty(); ++t) {
-      workers.emplace_back([&] {
-        while (!failed) {
-          const std::size_t i = next++;
-          if (i >= todo.size()) return;
-          try {
-            std::vector<SweepRow> rows = run_sweep_point(points.at(todo[i]), traces, timing);
-            const std::lock_guard lock(mutex);
-            for (SweepRow& row : rows) finished.push_back(std::move(row));
-            ++done;
-          } catch (...) {
-            const std::lock_guard lock(mutex);
-            if (!error) error = std::current_exception();
-            failed = true;
-          }
-          changed.notify_one();
-        }
+  std::mutex mutex;  // guards finished
+  parallel_for(
+      todo.size(), threads,
+      [&](std::size_t i) {
+        std::vector<SweepRow> rows = run_sweep_point(points.at(todo[i]), traces, timing);
+        const std::lock_guard lock(mutex);
+        for (SweepRow& row : rows) finished.push_back(std::move(row));
+      },
+      [&](std::size_t done) {
+        const std::lock_guard lock(mutex);
+        tick(done, finished);
       });
-    }
-    std::unique_lock lock(mutex);
-    while (done < todo.size() && !failed) {
-      changed.wait_for(lock, std::chrono::milliseconds(200));
-      tick(done, finished);
-    }
-  }  // the workers join here
-  if (error) std::rethrow_exception(error);
-  tick(done, finished);
   return finished;
 }
 

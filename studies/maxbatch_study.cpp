@@ -1,0 +1,128 @@
+#include "studies/maxbatch_study.hpp"
+
+#include <array>
+
+#include "policies/registry.hpp"
+#include "sim/csv_columns.hpp"
+#include "sim/engine.hpp"
+#include "sim/error.hpp"
+#include "studies/parallel.hpp"
+#include "studies/sweep_run.hpp"
+
+namespace allocsim {
+namespace {
+
+BatchProbe probe(const RunResult& result, std::int64_t batch) {
+  const TenantResult& tenant = result.tenants.front();
+  BatchProbe probe;
+  probe.batch = batch;
+  probe.fits = tenant.oom_count == 0 && !tenant.hang_event && tenant.events_replayed == tenant.events;
+  probe.peak_requested = tenant.peak_requested;
+  probe.peak_allocated = tenant.peak_allocated;
+  probe.peak_reserved = tenant.peak_reserved;
+  probe.fragmentation = tenant.fragmentation_at_peak();
+  if (tenant.hang_event) probe.failure = "the allocator would hang";
+  if (const OomRecord* oom = tenant.first_oom()) probe.failure = std::string(name_of(oom->kind));
+  return probe;
+}
+
+using Row = MaxBatchRow;
+MetricValue yes_no(bool value) { return std::string(value ? "yes" : "no"); }
+MetricValue at_largest(const Row& row, Bytes BatchProbe::*field) {
+  const BatchProbe* at = row.found.at_largest();
+  if (!at) return {};
+  return at->*field;
+}
+MetricValue fit(const Row& row, double LinearFit::*field) {
+  const auto line = fit_peak(row.found.probes, &BatchProbe::peak_allocated);
+  if (!line) return {};
+  return (*line).*field;
+}
+
+const std::array<Column<Row>, 18> kColumns{{
+    {"workload", Unit::text, "the model workload as given", [](const Row& r) -> MetricValue { return r.workload; }},
+    {"device", Unit::text, "the device preset or 'sim'", [](const Row& r) -> MetricValue { return r.device.name; }},
+    {"capacity_bytes", Unit::bytes, "device memory in total", [](const Row& r) -> MetricValue { return r.device.capacity; }},
+    {"context_bytes", Unit::bytes, "the CUDA context's share",
+     [](const Row& r) -> MetricValue { return r.device.context_overhead; }},
+    {"policy", Unit::text, "the policy spec", [](const Row& r) -> MetricValue { return r.policy; }},
+    {"variant", Unit::text, "as given, or the token added (amp, accN)",
+     [](const Row& r) -> MetricValue { return r.variant.name(); }},
+    {"largest_batch", Unit::count, "the largest batch (per micro-batch) that ran; empty when not even 1 did",
+     [](const Row& r) -> MetricValue {
+       if (!r.found.largest) return {};
+       return static_cast<std::uint64_t>(*r.found.largest);
+     }},
+    {"batch_per_step", Unit::count, "largest_batch x micro-batches per optimizer step",
+     [](const Row& r) -> MetricValue {
+       if (!r.found.largest) return {};
+       return static_cast<std::uint64_t>(*r.found.largest * r.variant.per_step);
+     }},
+    {"capped", Unit::text, "yes: the search limit itself fits", [](const Row& r) { return yes_no(r.found.capped); }},
+    {"monotone", Unit::text, "no: a batch below fails or one above fits", [](const Row& r) { return yes_no(r.found.monotone); }},
+    {"not_monotone_because", Unit::text, "the evidence", [](const Row& r) -> MetricValue { return r.found.evidence; }},
+    {"peak_reserved_bytes", Unit::bytes, "at the largest batch",
+     [](const Row& r) { return at_largest(r, &BatchProbe::peak_reserved); }},
+    {"peak_allocated_bytes", Unit::bytes, "at the largest batch",
+     [](const Row& r) { return at_largest(r, &BatchProbe::peak_allocated); }},
+    {"fragmentation_at_peak", Unit::ratio, "at the largest batch",
+     [](const Row& r) -> MetricValue {
+       const BatchProbe* at = r.found.at_largest();
+       if (!at) return {};
+       return at->fragmentation;
+     }},
+    {"fit_intercept_bytes", Unit::bytes, "peak allocated = intercept + slope x batch, least squares over the batches that ran",
+     [](const Row& r) { return fit(r, &LinearFit::intercept); }},
+    {"fit_slope_bytes", Unit::bytes, "bytes per sample", [](const Row& r) { return fit(r, &LinearFit::slope); }},
+    {"fit_rms_residual_bytes", Unit::bytes, "how far the peaks lie from the line",
+     [](const Row& r) { return fit(r, &LinearFit::rms_residual); }},
+    {"batches_tried", Unit::count, "batches the search ran",
+     [](const Row& r) -> MetricValue { return std::uint64_t{r.found.probes.size()}; }},
+}};
+
+}  // namespace
+
+std::vector<BatchVariant> batch_variants(const ModelSpec& workload, int accumulation) {
+  std::vector<BatchVariant> variants{{}};
+  if (workload.options.precision == Precision::fp32) variants.push_back({"with amp", &model_token("amp")});
+  const ModelToken& acc = model_token("acc");
+  variants.push_back({"with " + spell(acc, accumulation), &acc, accumulation, accumulation});
+  return variants;
+}
+
+MaxBatchResults run_maxbatch(const MaxBatchStudy& study) {
+  const auto model = parse_model_spec(study.workload);
+  if (!model) throw Error("maxbatch: workload " + study.workload + " is not a model workload (see `allocsim workloads`)");
+  MaxBatchResults results;
+  results.variants = batch_variants(*model, study.accumulation);
+  for (const DeviceSpec& device : study.devices) {
+    for (const std::string& policy : study.policies) {
+      for (const BatchVariant& variant : results.variants) {
+        results.rows.push_back(MaxBatchRow{study.workload, device, policy, variant, {}});
+      }
+    }
+  }
+  // Every search is independent: share them among the threads.
+  TraceCache traces;
+  parallel_for(results.rows.size(), study.threads, [&](std::size_t i) {
+    MaxBatchRow& row = results.rows[i];
+    row.found = find_max_batch(
+        [&](std::int64_t batch) {
+          ModelSpec spec = *model;
+          if (row.variant.token) set_model_token(spec, *row.variant.token, row.variant.value, study.workload);
+          set_model_token(spec, model_token("b"), batch, study.workload);
+          Scenario scenario;
+          scenario.device = row.device;
+          scenario.tenants.push_back(TenantSpec{traces.get(to_string(spec)), row.policy, 0});
+          return probe(run(scenario, make_policy), batch);
+        },
+        study.limit, study.neighbours);
+  });
+  return results;
+}
+
+void write_maxbatch_csv(std::ostream& out, const MaxBatchResults& results) {
+  write_csv_columns<MaxBatchRow>(out, kColumns, results.rows);
+}
+
+}  // namespace allocsim

@@ -1,0 +1,18 @@
+// The one thread pool of the studies: a sweep's points and maxbatch's searches are
+// independent tasks, shared among threads. Which thread ran a task never shows in a
+// result: callers store results by task index.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace allocsim {
+
+// Runs work(i) for every i in [0, count) on up to `threads` threads (at least one). The
+// calling thread waits, calling tick(done) about every 200 ms and once when all are done.
+// The first exception stops the tasks not yet started; it is rethrown once the running
+// ones have finished (then no final tick).
+void parallel_for(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& work,
+                  const std::function<void(std::size_t done)>& tick = {});
+
+}  // namespace allocsim
