@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_driver.hpp"
+#include "shared_traces.hpp"
 #include "policies/registry.hpp"
 #include "app/cli.hpp"
 #include "sim/metrics.hpp"
@@ -148,9 +149,9 @@ TEST_CASE("cli: a PyTorch snapshot is a workload; a bad pickle is one line and e
   REQUIRE(tiny.status == 0);
   CHECK(table_value(tiny.out, "events") == "8");
   CHECK(table_value(tiny.out, "live_lower_bound_bytes") == "2.00 MiB");  // 2,102,248 B
-  const fs::path recorded = fs::path(ALLOCSIM_SHARED_TRACES) / "vae_decode_loop.snapshot.pickle";
-  if (!fs::exists(recorded)) return;  // the shared traces are beside the checkout, not in it
-  const Outcome run = cli({"--workload", recorded.string(), "--policy", "caching", "--capacity", "16GiB"});
+  const auto recorded = test::shared_trace("vae_decode_loop.snapshot.pickle");
+  if (!recorded) return;
+  const Outcome run = cli({"--workload", recorded->string(), "--policy", "caching", "--capacity", "16GiB"});
   INFO(run.err);
   CHECK(run.status == 0);
   // 1935 allocs and 1926 frees recorded, plus 31 blocks that predate the recording.
@@ -175,9 +176,9 @@ TEST_CASE("cli: replay-check prints exact or the first divergence; bad input is 
   CHECK(tiny.status == 2);
   CHECK(one_line(tiny.err));
   CHECK_THAT(tiny.err, Catch::Contains("lies in no recorded segment"));
-  const fs::path recorded = fs::path(ALLOCSIM_SHARED_TRACES) / "vae_decode_loop.snapshot.pickle";
-  if (!fs::exists(recorded)) return;
-  const Outcome run = cli({"replay-check", recorded.string()});
+  const auto recorded = test::shared_trace("vae_decode_loop.snapshot.pickle");
+  if (!recorded) return;
+  const Outcome run = cli({"replay-check", recorded->string()});
   INFO(run.out << run.err);
   CHECK(run.status == 0);
   CHECK_THAT(run.out, Catch::Contains("segment events: 7 recorded, 7 simulated"));

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "shared_traces.hpp"
 #include "sim/error.hpp"
 #include "workloads/torch_recording.hpp"
 
@@ -132,11 +133,11 @@ TEST_CASE("replay-check: recorded settings become the caching spec", "[replay-ch
 }
 
 TEST_CASE("replay-check: both recorded PyTorch snapshots replay exact", "[replay-check][shared]") {
-  const std::filesystem::path folder(ALLOCSIM_SHARED_TRACES);
   for (const char* name : {"vae_decode_loop.snapshot.pickle", "lm_medium_ctx128_train.snapshot.pickle"}) {
-    if (!std::filesystem::exists(folder / name)) continue;  // the shared traces sit beside the checkout
+    const auto path = test::shared_trace(name);
+    if (!path) continue;
     INFO(name);
-    TorchRecording recording = read_torch_recording(folder / name);
+    TorchRecording recording = read_torch_recording(*path);
     const ReplayCheck check = replay_check(recording, 1024_GiB);
     INFO(check.divergence.value_or("") << check.final_state.value_or(""));
     CHECK(check.exact());

@@ -12,7 +12,8 @@ from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parents[1]
 SCRIPT = TOOLS / "torch_snapshot.py"
-SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+# The shared recordings, only where CMake's test says they are (ALLOCSIM_SHARED_TRACES).
+SHARED_TRACES = Path(os.environ.get("ALLOCSIM_SHARED_TRACES", "/nonexistent"))
 sys.path.insert(0, str(TOOLS))
 import torch_snapshot  # noqa: E402
 
