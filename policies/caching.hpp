@@ -159,11 +159,14 @@ class CachingPolicy final : public Policy {
     absl::btree_set<UnmappedKey> unmapped;
     std::uint64_t lookups = 0;
   };
-  // An expandable segment: address space for 1.125 x the device, mapped page by page.
+  // An expandable segment: address space for 1.125 x the device (reserve_addresses),
+  // mapped page by page.
   struct VirtualSegment {
-    Addr base;
+    Addr base;          // aligned to the page
     Bytes page;
-    std::vector<Addr> pages;  // each page's device allocation; 0 while unmapped
+    std::vector<Addr> pages;  // each page's physical memory (create_physical); 0 while unmapped
+    Addr reserved_at;   // the reservation holding [base, base + pages * page)
+    Bytes reserved_bytes;
   };
 
   void apply_conf(std::string_view conf);
@@ -209,7 +212,6 @@ class CachingPolicy final : public Policy {
   Slots<CachedBlock> blocks_;
   std::vector<std::uint32_t> block_of_;  // by AllocId
   std::vector<VirtualSegment> virtual_segments_;  // by base address
-  Addr next_virtual_ = Addr{1} << 56;  // far above any device address
 
   // memory_stats, "all" pools
   Bytes allocated_ = 0, reserved_ = 0, requested_ = 0;
