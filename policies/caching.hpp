@@ -12,8 +12,9 @@
 // - set_per_process_memory_fraction caps reserved bytes; garbage_collection_threshold
 //   frees the oldest unsplit large blocks above that share of the cap.
 // - expandable_segments (the `expandable` policy): one address range per stream and pool,
-//   mapped in 2 MiB (small) or 20 MiB (large) pages as blocks need them; releasing unmaps
-//   the whole pages inside free blocks.
+//   reserved from the device, mapped in 2 MiB (small) or 20 MiB (large) pages of physical
+//   memory as blocks need them (one map call per block grown); releasing unmaps the whole
+//   pages inside free blocks.
 // Not modelled yet: cross-stream frees (recordStream events), CUDA graph pools, the
 // cudaMallocAsync backend.
 #pragma once
@@ -212,6 +213,7 @@ class CachingPolicy final : public Policy {
   Slots<CachedBlock> blocks_;
   std::vector<std::uint32_t> block_of_;  // by AllocId
   std::vector<VirtualSegment> virtual_segments_;  // by base address
+  std::vector<Segment> created_;  // map_block's pages of one map call, kept so that growing allocates nothing
 
   // memory_stats, "all" pools
   Bytes allocated_ = 0, reserved_ = 0, requested_ = 0;

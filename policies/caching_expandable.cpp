@@ -65,8 +65,8 @@ std::uint32_t CachingPolicy::map_block(std::uint32_t block, Bytes size) {
   const Bytes offset = blocks_[block].ptr - segment.base;
   const std::size_t first = offset / segment.page;
   const std::size_t end = (offset + size + segment.page - 1) / segment.page;
-  std::vector<Segment> created;
-  created.reserve(end - first);
+  std::vector<Segment>& created = created_;
+  created.clear();
   for (std::size_t p = first; p < end; ++p) {
     const auto page = device_.create_physical(segment.page);
     if (!page) {
