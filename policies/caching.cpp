@@ -150,9 +150,12 @@ void CachingPolicy::apply_conf(std::string_view conf) {
 
 CachingPolicy::~CachingPolicy() {
   for (const VirtualSegment& segment : virtual_segments_) {
-    for (const Addr page : segment.pages) {
-      if (page != 0) device_.free(Segment{page, segment.page});
+    for (std::size_t p = 0; p < segment.pages.size(); ++p) {
+      if (segment.pages[p] == 0) continue;
+      device_.unmap(segment.base + p * segment.page, segment.page);  // each page is its own mapping
+      device_.release_physical(Segment{segment.pages[p], segment.page});
     }
+    device_.release_addresses(segment.reserved_at, segment.reserved_bytes);
   }
   for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
     if (blocks_[b].size != 0 && blocks_[b].prev == kNone && !expandable_) {  // a segment's first block

@@ -12,8 +12,9 @@
 // - set_per_process_memory_fraction caps reserved bytes; garbage_collection_threshold
 //   frees the oldest unsplit large blocks above that share of the cap.
 // - expandable_segments (the `expandable` policy): one address range per stream and pool,
-//   mapped in 2 MiB (small) or 20 MiB (large) pages as blocks need them; releasing unmaps
-//   the whole pages inside free blocks.
+//   reserved from the device, mapped in 2 MiB (small) or 20 MiB (large) pages of physical
+//   memory as blocks need them (one map call per block grown); releasing unmaps the whole
+//   pages inside free blocks.
 // Not modelled yet: cross-stream frees (recordStream events), CUDA graph pools, the
 // cudaMallocAsync backend.
 #pragma once
@@ -162,11 +163,14 @@ class CachingPolicy final : public Policy {
     absl::btree_set<UnmappedKey> unmapped;
     std::uint64_t lookups = 0;
   };
-  // An expandable segment: address space for 1.125 x the device, mapped page by page.
+  // An expandable segment: address space for 1.125 x the device (reserve_addresses),
+  // mapped page by page.
   struct VirtualSegment {
-    Addr base;
+    Addr base;          // aligned to the page
     Bytes page;
-    std::vector<Addr> pages;  // each page's device allocation; 0 while unmapped
+    std::vector<Addr> pages;  // each page's physical memory (create_physical); 0 while unmapped
+    Addr reserved_at;   // the reservation holding [base, base + pages * page)
+    Bytes reserved_bytes;
   };
 
   void apply_conf(std::string_view conf);
@@ -212,7 +216,7 @@ class CachingPolicy final : public Policy {
   Slots<CachedBlock> blocks_;
   std::vector<std::uint32_t> block_of_;  // by AllocId
   std::vector<VirtualSegment> virtual_segments_;  // by base address
-  Addr next_virtual_ = Addr{1} << 56;  // far above any device address
+  std::vector<Segment> created_;  // map_block's pages of one map call, kept so that growing allocates nothing
 
   // memory_stats, "all" pools
   Bytes allocated_ = 0, reserved_ = 0, requested_ = 0;

@@ -1,7 +1,9 @@
 // The caching allocator's expandable segments (expandable_segments:True): instead of one
 // cudaMalloc per segment, each stream and pool reserves address space for 1.125 x the
-// device and maps physical pages into it as blocks need them (cuMemCreate + cuMemMap,
-// one device allocation per page); releasing unmaps the whole pages inside free blocks.
+// device (cuMemAddressReserve) and maps physical pages into it as blocks need them (one
+// cuMemCreate per page, then one device map call for the pages a block needs, charged the
+// device's map cost as PyTorch pays cuMemMap + cuMemSetAccess); releasing unmaps the
+// whole pages inside free blocks (one unmap call) and releases them (cuMemRelease).
 // Mapped and unmapped space never merge; unmapped space sits in the pool's `unmapped` set.
 #include <algorithm>
 
@@ -41,10 +43,14 @@ std::uint32_t CachingPolicy::find_expandable_block(Pool& pool, Stream stream, By
   }
   const Bytes page = small ? kSmallPage : kLargePage;
   const Bytes pages = (device_.capacity() / 8 * 9 + page - 1) / page;
-  virtual_segments_.push_back(VirtualSegment{next_virtual_, page, std::vector<Addr>(pages, 0)});
-  const std::uint32_t block =
-      blocks_.add(CachedBlock{next_virtual_, pages * page, 0, kNone, kNone, stream, small, false, false, 0});
-  next_virtual_ += pages * page;
+  const Bytes reserved_bytes = (pages + 1) * page;  // one page more, to align the base
+  const Addr reserved_at = device_.reserve_addresses(reserved_bytes);
+  const Addr base = align_up(reserved_at, page);
+  // Kept by base address: a real device may hand out ranges in any order.
+  const auto at = std::lower_bound(virtual_segments_.begin(), virtual_segments_.end(), base,
+                                   [](const VirtualSegment& segment, Addr addr) { return segment.base < addr; });
+  virtual_segments_.insert(at, VirtualSegment{base, page, std::vector<Addr>(pages, 0), reserved_at, reserved_bytes});
+  const std::uint32_t block = blocks_.add(CachedBlock{base, pages * page, 0, kNone, kNone, stream, small, false, false, 0});
   pool.unmapped.insert(unmapped_key_of(block));
   ++segments_;
   note_peaks();
@@ -59,14 +65,18 @@ std::uint32_t CachingPolicy::map_block(std::uint32_t block, Bytes size) {
   const Bytes offset = blocks_[block].ptr - segment.base;
   const std::size_t first = offset / segment.page;
   const std::size_t end = (offset + size + segment.page - 1) / segment.page;
+  std::vector<Segment>& created = created_;
+  created.clear();
   for (std::size_t p = first; p < end; ++p) {
-    const auto page = device_.malloc(segment.page);
+    const auto page = device_.create_physical(segment.page);
     if (!page) {
-      for (std::size_t q = first; q < p; ++q) device_.free(Segment{std::exchange(segment.pages[q], 0), segment.page});
+      for (const Segment& made : created) device_.release_physical(made);
       return kNone;
     }
-    segment.pages[p] = page->addr;
+    created.push_back(*page);
   }
+  device_.map(segment.base + first * segment.page, created);
+  for (std::size_t p = first; p < end; ++p) segment.pages[p] = created[p - first].addr;
   const Bytes mapped = (end - first) * segment.page;
   Pool& pool = pool_of(blocks_[block].small);
   pool.unmapped.erase(unmapped_key_of(block));
@@ -107,7 +117,10 @@ void CachingPolicy::unmap_block(std::uint32_t block) {
   }
   const Bytes unmapped = (end - first) * segment.page;
   if (blocks_[block].size > unmapped) cache(split_after(blocks_, block, unmapped, blocks_[block]));
-  for (std::size_t p = first; p < end; ++p) device_.free(Segment{std::exchange(segment.pages[p], 0), segment.page});
+  device_.unmap(segment.base + first * segment.page, unmapped);
+  for (std::size_t p = first; p < end; ++p) {
+    device_.release_physical(Segment{std::exchange(segment.pages[p], 0), segment.page});
+  }
   blocks_[block].mapped = false;
   block = absorb_free_neighbours(block);
   Pool& pool = pool_of(blocks_[block].small);
@@ -117,6 +130,7 @@ void CachingPolicy::unmap_block(std::uint32_t block) {
     pool.unmapped.insert(unmapped_key_of(block));
     return;
   }
+  device_.release_addresses(segment.reserved_at, segment.reserved_bytes);
   virtual_segments_.erase(virtual_segments_.begin() + static_cast<std::ptrdiff_t>(virtual_segment_of(segment.base)));
   --segments_;
   retire(block);

@@ -10,7 +10,7 @@ namespace {
 
 // Virtual addresses are plentiful: each policy reserves this much once and never reuses
 // a range, leaving a page unmapped between ranges so that they never touch.
-constexpr Bytes kVirtualSpace = Bytes{1} << 46;
+constexpr Bytes kVirtualSpace = Bytes{1} << 40;  // 1 TiB: a reservation a GPU grants
 
 }  // namespace
 
@@ -22,14 +22,32 @@ VmmPolicy::VmmPolicy(const Params& params, Device& device)
 }
 
 VmmPolicy::~VmmPolicy() {
-  for (const Segment& page : pages_) device_.free(page);
+  // Unmapped first, so that a real device gives the memory back at once.
+  while (!mapped_.empty()) unmap_range(mapped_.begin()->first);
+  for (const Segment& page : free_pages_) device_.release_physical(page);
+  for (const Segment& range : reservations_) device_.release_addresses(range.addr, range.bytes);
+}
+
+void VmmPolicy::map_free_pages(Addr at, std::uint64_t count) {
+  const auto first = free_pages_.end() - static_cast<std::ptrdiff_t>(count);
+  device_.map(at, std::span<const Segment>(first, free_pages_.end()));
+  mapped_.emplace(at, std::pmr::vector<Segment>(first, free_pages_.end(), &pool_));
+  free_pages_.erase(first, free_pages_.end());
+}
+
+void VmmPolicy::unmap_range(Addr at) {
+  const auto range = mapped_.find(at);
+  device_.unmap(at, range->second.size() * page_);
+  free_pages_.insert(free_pages_.end(), range->second.begin(), range->second.end());
+  mapped_.erase(range);
 }
 
 Addr VmmPolicy::new_virtual_range(std::uint64_t pages) {
   const Bytes bytes = (pages + 1) * page_;  // and one page of gap
   if (virtual_end_ - virtual_next_ < bytes) {
-    const Bytes space = std::max(kVirtualSpace, bytes);
-    virtual_next_ = align_up(device_.reserve_addresses(space + page_), page_);
+    const Bytes space = align_up(std::max(kVirtualSpace, bytes), page_);
+    reservations_.push_back(Segment{device_.reserve_addresses(space + page_), space + page_});
+    virtual_next_ = align_up(reservations_.back().addr, page_);
     virtual_end_ = virtual_next_ + space;
   }
   const Addr addr = virtual_next_;
@@ -43,32 +61,31 @@ bool VmmPolicy::reclaim_one() {
     empty_small_.erase(empty_small_.begin());
     small_free_.remove(Range{vpage, page_});
     small_pages_.erase(vpage);
-    device_.unmap(page_);
+    unmap_range(vpage);
     ++unmaps_;
-    ++free_pages_;
     return true;
   }
   if (!cached_.empty()) {
     const auto largest = std::prev(cached_.end());  // the fewest unmap calls for the most pages
     const std::uint64_t count = largest->first;
+    const Addr addr = largest->second;
     cached_.erase(largest);
-    device_.unmap(count * page_);
+    unmap_range(addr);
     ++unmaps_;
     cached_pages_ -= count;
-    free_pages_ += count;
     return true;
   }
   return false;
 }
 
 bool VmmPolicy::take_pages(std::uint64_t count) {
-  while (free_pages_ < count && reclaim_one()) {
+  while (free_pages_.size() < count && reclaim_one()) {
   }
-  while (free_pages_ < count) {
-    const auto page = device_.malloc(page_);
+  while (free_pages_.size() < count) {
+    const auto page = device_.create_physical(page_);
     if (!page) return false;
-    pages_.push_back(*page);
-    ++free_pages_;
+    free_pages_.push_back(*page);
+    ++held_pages_;
   }
   return true;
 }
@@ -85,9 +102,8 @@ Allocation VmmPolicy::allocate(const Request& request) {
     ++reused_;
   } else {
     if (!take_pages(count)) return std::nullopt;
-    free_pages_ -= count;
     addr = new_virtual_range(count);
-    device_.map(count * page_);
+    map_free_pages(addr, count);
     ++maps_;
     ++stitched_;
   }
@@ -100,9 +116,8 @@ std::optional<Block> VmmPolicy::allocate_small(const Request& request, Bytes siz
   auto range = small_free_.best_fit(size);
   if (!range) {
     if (!take_pages(1)) return std::nullopt;
-    --free_pages_;
     const Addr vpage = new_virtual_range(1);
-    device_.map(page_);
+    map_free_pages(vpage, 1);
     ++maps_;
     small_pages_.emplace(vpage, 0);  // at once made non-empty below
     small_free_.add(Range{vpage, page_});
@@ -133,25 +148,24 @@ void VmmPolicy::deallocate(const Block& block, Nanos) {
     cached_.emplace(count, block.addr);
     cached_pages_ += count;
   } else {
-    device_.unmap(block.size);
+    unmap_range(block.addr);
     ++unmaps_;
-    free_pages_ += count;
   }
 }
 
 PolicyStats VmmPolicy::stats() const {
   // Any free page, cached range or empty small page can be stitched into one range.
-  const Bytes stitchable = (free_pages_ + cached_pages_ + empty_small_.size()) * page_;
-  return PolicyStats{.allocated = allocated_, .reserved = pages_.size() * page_,
+  const Bytes stitchable = (free_pages_.size() + cached_pages_ + empty_small_.size()) * page_;
+  return PolicyStats{.allocated = allocated_, .reserved = held_pages_ * page_,
                      .largest_free = std::max(stitchable, small_free_.largest())};
 }
 
 void VmmPolicy::release_cached() {
   while (reclaim_one()) {
   }
-  for (; free_pages_ > 0; --free_pages_) {
-    device_.free(pages_.back());
-    pages_.pop_back();
+  for (; !free_pages_.empty(); --held_pages_) {
+    device_.release_physical(free_pages_.back());
+    free_pages_.pop_back();
   }
 }
 
@@ -164,22 +178,26 @@ void VmmPolicy::check() const {
   std::uint64_t cached = 0;
   for (const auto& [count, addr] : cached_) cached += count;
   if (cached != cached_pages_) throw Error("vmm: cached pages miscounted");
-  if (free_pages_ + large_pages_ + cached_pages_ + small_pages_.size() != pages_.size()) {
+  if (free_pages_.size() + large_pages_ + cached_pages_ + small_pages_.size() != held_pages_) {
     throw Error("vmm: pages held != free + mapped");
   }
+  std::uint64_t mapped = 0;
+  for (const auto& [addr, pages] : mapped_) mapped += pages.size();
+  if (mapped + free_pages_.size() != held_pages_) throw Error("vmm: mapped and free pages != pages held");
   for (Addr vpage : empty_small_) {
     if (small_pages_.at(vpage) != 0) throw Error("vmm: a small page listed empty is not");
   }
 }
 
 PolicyInspection VmmPolicy::inspect() const {
-  const Bytes stitchable = (free_pages_ + cached_pages_ + empty_small_.size()) * page_;
+  const Bytes stitchable = (free_pages_.size() + cached_pages_ + empty_small_.size()) * page_;
   std::vector<PolicyStat> extra{PolicyStat{"vmm_maps", maps_, Unit::count}, PolicyStat{"vmm_unmaps", unmaps_, Unit::count},
           PolicyStat{"vmm_stitched", stitched_, Unit::count}, PolicyStat{"vmm_reused", reused_, Unit::count}};
-  return PolicyInspection{stitchable, std::move(extra), "vmm: " + std::to_string(pages_.size()) + " pages of " + format_bytes(page_) + " held: " +
-         std::to_string(large_pages_) + " under large blocks, " + std::to_string(small_pages_.size()) +
-         " small pages, " + std::to_string(cached_pages_) + " in cached ranges, " + std::to_string(free_pages_) +
-         " unmapped"};
+  return PolicyInspection{stitchable, std::move(extra),
+                          "vmm: " + std::to_string(held_pages_) + " pages of " + format_bytes(page_) + " held: " +
+                              std::to_string(large_pages_) + " under large blocks, " + std::to_string(small_pages_.size()) +
+                              " small pages, " + std::to_string(cached_pages_) + " in cached ranges, " +
+                              std::to_string(free_pages_.size()) + " unmapped"};
 }
 
 }  // namespace allocsim

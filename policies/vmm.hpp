@@ -3,10 +3,11 @@
 // memory is a pool of pages, and a large request is served by mapping any free pages,
 // wherever they lie, into one new contiguous virtual range. No byte is copied, and free
 // memory in holes is never lost to fragmentation, only to page rounding.
-// - physical pages of `page` bytes come from the device one at a time (cuMemCreate) and
-//   stay in the pool until release_cached();
+// - physical pages of `page` bytes come from the device one at a time (create_physical,
+//   cuMemCreate) and stay in the pool until release_cached();
 // - a request of at least one page takes ceil(bytes / page) pages, mapped (cuMemMap,
-//   charged by the device's map cost) at a fresh virtual range; on free the range stays
+//   in one device map call, charged by the device's map cost) at a fresh virtual range
+//   inside address space reserved once (cuMemAddressReserve); on free the range stays
 //   mapped in a cache by page count, reused as is by the next request of that many pages
 //   (GMLake's stitched-block pool); the cache is unmapped (charged) when pages run short;
 // - a smaller request is placed best fit in "small pages" (one page each, mapped on
@@ -54,6 +55,8 @@ class VmmPolicy final : public Policy {
   bool take_pages(std::uint64_t count);  // makes `count` pages free (unmapped), or fails
   bool reclaim_one();                    // unmaps one empty small page or cached range
   Addr new_virtual_range(std::uint64_t pages);
+  void map_free_pages(Addr at, std::uint64_t count);  // the last `count` free pages, at `at`
+  void unmap_range(Addr at);                           // its pages become free
   std::optional<Block> allocate_small(const Request& request, Bytes size);
 
   Device& device_;
@@ -61,11 +64,15 @@ class VmmPolicy final : public Policy {
   bool cache_;
   Addr virtual_next_ = 0;
   Addr virtual_end_ = 0;
-  std::vector<Segment> pages_;       // every physical page held
-  std::uint64_t free_pages_ = 0;     // held and mapped nowhere
+  std::vector<Segment> reservations_;  // address ranges from the device, given back at the end
+  std::uint64_t held_pages_ = 0;     // every physical page held
+  std::vector<Segment> free_pages_;  // held and mapped nowhere
   std::uint64_t large_pages_ = 0;    // mapped under live large blocks
   // Tree and hash nodes come from a pool, so that a steady state allocates nothing.
   std::pmr::unsynchronized_pool_resource pool_;
+  // Every mapped range (large blocks, cached ranges, small pages) -> its physical pages in
+  // order: what unmapping it gives back.
+  std::pmr::unordered_map<Addr, std::pmr::vector<Segment>> mapped_{&pool_};
   std::pmr::multimap<std::uint64_t, Addr> cached_{&pool_};  // page count -> a freed range, still mapped
   std::uint64_t cached_pages_ = 0;
   FreeList small_free_;                                      // inside mapped small pages

@@ -3,6 +3,8 @@
 // at run time, so allocsim never links libcuda.so and starts on machines without a
 // driver (it then says so instead of failing to load).
 #include <map>
+#include <set>
+#include <span>
 
 #include "real_gpu/cuda_api.hpp"
 #include "real_gpu/cuda_check.hpp"
@@ -60,12 +62,11 @@ class CudaApi final : public DeviceApi {
   }
 
   ~CudaApi() override {
-    // A replay frees what it took; a throw halfway may not have: return the mappings.
-    for (const auto& [addr, mapping] : mappings_) {
-      vmm_.unmap(addr, mapping.bytes);
-      vmm_.release(mapping.handle);
-      vmm_.address_free(addr, mapping.bytes);
-    }
+    // A replay gives back what it took; a throw halfway may not have: undo the rest, in
+    // the driver's order (unmap, release, free the addresses). Errors are ignored here.
+    for (const auto& [addr, bytes] : mappings_) vmm_.unmap(addr, bytes);
+    for (const CUmemGenericAllocationHandle handle : handles_) vmm_.release(handle);
+    for (const auto& [addr, bytes] : reservations_) vmm_.address_free(addr, bytes);
   }
 
   std::string name() const override { return name_; }
@@ -112,43 +113,74 @@ class CudaApi final : public DeviceApi {
     return granularity;
   }
 
-  std::optional<Addr> map(Bytes bytes) override {
-    if (!vmm_supported_) throw Error(name_ + " does not support the CUDA VMM API");
-    load_vmm();
+  Addr reserve_addresses(Bytes bytes) override {
+    need_vmm();
     CUdeviceptr addr = 0;
     ALLOCSIM_CUDA_CHECK(vmm_.reserve(&addr, bytes, 0, 0, 0));
-    const CUmemAllocationProp properties = allocation_properties();
-    CUmemGenericAllocationHandle handle = 0;
-    const CUresult created = vmm_.create(&handle, bytes, &properties, 0);
-    if (created == CUDA_ERROR_OUT_OF_MEMORY) {
-      ALLOCSIM_CUDA_CHECK(vmm_.address_free(addr, bytes));
-      return std::nullopt;
-    }
-    ALLOCSIM_CUDA_CHECK(created);
-    ALLOCSIM_CUDA_CHECK(vmm_.map(addr, bytes, 0, handle, 0));
-    CUmemAccessDesc access{};
-    access.location = properties.location;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    ALLOCSIM_CUDA_CHECK(vmm_.set_access(addr, bytes, &access, 1));
-    mappings_.emplace(addr, Mapping{handle, bytes});
+    reservations_.emplace(static_cast<Addr>(addr), bytes);
     return static_cast<Addr>(addr);
   }
 
-  void unmap(Addr addr, Bytes bytes) override {
-    const auto it = mappings_.find(addr);
-    if (it == mappings_.end() || it->second.bytes != bytes) throw Error("unmap of a range that map did not return");
+  void release_addresses(Addr at, Bytes bytes) override {
+    const auto it = reservations_.find(at);
+    if (it == reservations_.end() || it->second != bytes) throw Error("release of addresses that were not reserved");
+    ALLOCSIM_CUDA_CHECK(vmm_.address_free(static_cast<CUdeviceptr>(at), bytes));
+    reservations_.erase(it);
+  }
+
+  std::optional<Segment> create_physical(Bytes bytes) override {
+    need_vmm();
+    const CUmemAllocationProp properties = allocation_properties();
+    CUmemGenericAllocationHandle handle = 0;
+    const CUresult created = vmm_.create(&handle, bytes, &properties, 0);
+    if (created == CUDA_ERROR_OUT_OF_MEMORY) return std::nullopt;
+    ALLOCSIM_CUDA_CHECK(created);
+    handles_.insert(handle);
+    return Segment{static_cast<Addr>(handle), bytes};
+  }
+
+  void release_physical(Segment physical) override {
+    const auto handle = static_cast<CUmemGenericAllocationHandle>(physical.addr);
+    if (handles_.erase(handle) == 0) throw Error("release of physical memory that was not created");
+    // The memory itself goes once its last mapping is unmapped.
+    ALLOCSIM_CUDA_CHECK(vmm_.release(handle));
+  }
+
+  // One cuMemMap per page, then one cuMemSetAccess over the range, as PyTorch's
+  // expandable segments do.
+  void map(Addr at, std::span<const Segment> pages) override {
+    need_vmm();
+    Addr next = at;
+    for (const Segment& page : pages) {
+      ALLOCSIM_CUDA_CHECK(vmm_.map(static_cast<CUdeviceptr>(next), page.bytes, 0,
+                                   static_cast<CUmemGenericAllocationHandle>(page.addr), 0));
+      mappings_.emplace(next, page.bytes);
+      next += page.bytes;
+    }
+    CUmemAccessDesc access{};
+    access.location = allocation_properties().location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    ALLOCSIM_CUDA_CHECK(vmm_.set_access(static_cast<CUdeviceptr>(at), next - at, &access, 1));
+  }
+
+  // One cuMemUnmap per mapping: the driver unmaps no part of one, nor several at once.
+  void unmap(Addr at, Bytes bytes) override {
+    const auto first = mappings_.find(at);
+    Addr end = at;
+    for (auto it = first; it != mappings_.end() && it->first == end && end < at + bytes; ++it) end += it->second;
+    if (first == mappings_.end() || end != at + bytes) throw Error("unmap of a range that is not whole mappings");
     synchronize();  // work may still use the pages
-    ALLOCSIM_CUDA_CHECK(vmm_.unmap(addr, bytes));
-    ALLOCSIM_CUDA_CHECK(vmm_.release(it->second.handle));
-    ALLOCSIM_CUDA_CHECK(vmm_.address_free(addr, bytes));
-    mappings_.erase(it);
+    for (auto it = first; it != mappings_.end() && it->first < at + bytes;) {
+      ALLOCSIM_CUDA_CHECK(vmm_.unmap(static_cast<CUdeviceptr>(it->first), it->second));
+      it = mappings_.erase(it);
+    }
   }
 
  private:
-  struct Mapping {
-    CUmemGenericAllocationHandle handle;
-    Bytes bytes;
-  };
+  void need_vmm() {
+    if (!vmm_supported_) throw Error(name_ + " does not support the CUDA VMM API");
+    load_vmm();
+  }
 
   CUmemAllocationProp allocation_properties() const {
     CUmemAllocationProp properties{};
@@ -189,7 +221,9 @@ class CudaApi final : public DeviceApi {
   int compute_capability_ = 0;
   bool vmm_supported_ = false;
   DriverVmm vmm_;
-  std::map<Addr, Mapping> mappings_;
+  std::map<Addr, Bytes> reservations_;
+  std::set<CUmemGenericAllocationHandle> handles_;  // created, not yet released
+  std::map<Addr, Bytes> mappings_;                  // one per mapped page
 };
 
 }  // namespace

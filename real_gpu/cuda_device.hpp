@@ -1,7 +1,8 @@
 // The Device that policies see on real hardware: every segment a policy asks for is a
 // real device allocation (cudaMalloc, or VMM pages with --segments vmm), written in full
-// by a device-side memset so nothing is only virtual, and every call is timed. It runs
-// on any DeviceApi: the CUDA runtime on a GPU, the host stand-in in CI.
+// by a device-side memset so nothing is only virtual, and every call is timed. The VMM
+// calls of page-mapping policies go to the driver one for one (the memset follows each
+// map). It runs on any DeviceApi: the CUDA runtime on a GPU, the host stand-in in CI.
 //
 // With a cap, a ballast allocation takes everything above the cap, so the card behaves
 // like a smaller one that has the same context: capacity() is the cap and used() leaves
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "real_gpu/device_api.hpp"
@@ -29,7 +31,9 @@ struct CudaDeviceOptions {
   bool touch = true;              // write every byte of every segment
 };
 
-enum class DeviceOp : std::uint8_t { malloc, free, failed_malloc, copy };
+// Physical memory (create_physical) is listed as a malloc and its release as a free, as
+// the simulation counts them; reserving and releasing addresses is timed but not listed.
+enum class DeviceOp : std::uint8_t { malloc, free, failed_malloc, copy, map, unmap };
 std::string_view name_of(DeviceOp op);
 
 // One timed device call.
@@ -54,6 +58,14 @@ class CudaDevice final : public Device {
   Bytes granularity() const override { return options_.granularity; }
   Nanos elapsed() const override { return elapsed_; }
   int compute_capability() const override { return api_.compute_capability(); }
+  // Whole VMM pages of the device (map_granularity) only: a range or page of another
+  // size is an Error naming both, as the driver would refuse it.
+  Addr reserve_addresses(Bytes bytes) override;
+  void release_addresses(Addr at, Bytes bytes) override;
+  std::optional<Segment> create_physical(Bytes bytes) override;
+  void release_physical(Segment physical) override;
+  void map(Addr at, std::span<const Segment> pages) override;
+  void unmap(Addr at, Bytes bytes) override;
 
   // The simulated device that mirrors this one now: same capacity, what is in use now
   // as its context, the same granularity and compute capability.
@@ -66,11 +78,16 @@ class CudaDevice final : public Device {
   DeviceApi& api_;
   CudaDeviceOptions options_;
   Bytes capacity_ = 0;
-  Bytes page_ = 0;  // VMM page when source is vmm
+  template <typename Call>
+  Nanos timed(Call call);
+  void need_pages(Bytes bytes, const char* what) const;
+
+  Bytes page_ = 0;  // the VMM page, 0 without VMM
   std::optional<Addr> ballast_;
   Bytes ballast_charged_ = 0;  // what the ballast took, by cudaMemGetInfo
   Nanos elapsed_ = 0;
   std::vector<DeviceCall> calls_;
+  std::map<Addr, Addr> vmm_segments_;  // with --segments vmm: segment address -> physical handle
 };
 
 }  // namespace allocsim

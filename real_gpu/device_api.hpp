@@ -7,6 +7,9 @@
 #include <optional>
 #include <string>
 
+#include <span>
+
+#include "sim/device.hpp"
 #include "sim/units.hpp"
 
 namespace allocsim {
@@ -21,15 +24,23 @@ struct MemInfo {
 // - malloc(bytes), bytes > 0: a device allocation (cudaMalloc) aligned to at least 512
 //   bytes, or nullopt when the device is out of memory; any other failure throws Error.
 // - free(addr) takes back what malloc returned, exactly once (cudaFree).
-// - touch(addr, bytes) writes every byte of a range inside one live allocation, on the
-//   device, so that nothing a replay reserves is only virtual.
+// - touch(addr, bytes) writes every byte of a range inside one live allocation (or inside
+//   contiguously mapped memory), on the device, so that nothing a replay reserves is only
+//   virtual.
 // - copy(dst, src, bytes) is a device-to-device copy between live allocations.
 // - synchronize() waits for all device work (so timings include it).
-// - map_granularity() is the VMM page (cuMemGetAllocationGranularity), 0 when the device
-//   has no VMM; map(bytes), bytes a multiple of it, reserves an address range, creates
-//   physical memory, maps it and grants access (cuMemAddressReserve, cuMemCreate,
-//   cuMemMap, cuMemSetAccess), or returns nullopt when no physical memory is left;
-//   unmap(addr, bytes) undoes one map exactly.
+// - The VMM calls are CUDA's driver calls one for one; `bytes` and `at` are multiples of
+//   map_granularity() (cuMemGetAllocationGranularity), which is 0 when the device has
+//   no VMM:
+//   reserve_addresses(bytes) (cuMemAddressReserve) returns a range with nothing behind it;
+//   release_addresses(at, bytes) (cuMemAddressFree) gives one back whole, nothing mapped.
+//   create_physical(bytes) (cuMemCreate) returns physical memory, its addr a handle and no
+//   address, or nullopt when the device is out of memory; release_physical(handle)
+//   (cuMemRelease): the memory goes once no mapping of it is left.
+//   map(at, pages) maps each page whole, one after another from `at`, inside one
+//   reservation (one cuMemMap each), then grants read/write on the range (cuMemSetAccess);
+//   unmap(at, bytes) undoes the mappings that exactly cover [at, at + bytes) (one
+//   cuMemUnmap each). touch and copy reach mapped memory too.
 class DeviceApi {
  public:
   virtual ~DeviceApi() = default;
@@ -43,8 +54,12 @@ class DeviceApi {
   virtual void copy(Addr dst, Addr src, Bytes bytes) = 0;
   virtual void synchronize() = 0;
   virtual Bytes map_granularity() = 0;
-  virtual std::optional<Addr> map(Bytes bytes) = 0;
-  virtual void unmap(Addr addr, Bytes bytes) = 0;
+  virtual Addr reserve_addresses(Bytes bytes) = 0;
+  virtual void release_addresses(Addr at, Bytes bytes) = 0;
+  virtual std::optional<Segment> create_physical(Bytes bytes) = 0;
+  virtual void release_physical(Segment physical) = 0;
+  virtual void map(Addr at, std::span<const Segment> pages) = 0;
+  virtual void unmap(Addr at, Bytes bytes) = 0;
 };
 
 }  // namespace allocsim

@@ -6,9 +6,10 @@
 #      and amp, snapshots + memory_stats; the largest batch under a 16 GiB memory fraction;
 #      one run with PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:256 to prove settings take
 #      effect -> DIR/torch/
-#   3. allocsim validate: resnet50_b64 under each policy on CudaDevice, with the measured
-#      cost profile; resnet50_b256 under a 16 GiB cap (ballast) for the OOM event; direct
-#      and expandable on VMM pages -> DIR/*.csv, DIR/*.calls.csv
+#   3. allocsim validate: resnet50_b64 under each policy on CudaDevice (vmm and expandable
+#      through its VMM calls), with the measured cost profile; resnet50_b256 under a 16 GiB
+#      cap (ballast) for the OOM event; direct and expandable on VMM pages -> DIR/*.csv,
+#      DIR/*.calls.csv
 #   4. real_gpu/summarize.py: the summary table -> DIR/summary.md, DIR/summary.csv
 #
 # Usage:
@@ -117,8 +118,9 @@ step record_torch 300 env PYTHONUNBUFFERED=1 "$python" real_gpu/record_torch.py 
 step record_torch_settings 90 env PYTHONUNBUFFERED=1 "$python" real_gpu/record_torch.py --out "$dir/torch" \
   --batches 64 --precisions fp32 --steps 3 --alloc-conf max_split_size_mb:256 --tag _split256
 
-# 3. Every policy on CudaDevice against its simulation.
-for policy in bfc growth caching direct bestfit buddy jax; do
+# 3. Every policy on CudaDevice against its simulation (vmm and expandable through the
+#    device's own VMM calls: cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemUnmap).
+for policy in bfc growth caching direct bestfit buddy jax vmm expandable; do
   step "validate_$policy" 90 "$allocsim" validate --backend "$backend" --workload resnet50_b64 --policy "$policy" \
     --device-profile "$profile" --out "$dir"
 done

@@ -43,6 +43,10 @@ Nanos simulated_ns(const CostModel& cost, const DeviceCall& call) {
       return cost.free_cost(call.bytes);
     case DeviceOp::copy:
       return cost.copy_cost(call.bytes);
+    case DeviceOp::map:
+      return cost.map_cost(call.bytes);
+    case DeviceOp::unmap:
+      return cost.unmap_cost(call.bytes);
   }
   return 0;
 }
@@ -133,7 +137,8 @@ std::vector<Comparison> compare(const Validation& validation) {
   const auto model = [&cost](const DeviceCall& call) { return simulated_ns(cost, call); };
   const auto clock = [](const DeviceCall& call) { return call.ns; };
   for (const auto& [metric, op] : {std::pair{"malloc_ns_mean", DeviceOp::malloc}, {"free_ns_mean", DeviceOp::free},
-                                   {"failed_malloc_ns_mean", DeviceOp::failed_malloc}, {"copy_ns_mean", DeviceOp::copy}}) {
+                                   {"failed_malloc_ns_mean", DeviceOp::failed_malloc}, {"copy_ns_mean", DeviceOp::copy},
+                                   {"map_ns_mean", DeviceOp::map}, {"unmap_ns_mean", DeviceOp::unmap}}) {
     if (auto measured = mean(calls, op, clock)) rows.push_back({metric, Target::ratio, mean(calls, op, model), measured});
   }
   const auto per_call = [](const TenantResult& result) -> std::optional<double> {

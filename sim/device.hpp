@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 
 #include "sim/error.hpp"
@@ -55,9 +56,18 @@ struct Segment {
 // - copy(dst, src, bytes) moves live data inside the device (compaction); both ranges lie
 //   in segments this caller holds.
 // - used() counts every byte gone from the device: context, other tenants, page rounding.
-// - reserve_addresses, map and unmap model CUDA's virtual memory API (cuMemAddressReserve,
-//   cuMemMap, cuMemUnmap) for page-mapping policies: physical pages are segments from
-//   malloc; map/unmap move no memory, they cost time. A device without it throws.
+// - Virtual memory is CUDA's VMM API, one call each, so that a real GPU implements it as
+//   it is: reserve_addresses(bytes) (cuMemAddressReserve) returns a range no segment will
+//   ever use, with no memory behind it; release_addresses takes one back whole
+//   (cuMemAddressFree) once nothing is mapped in it.
+//   create_physical(bytes) (cuMemCreate) makes physical memory, charged to used() like a
+//   malloc and nullopt when it does not fit; its segment's addr names the memory (a
+//   handle), it is no address to read: a malloc'd segment can never be mapped, a physical
+//   one is only reached through map. release_physical (cuMemRelease) takes it back once.
+//   map(at, pages) places the pages one after another at `at`, inside a reserved range,
+//   readable and writable (cuMemMap of each + cuMemSetAccess of the whole): one call, one
+//   cost. unmap(at, bytes) (cuMemUnmap) takes away whole mappings covering [at, at+bytes);
+//   the pages stay held and can be mapped again. A device without the API throws.
 // - elapsed() is the time spent in device calls so far (simulated, or measured).
 class Device {
  public:
@@ -69,15 +79,27 @@ class Device {
   virtual Bytes used() const = 0;
   virtual Bytes granularity() const = 0;
   virtual Nanos elapsed() const = 0;
-  // A range of `bytes` virtual addresses no segment will ever use; no memory behind it.
-  virtual Addr reserve_addresses(Bytes) { throw Error("this device has no virtual memory API"); }
-  virtual void map(Bytes) { throw Error("this device has no virtual memory API"); }    // bytes of pages mapped
-  virtual void unmap(Bytes) { throw Error("this device has no virtual memory API"); }  // bytes of pages unmapped
+  virtual Addr reserve_addresses(Bytes) { no_vmm(); }
+  virtual void release_addresses(Addr, Bytes) { no_vmm(); }
+  virtual std::optional<Segment> create_physical(Bytes) { no_vmm(); }
+  virtual void release_physical(Segment) { no_vmm(); }
+  virtual void map(Addr, std::span<const Segment>) { no_vmm(); }
+  virtual void unmap(Addr, Bytes) { no_vmm(); }
   // major * 10 + minor (90 for sm_90): TensorFlow's memory reserve depends on it.
   virtual int compute_capability() const = 0;
 
   // What cudaMemGetInfo would call free.
   Bytes available() const { return capacity() - used(); }
+
+ private:
+  [[noreturn]] static void no_vmm() { throw Error("this device has no virtual memory API"); }
 };
+
+// The bytes of `pages` together: what one map call places.
+inline Bytes total_bytes(std::span<const Segment> pages) {
+  Bytes bytes = 0;
+  for (const Segment& page : pages) bytes += page.bytes;
+  return bytes;
+}
 
 }  // namespace allocsim

@@ -6,12 +6,16 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "sim/device.hpp"
+#include "sim/counter.hpp"
+#include "sim/forwarding_device.hpp"
 #include "sim/sim_device.hpp"
 
 namespace allocsim {
 
-class MeteredDevice final : public Device {
+// Physical memory (create_physical) counts as a device allocation, like a malloc: both
+// take memory from the device, and device_mallocs, device_frees and reserved bytes are
+// what the policy holds of either kind. Calls it does not meter are forwarded as they are.
+class MeteredDevice final : public ForwardingDevice {
  private:
   // Replay mostly runs on a SimDevice: calling it directly (it is final, so the generic
   // `call` binds statically) skips the virtual calls per device call on the hot path.
@@ -19,7 +23,7 @@ class MeteredDevice final : public Device {
   template <typename Call>
   auto timed(Call call) {
     if (sim_) return timed_on(*sim_, call);
-    return timed_on(upstream_, call);
+    return timed_on(upstream(), call);
   }
   template <typename D, typename Call>
   auto timed_on(D& device, Call call) {
@@ -33,60 +37,67 @@ class MeteredDevice final : public Device {
       return result;
     }
   }
+  void took(const std::optional<Segment>& segment) {
+    if (!segment) {
+      ++failed_mallocs_;
+      return;
+    }
+    segments_.add(1);
+    reserved_.add(segment->bytes);
+    peak_used_ = std::max(peak_used_, sim_ ? sim_->used() : upstream().used());
+  }
+  void gave_back(const Segment& segment) {
+    segments_.sub(1);
+    reserved_.sub(segment.bytes);
+  }
 
  public:
   MeteredDevice(Device& upstream, Bytes& peak_used)
-      : upstream_(upstream), sim_(dynamic_cast<SimDevice*>(&upstream)), peak_used_(peak_used) {}
+      : ForwardingDevice(upstream), sim_(dynamic_cast<SimDevice*>(&upstream)), peak_used_(peak_used) {}
 
   std::optional<Segment> malloc(Bytes bytes) override {
-    const auto segment = timed([&](auto& device) { return device.malloc(bytes); });
-    if (!segment) {
-      ++failed_mallocs_;
-      return segment;
-    }
-    ++mallocs_;
-    reserved_ += segment->bytes;
-    peak_used_ = std::max(peak_used_, sim_ ? sim_->used() : upstream_.used());
+    auto segment = timed([&](auto& device) { return device.malloc(bytes); });
+    took(segment);
     return segment;
   }
   void free(Segment segment) override {
     timed([&](auto& device) { device.free(segment); });
-    ++frees_;
-    reserved_ -= segment.bytes;
+    gave_back(segment);
+  }
+  std::optional<Segment> create_physical(Bytes bytes) override {
+    auto physical = timed([&](auto& device) { return device.create_physical(bytes); });
+    took(physical);
+    return physical;
+  }
+  void release_physical(Segment physical) override {
+    timed([&](auto& device) { device.release_physical(physical); });
+    gave_back(physical);
   }
   void copy(Addr dst, Addr src, Bytes bytes) override {
     timed([&](auto& device) { device.copy(dst, src, bytes); });
     bytes_moved_ += bytes;
   }
-  Addr reserve_addresses(Bytes bytes) override { return upstream_.reserve_addresses(bytes); }
-  void map(Bytes bytes) override {
-    timed([&](auto& device) { device.map(bytes); });
+  void map(Addr at, std::span<const Segment> pages) override {
+    timed([&](auto& device) { device.map(at, pages); });
   }
-  void unmap(Bytes bytes) override {
-    timed([&](auto& device) { device.unmap(bytes); });
+  void unmap(Addr at, Bytes bytes) override {
+    timed([&](auto& device) { device.unmap(at, bytes); });
   }
-  Bytes capacity() const override { return upstream_.capacity(); }
-  Bytes used() const override { return upstream_.used(); }
-  Bytes granularity() const override { return upstream_.granularity(); }
-  Nanos elapsed() const override { return upstream_.elapsed(); }
-  int compute_capability() const override { return upstream_.compute_capability(); }
 
-  Bytes reserved() const { return reserved_; }
+  Bytes reserved() const { return reserved_.current; }
   Nanos time_spent() const { return time_spent_; }
   Bytes bytes_moved() const { return bytes_moved_; }
-  std::uint64_t mallocs() const { return mallocs_; }
-  std::uint64_t frees() const { return frees_; }
+  std::uint64_t mallocs() const { return segments_.total; }
+  std::uint64_t frees() const { return segments_.total - segments_.current; }
   std::uint64_t failed_mallocs() const { return failed_mallocs_; }
 
  private:
-  Device& upstream_;
   SimDevice* sim_;
   Bytes& peak_used_;
-  Bytes reserved_ = 0;
+  Counter reserved_;  // bytes
+  Counter segments_;  // device allocations: total is every malloc, total - current every free
   Nanos time_spent_ = 0;
   Bytes bytes_moved_ = 0;
-  std::uint64_t mallocs_ = 0;
-  std::uint64_t frees_ = 0;
   std::uint64_t failed_mallocs_ = 0;
 };
 

@@ -5,7 +5,7 @@
 #include "sim/error.hpp"
 
 namespace allocsim {
-SimDevice::SimDevice(DeviceSpec spec) : spec_(std::move(spec)), used_(spec_.context_overhead) {
+SimDevice::SimDevice(DeviceSpec spec) : spec_(std::move(spec)) {
   if (spec_.granularity == 0) throw Error("device " + spec_.name + ": granularity must be at least 1 byte");
   if (spec_.granularity > spec_.capacity) {
     throw Error("device " + spec_.name + ": granularity " + format_bytes(spec_.granularity) + " exceeds capacity " +
@@ -16,29 +16,45 @@ SimDevice::SimDevice(DeviceSpec spec) : spec_(std::move(spec)), used_(spec_.cont
                 " exceeds capacity " + format_bytes(spec_.capacity));
   }
   if (!(spec_.cost.copy_bytes_per_ns > 0)) throw Error("device " + spec_.name + ": copy bandwidth must be positive");
-  stats_.peak_used = used_;
+  stats_.used.add(spec_.context_overhead);
 }
 
-std::optional<Segment> SimDevice::malloc(Bytes bytes) {
-  if (bytes == 0) throw Error("device " + spec_.name + ": malloc of 0 bytes (a policy bug)");
+std::optional<Segment> SimDevice::take(Bytes bytes, const char* call) {
+  if (bytes == 0) throw Error("device " + spec_.name + ": " + call + " of 0 bytes (a policy bug)");
   elapsed_ += spec_.cost.malloc_cost(bytes);
   const Bytes charged = charge(bytes);
-  if (charged > spec_.capacity - used_) {
+  if (charged > spec_.capacity - stats_.used.current) {
     ++stats_.failed_mallocs;
     return std::nullopt;
   }
   ++stats_.mallocs;
-  used_ += charged;
-  stats_.peak_used = std::max(stats_.peak_used, used_);
+  stats_.used.add(charged);
   const Segment segment{next_addr_, bytes};
   next_addr_ += align_up(std::max(charged, bytes), kSegmentAlignment);
   return segment;
 }
 
-void SimDevice::free(Segment segment) {
+void SimDevice::give_back(Segment segment) {
   elapsed_ += spec_.cost.free_cost(segment.bytes);
   ++stats_.frees;
-  used_ -= charge(segment.bytes);
+  stats_.used.sub(charge(segment.bytes));
+}
+
+std::optional<Segment> SimDevice::malloc(Bytes bytes) { return take(bytes, "malloc"); }
+
+void SimDevice::free(Segment segment) { give_back(segment); }
+
+// Physical memory takes addresses from the same bump pointer as segments, as names that
+// are never reused; nothing is ever read at them.
+std::optional<Segment> SimDevice::create_physical(Bytes bytes) {
+  auto physical = take(bytes, "create_physical");
+  if (physical) stats_.physical.add(charge(bytes));
+  return physical;
+}
+
+void SimDevice::release_physical(Segment physical) {
+  give_back(physical);
+  stats_.physical.sub(charge(physical.bytes));
 }
 
 void SimDevice::copy(Addr, Addr, Bytes bytes) {
@@ -52,12 +68,12 @@ Addr SimDevice::reserve_addresses(Bytes bytes) {
   return addr;
 }
 
-void SimDevice::map(Bytes bytes) {
-  elapsed_ += spec_.cost.map_cost(bytes);
+void SimDevice::map(Addr, std::span<const Segment> pages) {
+  elapsed_ += spec_.cost.map_cost(total_bytes(pages));
   ++stats_.maps;
 }
 
-void SimDevice::unmap(Bytes bytes) {
+void SimDevice::unmap(Addr, Bytes bytes) {
   elapsed_ += spec_.cost.unmap_cost(bytes);
   ++stats_.unmaps;
 }

@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <string>
 
+#include "sim/counter.hpp"
 #include "sim/device.hpp"
 
 namespace allocsim {
 
+// mallocs, frees and failed_mallocs count device allocations of both kinds, cudaMalloc
+// segments and physical memory (cuMemCreate): both take memory from the device alike.
 struct DeviceStats {
   std::uint64_t mallocs = 0;
   std::uint64_t frees = 0;
@@ -17,7 +20,8 @@ struct DeviceStats {
   std::uint64_t maps = 0;
   std::uint64_t unmaps = 0;
   Bytes bytes_copied = 0;
-  Bytes peak_used = 0;
+  Counter used;      // bytes gone from the device: context, page rounding and all
+  Counter physical;  // bytes of physical memory (create_physical), as charged
 };
 
 class SimDevice final : public Device {
@@ -28,12 +32,19 @@ class SimDevice final : public Device {
   void free(Segment segment) override;
   void copy(Addr dst, Addr src, Bytes bytes) override;
   Bytes capacity() const override { return spec_.capacity; }
-  Bytes used() const override { return used_; }
+  Bytes used() const override { return stats_.used.current; }
   Bytes granularity() const override { return spec_.granularity; }
   Nanos elapsed() const override { return elapsed_; }
+  // Reserving and releasing addresses costs nothing; physical memory costs what a malloc
+  // or free of its size does; map and unmap cost the cost model's map and unmap of the
+  // bytes of the call. The calls are not checked against each other (the host stand-in
+  // of real_gpu/ is strict), so that replay stays as fast as with malloc.
   Addr reserve_addresses(Bytes bytes) override;
-  void map(Bytes bytes) override;
-  void unmap(Bytes bytes) override;
+  void release_addresses(Addr, Bytes) override {}
+  std::optional<Segment> create_physical(Bytes bytes) override;
+  void release_physical(Segment physical) override;
+  void map(Addr at, std::span<const Segment> pages) override;
+  void unmap(Addr at, Bytes bytes) override;
   int compute_capability() const override { return spec_.compute_capability; }
 
   const DeviceSpec& spec() const { return spec_; }
@@ -41,10 +52,11 @@ class SimDevice final : public Device {
 
  private:
   Bytes charge(Bytes bytes) const { return align_up(bytes, spec_.granularity); }
+  std::optional<Segment> take(Bytes bytes, const char* call);  // a malloc or a physical allocation
+  void give_back(Segment segment);
 
   DeviceSpec spec_;
   DeviceStats stats_;
-  Bytes used_;
   Addr next_addr_ = 1_GiB;  // address 0 stays invalid
   Nanos elapsed_ = 0;
 };

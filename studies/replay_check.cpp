@@ -7,6 +7,7 @@
 
 #include "policies/caching.hpp"
 #include "sim/error.hpp"
+#include "sim/forwarding_device.hpp"
 #include "sim/sim_device.hpp"
 #include "sim/spec.hpp"
 
@@ -17,35 +18,23 @@ using Action = RecordedSegmentEvent::Action;
 
 // A device that writes down every segment the policy reserves or releases, and during
 // which trace event.
-class LoggingDevice final : public Device {
+class LoggingDevice final : public ForwardingDevice {
  public:
-  explicit LoggingDevice(Device& inner) : inner_(inner) {}
+  explicit LoggingDevice(Device& inner) : ForwardingDevice(inner) {}
 
   std::optional<Segment> malloc(Bytes bytes) override {
-    const auto segment = inner_.malloc(bytes);
+    const auto segment = ForwardingDevice::malloc(bytes);
     if (segment && logging) calls.push_back({Action::alloc, segment->addr, bytes, 0, event});
     return segment;
   }
   void free(Segment segment) override {
     if (logging) calls.push_back({Action::free, segment.addr, segment.bytes, 0, event});
-    inner_.free(segment);
+    ForwardingDevice::free(segment);
   }
-  void copy(Addr dst, Addr src, Bytes bytes) override { inner_.copy(dst, src, bytes); }
-  Bytes capacity() const override { return inner_.capacity(); }
-  Bytes used() const override { return inner_.used(); }
-  Bytes granularity() const override { return inner_.granularity(); }
-  Nanos elapsed() const override { return inner_.elapsed(); }
-  Addr reserve_addresses(Bytes bytes) override { return inner_.reserve_addresses(bytes); }
-  void map(Bytes bytes) override { inner_.map(bytes); }
-  void unmap(Bytes bytes) override { inner_.unmap(bytes); }
-  int compute_capability() const override { return inner_.compute_capability(); }
 
   bool logging = false;
   std::size_t event = 0;
   std::vector<RecordedSegmentEvent> calls;  // addresses are the simulated device's
-
- private:
-  Device& inner_;
 };
 
 std::string hex(Addr addr) {

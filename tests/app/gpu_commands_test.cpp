@@ -46,6 +46,21 @@ TEST_CASE("cli validate --backend host: the table on stdout, the comparison and 
   CHECK(fs::exists(folder.path / (stem + ".calls.csv")));
 }
 
+TEST_CASE("cli validate --backend host runs the page-mapping policies and agrees with the simulation",
+          "[cli][real_gpu][vmm]") {
+  const std::string policy = GENERATE(as<std::string>{}, "vmm", "expandable");
+  INFO(policy);
+  TempDir folder;
+  const Outcome run =
+      cli({"validate", "--workload", "resnet50_b8", "--policy", policy, "--backend", "host", "--out", folder.path.string()});
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  CHECK_THAT(run.out, Catch::Contains("11 of 11 exact metrics agree"));
+  CHECK_THAT(run.out, Catch::Contains("map_ns_mean"));  // the VMM calls went to the device
+  const std::string table = read_file(folder.path / ("resnet50_b8__" + policy + "__host.csv"));
+  CHECK_THAT(table, !Catch::Contains(",NO\n"));
+}
+
 TEST_CASE("cli validate: bad input is one line and exit status 2", "[cli][real_gpu]") {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"validate", "--workload", kSmall},

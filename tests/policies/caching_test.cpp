@@ -309,6 +309,25 @@ TEST_CASE("expandable maps 20 MiB pages on demand and unmaps the whole pages of 
   harness.finish();
 }
 
+TEST_CASE("expandable creates each page as physical memory and pays one map and one unmap per block",
+          "[caching][expandable][vmm]") {
+  Harness harness("expandable", plain_device(160_MiB));
+  const CostModel& cost = harness.device().spec().cost;
+  const auto a = harness.alloc(45_MiB);  // three 20 MiB pages, created one by one, mapped in one call
+  REQUIRE(a);
+  CHECK(harness.device().stats().physical.current == 60_MiB);
+  CHECK(harness.device().stats().mallocs == 3);
+  CHECK(harness.device().stats().maps == 1);
+  CHECK(harness.device().elapsed() == 3 * cost.malloc_cost(20_MiB) + cost.map_cost(60_MiB));
+  harness.free(*a);
+  const Nanos before = harness.device().elapsed();
+  harness.policy().release_cached();  // every page is wholly free: one unmap, three releases
+  CHECK(harness.device().stats().unmaps == 1);
+  CHECK(harness.device().elapsed() - before == cost.unmap_cost(60_MiB) + 3 * cost.free_cost(20_MiB));
+  CHECK(harness.device().stats().physical.current == 0);
+  harness.finish();
+}
+
 TEST_CASE("expandable splits by the 512-byte rule in every pool", "[caching][expandable]") {
   // 19.5 MiB: natively a 20 MiB segment and no split (1 MiB or less is left); expandable
   // maps one 20 MiB page and splits the 512 KiB off.

@@ -124,6 +124,23 @@ TEST_CASE("validation: page-mapped segments reserve what the simulation does", "
   CHECK(api.counters().unmaps == api.counters().maps);
 }
 
+TEST_CASE("validation: vmm and expandable map through the device's VMM calls and agree exactly", "[real_gpu][vmm]") {
+  const std::string policy = GENERATE(as<std::string>{}, "vmm", "expandable");
+  INFO(policy);
+  HostDeviceApi api(card(false));
+  const auto trace = std::make_shared<const Trace>(load_workload("random:n=1500,min=256,max=3MiB,live=48MiB,seed=9"));
+  ValidationOptions options;
+  options.policy = policy;
+  const Validation validation = validate(api, trace, options);
+  require_exact_agreement(compare(validation));
+  CHECK(api.counters().mallocs == 0);  // every page is physical memory, never a cudaMalloc
+  CHECK(api.counters().creates > 0);
+  CHECK(api.counters().maps > 0);
+  CHECK(api.counters().unmaps == api.counters().maps);
+  CHECK(api.counters().releases == api.counters().creates);
+  CHECK(api.live_allocations() == 0);  // reservations given back too
+}
+
 TEST_CASE("validation: an OOM under a cap happens at the same request on both sides", "[real_gpu]") {
   HostDeviceApi api(card(false));
   TraceBuilder builder(TraceInfo{"three", "test"});
