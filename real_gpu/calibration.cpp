@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include "sim/error.hpp"
+#include "sim/linear_fit.hpp"
 
 namespace allocsim {
 namespace {
@@ -98,40 +100,26 @@ LatencyFit fit_latency(std::span<const CostSample> samples, std::string_view op)
     if (sample.op == op) by_size[sample.bytes].push_back(sample.ns);
   }
   if (by_size.empty()) return {};
-  std::vector<std::pair<double, double>> points;  // (bytes, median ns)
-  for (auto& [bytes, times] : by_size) {
+  std::vector<double> bytes;
+  std::vector<double> medians;
+  for (auto& [size, times] : by_size) {
     std::sort(times.begin(), times.end());
     const std::size_t n = times.size();
-    const double median = n % 2 == 1 ? static_cast<double>(times[n / 2])
-                                     : (static_cast<double>(times[n / 2 - 1]) + static_cast<double>(times[n / 2])) / 2;
-    points.emplace_back(static_cast<double>(bytes), median);
+    bytes.push_back(static_cast<double>(size));
+    medians.push_back(n % 2 == 1 ? static_cast<double>(times[n / 2])
+                                 : (static_cast<double>(times[n / 2 - 1]) + static_cast<double>(times[n / 2])) / 2);
   }
-  double mean_x = 0;
-  double mean_y = 0;
-  for (const auto& [x, y] : points) {
-    mean_x += x;
-    mean_y += y;
+  const auto line = fit_line(bytes, medians);  // none for a single size: flat
+  double slope = line ? line->slope : 0;
+  double fixed = line ? line->intercept : medians.front();
+  if (slope < 0) {  // bigger is never cheaper: the line is flat, at the mean
+    slope = 0;
+    fixed = std::accumulate(medians.begin(), medians.end(), 0.0) / static_cast<double>(medians.size());
   }
-  mean_x /= static_cast<double>(points.size());
-  mean_y /= static_cast<double>(points.size());
-  double covariance = 0;
-  double variance = 0;
-  for (const auto& [x, y] : points) {
-    covariance += (x - mean_x) * (y - mean_y);
-    variance += (x - mean_x) * (x - mean_x);
-  }
-  double slope = variance > 0 ? covariance / variance : 0;
-  if (slope < 0) slope = 0;  // bigger is never cheaper: the line is flat
-  double fixed = mean_y - slope * mean_x;
-  if (fixed < 0) {  // through the origin instead
-    double xy = 0;
-    double xx = 0;
-    for (const auto& [x, y] : points) {
-      xy += x * y;
-      xx += x * x;
-    }
+  if (fixed < 0) {  // no cost is negative: through the origin instead
+    const auto origin = fit_line_through_origin(bytes, medians);
     fixed = 0;
-    slope = xx > 0 ? xy / xx : 0;
+    slope = origin ? origin->slope : 0;
   }
   return {static_cast<Nanos>(std::llround(fixed)), slope};
 }
