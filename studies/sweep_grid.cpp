@@ -345,30 +345,28 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
         if (value.token) set_model_token(*prefix, *value.token, value.value, workload);
       }
       for (const DeviceSpec& device : devices) {
-        {
-          for (const std::string& policy : policies) {
-            for (const std::string& on_oom : on_ooms) {
-              for (const AxisValue& batch : batches.values) {
-                std::optional<ModelSpec> model = prefix;
-                if (batch.token) set_model_token(*model, *batch.token, batch.value, workload);
-                SweepPoint point;
-                point.index = points.size();
-                // Unswept, the workload stays as the user spelled it; swept, it is the typed spec printed.
-                point.workload = tokens_given ? to_string(*model) : workload;
-                point.policy = policy;
-                point.scenario.device = device;
-                point.scenario.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
-                point.scenario.tenants.push_back(TenantSpec{nullptr, policy, 0});
-                point.workloads.push_back(point.workload);
-                for (const auto& [tenant_workload, tenant_policy] : tenants) {
-                  point.scenario.tenants.push_back(TenantSpec{nullptr, tenant_policy, 0});
-                  point.workloads.push_back(tenant_workload);
-                }
-                point.leading.push_back(std::to_string(point.index));
-                for (std::string& value : model_leading(model)) point.leading.push_back(std::move(value));
-                point.leading.push_back(on_oom);
-                points.push_back(std::move(point));
+        for (const std::string& policy : policies) {
+          for (const std::string& on_oom : on_ooms) {
+            for (const AxisValue& batch : batches.values) {
+              std::optional<ModelSpec> model = prefix;
+              if (batch.token) set_model_token(*model, *batch.token, batch.value, workload);
+              SweepPoint point;
+              point.index = points.size();
+              // Unswept, the workload stays as the user spelled it; swept, it is the typed spec printed.
+              point.workload = tokens_given ? to_string(*model) : workload;
+              point.policy = policy;
+              point.scenario.device = device;
+              point.scenario.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
+              point.scenario.tenants.push_back(TenantSpec{nullptr, policy, 0});
+              point.workloads.push_back(point.workload);
+              for (const auto& [tenant_workload, tenant_policy] : tenants) {
+                point.scenario.tenants.push_back(TenantSpec{nullptr, tenant_policy, 0});
+                point.workloads.push_back(tenant_workload);
               }
+              point.leading.push_back(std::to_string(point.index));
+              for (std::string& value : model_leading(model)) point.leading.push_back(std::move(value));
+              point.leading.push_back(on_oom);
+              points.push_back(std::move(point));
             }
           }
         }

@@ -18,10 +18,7 @@ namespace allocsim {
 namespace {
 
 namespace fs = std::filesystem;
-using test::cli;
-using test::Outcome;
-using test::one_line;
-using test::TempDir;
+using namespace test;  // the CLI driver: cli, Outcome, one_line, TempDir, ...
 
 TEST_CASE("cli: help teaches, listings name everything in the registries", "[cli]") {
   const Outcome help = cli({"--help"});

@@ -20,11 +20,7 @@ namespace allocsim {
 namespace {
 
 namespace fs = std::filesystem;
-using test::cli;
-using test::Outcome;
-using test::one_line;
-using test::read_file;
-using test::TempDir;
+using namespace test;  // the CLI driver: cli, Outcome, one_line, TempDir, ...
 
 constexpr const char* kSmall = "random:n=400,max=3MiB,live=32MiB,seed=5";
 

@@ -13,6 +13,15 @@ std::string any_policy() {
   return std::string(all_policies()[index].name);
 }
 
+RandomTraceOptions random_options(std::size_t events, std::uint64_t seed, Bytes max_bytes, Bytes target_live) {
+  RandomTraceOptions options;
+  options.events = events;
+  options.seed = seed;
+  options.max_bytes = max_bytes;
+  options.target_live = target_live;
+  return options;
+}
+
 TEST_CASE("every policy serves a zero-byte request and takes it back", "[conformance]") {
   const std::string policy = any_policy();
   CAPTURE(policy);
@@ -64,12 +73,7 @@ TEST_CASE("every policy returns its memory on release_cached once nothing is liv
 TEST_CASE("every policy survives a seeded 100k-event random trace, checked after every event", "[conformance]") {
   const std::string policy = any_policy();
   CAPTURE(policy);
-  RandomTraceOptions options;
-  options.events = 100'000;
-  options.seed = 7;
-  options.max_bytes = 4_MiB;
-  options.target_live = 64_MiB;
-  const Trace trace = make_random_trace(options, "random");
+  const Trace trace = make_random_trace(random_options(100'000, 7, 4_MiB, 64_MiB), "random");
   Harness harness(policy, plain_device(1_GiB));
   std::vector<std::optional<Block>> blocks(trace.allocations());
   for (const Event& event : trace.events) {
@@ -86,11 +90,8 @@ TEST_CASE("every policy survives a seeded 100k-event random trace, checked after
 TEST_CASE("every policy keeps the engine's invariants when memory runs out", "[conformance]") {
   const std::string policy = any_policy();
   CAPTURE(policy);
-  RandomTraceOptions options;
-  options.events = 20'000;
-  options.seed = 11;
-  options.max_bytes = 8_MiB;
-  options.target_live = 96_MiB;  // more than the device has: OOMs of every kind happen
+  // More live bytes than the device has: OOMs of every kind happen.
+  const RandomTraceOptions options = random_options(20'000, 11, 8_MiB, 96_MiB);
   Scenario scenario;
   scenario.device.capacity = 64_MiB;
   scenario.on_oom = OnOom::continue_run;

@@ -3,19 +3,13 @@
 
 #include "real_gpu/cuda_device.hpp"
 #include "real_gpu/host_api.hpp"
+#include "real_gpu/host_card.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
 namespace {
 
-HostDeviceConfig card(bool backed = false) {
-  HostDeviceConfig config;
-  config.total = 512_MiB;
-  config.context = 64_MiB;
-  config.page = 2_MiB;
-  config.backed = backed;
-  return config;
-}
+HostDeviceConfig card(bool backed = false) { return test::host_card(512_MiB, 64_MiB, backed); }
 
 TEST_CASE("CudaDevice: every segment is a real allocation, written in full", "[real_gpu]") {
   HostDeviceApi api(card(true));

@@ -2,19 +2,13 @@
 #include <catch2/catch.hpp>
 
 #include "real_gpu/host_api.hpp"
+#include "real_gpu/host_card.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
 namespace {
 
-HostDeviceConfig small(bool backed) {
-  HostDeviceConfig config;
-  config.total = 64_MiB;
-  config.context = 8_MiB;
-  config.page = 2_MiB;
-  config.backed = backed;
-  return config;
-}
+HostDeviceConfig small(bool backed) { return test::host_card(64_MiB, 8_MiB, backed); }
 
 TEST_CASE("host stand-in: whole pages are charged, the context is in use from the start", "[real_gpu]") {
   HostDeviceApi api(small(false));

@@ -5,20 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include "real_gpu/host_api.hpp"
+#include "real_gpu/host_card.hpp"
 #include "real_gpu/validation.hpp"
 #include "workloads/catalogue.hpp"
 
 namespace allocsim {
 namespace {
 
-HostDeviceConfig card(bool backed) {
-  HostDeviceConfig config;
-  config.total = 512_MiB;
-  config.context = 64_MiB;
-  config.page = 2_MiB;
-  config.backed = backed;
-  return config;
-}
+HostDeviceConfig card(bool backed) { return test::host_card(512_MiB, 64_MiB, backed); }
 
 const Comparison& row(const std::vector<Comparison>& rows, std::string_view metric) {
   for (const Comparison& comparison : rows) {
