@@ -88,18 +88,15 @@ std::string divisions_list(const TorchAllocatorSettings& settings) {
 }  // namespace
 
 std::string caching_spec_for(const TorchAllocatorSettings& settings) {
-  std::ostringstream spec;
-  spec << "caching";
-  const char* separator = ":";
-  const auto option = [&](std::string_view key) -> std::ostringstream& {
-    spec << separator << key << '=';
-    separator = ",";
-    return spec;
-  };
-  if (settings.max_split_size) option("max_split_size") << *settings.max_split_size;
-  if (const std::string list = divisions_list(settings); list != "0") option("roundup_power2_divisions") << list;
-  if (settings.garbage_collection_threshold > 0) option("gc_threshold") << settings.garbage_collection_threshold;
-  return spec.str();
+  Spec spec{"caching", {}};
+  if (settings.max_split_size) spec.args.emplace_back("max_split_size", std::to_string(*settings.max_split_size));
+  if (std::string list = divisions_list(settings); list != "0") spec.args.emplace_back("roundup_power2_divisions", std::move(list));
+  if (settings.garbage_collection_threshold > 0) {
+    std::ostringstream threshold;  // the stream's shortest form: 0.6
+    threshold << settings.garbage_collection_threshold;
+    spec.args.emplace_back("gc_threshold", threshold.str());
+  }
+  return to_string(spec);
 }
 
 ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
