@@ -269,12 +269,12 @@ PolicyStats BfcPolicy::stats() const {
                      .limit = limit_};
 }
 
-PolicyInspection BfcPolicy::inspect() const {
+PolicyInspection BfcPolicy::inspect(Detail detail) const {
   Bytes releasable = 0;
   for (const Region& region : regions_) {
     if (wholly_free(region)) releasable += region.segment.bytes;
   }
-  return PolicyInspection{releasable, extra_stats(), describe_state()};
+  return PolicyInspection{releasable, extra_stats(), detail == Detail::full ? describe_state() : std::string()};
 }
 
 std::vector<PolicyStat> BfcPolicy::extra_stats() const {

@@ -71,7 +71,7 @@ class BfcPolicy final : public Policy {
   PolicyStats stats() const override;
   void release_cached() override;
   void check() const override;
-  PolicyInspection inspect() const override;
+  PolicyInspection inspect(Detail detail) const override;
   void prepare(const ReplaySetup& setup) override;
 
  private:

@@ -82,7 +82,7 @@ PolicyStats BuddyPolicy::stats() const {
                      .largest_free = largest};
 }
 
-PolicyInspection BuddyPolicy::inspect() const {
+PolicyInspection BuddyPolicy::inspect(Detail) const {
   return PolicyInspection{allocated_ == 0 && region_ ? region_->bytes : 0, {}, {}};
 }
 

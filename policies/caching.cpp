@@ -482,7 +482,7 @@ Bytes CachingPolicy::largest_cached() const {
   return largest;
 }
 
-PolicyInspection CachingPolicy::inspect() const {
+PolicyInspection CachingPolicy::inspect(Detail) const {
   Bytes releasable = 0;
   for (const Pool* pool : {&small_, &large_}) {
     for (const Key& key : pool->blocks) {

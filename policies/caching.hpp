@@ -84,7 +84,7 @@ class CachingPolicy final : public Policy {
   PolicyStats stats() const override;
   void release_cached() override { release_cached_blocks(); }
   void check() const override;
-  PolicyInspection inspect() const override;
+  PolicyInspection inspect(Detail detail) const override;
   void prepare(const ReplaySetup& setup) override;
 
   // For replaying a recording that began mid-run (allocsim replay-check): take a segment

@@ -300,16 +300,21 @@ void CompactPolicy::check() const {
   }
 }
 
-PolicyInspection CompactPolicy::inspect() const {
-  std::vector<PolicyStat> extra{PolicyStat{"compactions", compactions_, Unit::count},
-                                PolicyStat{"compaction_blocks_moved", blocks_moved_, Unit::count},
-                                PolicyStat{"compaction_bytes_moved", bytes_moved_, Unit::bytes},
-                                PolicyStat{"compaction_time_ns", copy_time_, Unit::nanos}};
-  std::string state = "compact: " + std::to_string(pool_.segments().size()) + " segments, " +
-                      format_bytes(pool_.reserved()) + " reserved, " +
-         format_bytes(pool_.free().total()) + " free in " + std::to_string(pool_.free().count()) + " ranges, the largest " +
-         format_bytes(pool_.free().largest()) + "; " + std::to_string(compactions_) + " compactions so far";
-  return PolicyInspection{pool_.releasable(), std::move(extra), std::move(state)};
+PolicyInspection CompactPolicy::inspect(Detail detail) const {
+  PolicyInspection inspection{pool_.releasable(),
+                              {PolicyStat{"compactions", compactions_, Unit::count},
+                               PolicyStat{"compaction_blocks_moved", blocks_moved_, Unit::count},
+                               PolicyStat{"compaction_bytes_moved", bytes_moved_, Unit::bytes},
+                               PolicyStat{"compaction_time_ns", copy_time_, Unit::nanos}},
+                              {}};
+  if (detail == Detail::full) {
+    inspection.state = "compact: " + std::to_string(pool_.segments().size()) + " segments, " +
+                       format_bytes(pool_.reserved()) + " reserved, " + format_bytes(pool_.free().total()) +
+                       " free in " + std::to_string(pool_.free().count()) + " ranges, the largest " +
+                       format_bytes(pool_.free().largest()) + "; " + std::to_string(compactions_) +
+                       " compactions so far";
+  }
+  return inspection;
 }
 
 }  // namespace allocsim

@@ -57,7 +57,7 @@ class CompactPolicy final : public Policy {
   PolicyStats stats() const override;
   void release_cached() override;
   void check() const override;
-  PolicyInspection inspect() const override;
+  PolicyInspection inspect(Detail detail) const override;
   void prepare(const ReplaySetup& setup) override;
 
  private:

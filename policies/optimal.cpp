@@ -64,15 +64,24 @@ void OptimalPolicy::check() const {
   if (allocated_ > (arena_ ? arena_->bytes : 0)) throw Error("optimal: more allocated than the arena holds");
 }
 
-PolicyInspection OptimalPolicy::inspect() const {
-  if (unplanned_) return PolicyInspection{unplanned_->inspect().releasable, {}, "optimal without a plan: bestfit over one region"};
+PolicyInspection OptimalPolicy::inspect(Detail detail) const {
+  PolicyInspection inspection;
+  if (unplanned_) {
+    inspection.releasable = unplanned_->inspect(Detail::counters).releasable;
+    if (detail == Detail::full) inspection.state = "optimal without a plan: bestfit over one region";
+    return inspection;
+  }
   const Bytes reserved = arena_ ? arena_->bytes : 0;
-  std::vector<PolicyStat> extra{PolicyStat{"plan_arena_bytes", plan_->arena, Unit::bytes},
-                                PolicyStat{"plan_aligned_lower_bound_bytes", plan_->aligned_lower_bound, Unit::bytes},
-                                PolicyStat{"plan_overlapping_pairs", plan_->pairs, Unit::count}};
-  return PolicyInspection{allocated_ == 0 ? reserved : 0, std::move(extra), "optimal: arena of " + format_bytes(plan_->arena) + " planned by " + plan_->heuristic + " for " +
-         std::to_string(plan_->size.size()) + " allocations (" + format_bytes(plan_->aligned_lower_bound) +
-         " live at most, sizes aligned)"};
+  inspection.releasable = allocated_ == 0 ? reserved : 0;
+  inspection.extra = {PolicyStat{"plan_arena_bytes", plan_->arena, Unit::bytes},
+                      PolicyStat{"plan_aligned_lower_bound_bytes", plan_->aligned_lower_bound, Unit::bytes},
+                      PolicyStat{"plan_overlapping_pairs", plan_->pairs, Unit::count}};
+  if (detail == Detail::full) {
+    inspection.state = "optimal: arena of " + format_bytes(plan_->arena) + " planned by " + plan_->heuristic + " for " +
+                       std::to_string(plan_->size.size()) + " allocations (" +
+                       format_bytes(plan_->aligned_lower_bound) + " live at most, sizes aligned)";
+  }
+  return inspection;
 }
 
 }  // namespace allocsim

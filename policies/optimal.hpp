@@ -41,7 +41,7 @@ class OptimalPolicy final : public Policy {
   PolicyStats stats() const override;
   void release_cached() override;
   void check() const override;
-  PolicyInspection inspect() const override;
+  PolicyInspection inspect(Detail detail) const override;
 
  private:
   Device& device_;

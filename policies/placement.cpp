@@ -88,7 +88,7 @@ PolicyStats PlacementPolicy::stats() const {
   return PolicyStats{.allocated = allocated_, .reserved = pool_.reserved(), .largest_free = pool_.free().largest()};
 }
 
-PolicyInspection PlacementPolicy::inspect() const {
+PolicyInspection PlacementPolicy::inspect(Detail) const {
   return PolicyInspection{pool_.releasable(), {}, {}};
 }
 

@@ -45,7 +45,7 @@ class PlacementPolicy final : public Policy {
   Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
-  PolicyInspection inspect() const override;
+  PolicyInspection inspect(Detail detail) const override;
   void release_cached() override;
   void check() const override;
 

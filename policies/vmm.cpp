@@ -189,15 +189,19 @@ void VmmPolicy::check() const {
   }
 }
 
-PolicyInspection VmmPolicy::inspect() const {
-  const Bytes stitchable = (free_pages_.size() + cached_pages_ + empty_small_.size()) * page_;
-  std::vector<PolicyStat> extra{PolicyStat{"vmm_maps", maps_, Unit::count}, PolicyStat{"vmm_unmaps", unmaps_, Unit::count},
-          PolicyStat{"vmm_stitched", stitched_, Unit::count}, PolicyStat{"vmm_reused", reused_, Unit::count}};
-  return PolicyInspection{stitchable, std::move(extra),
-                          "vmm: " + std::to_string(held_pages_) + " pages of " + format_bytes(page_) + " held: " +
-                              std::to_string(large_pages_) + " under large blocks, " + std::to_string(small_pages_.size()) +
-                              " small pages, " + std::to_string(cached_pages_) + " in cached ranges, " +
-                              std::to_string(free_pages_.size()) + " unmapped"};
+PolicyInspection VmmPolicy::inspect(Detail detail) const {
+  PolicyInspection inspection{(free_pages_.size() + cached_pages_ + empty_small_.size()) * page_,
+                              {PolicyStat{"vmm_maps", maps_, Unit::count}, PolicyStat{"vmm_unmaps", unmaps_, Unit::count},
+                               PolicyStat{"vmm_stitched", stitched_, Unit::count},
+                               PolicyStat{"vmm_reused", reused_, Unit::count}},
+                              {}};
+  if (detail == Detail::full) {
+    inspection.state = "vmm: " + std::to_string(held_pages_) + " pages of " + format_bytes(page_) + " held: " +
+                       std::to_string(large_pages_) + " under large blocks, " + std::to_string(small_pages_.size()) +
+                       " small pages, " + std::to_string(cached_pages_) + " in cached ranges, " +
+                       std::to_string(free_pages_.size()) + " unmapped";
+  }
+  return inspection;
 }
 
 }  // namespace allocsim

@@ -49,7 +49,7 @@ class VmmPolicy final : public Policy {
   PolicyStats stats() const override;
   void release_cached() override;
   void check() const override;
-  PolicyInspection inspect() const override;
+  PolicyInspection inspect(Detail detail) const override;
 
  private:
   bool take_pages(std::uint64_t count);  // makes `count` pages free (unmapped), or fails

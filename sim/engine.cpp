@@ -196,7 +196,7 @@ class Replay {
   }
 
   void out_of_memory(TenantRun& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now) {
-    PolicyInspection inspection = run.policy->inspect();
+    PolicyInspection inspection = run.policy->inspect(run.result.oom_count == 0 ? Detail::full : Detail::counters);
     const OomContext context{bytes, live_requested_, run.requested, device_.capacity() - baseline_used_,
                              device_.available(), run.policy->stats(), inspection.releasable};
     TenantResult& result = run.result;
@@ -223,7 +223,7 @@ class Replay {
     result.device_frees = run.device.frees();
     result.device_failed_mallocs = run.device.failed_mallocs();
     result.bytes_moved = run.device.bytes_moved();
-    result.extra = run.policy->inspect().extra;
+    result.extra = run.policy->inspect(Detail::counters).extra;
     // Walk the allocations (not the ids) so that each block goes back with its stream.
     for (std::size_t i = 0; i < run.next; ++i) {
       const Event& event = run.trace.events[i];

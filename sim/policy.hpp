@@ -62,11 +62,15 @@ struct PolicyStat {
   Unit unit = Unit::count;
 };
 
+// How much an inspection says: the counters alone, or also the state for a person (a
+// summary of every block, as allocators log at an OOM: the engine asks for it once).
+enum class Detail : std::uint8_t { counters, full };
+
 // A policy's state for a report or an OOM: may walk every block, so asked for on demand.
 struct PolicyInspection {
   Bytes releasable = 0;           // bytes release_cached() would give back now
   std::vector<PolicyStat> extra;  // the policy's own statistics (extra output columns)
-  std::string state;              // a few lines for a person, as allocators log at an OOM
+  std::string state;              // Detail::full only: a few lines for a person
 };
 
 // What the engine tells a policy once, before the first request of a replay. A policy
@@ -116,7 +120,7 @@ class Policy {
   virtual Allocation allocate(const Request& request) = 0;
   virtual void deallocate(const Block& block, Nanos now) = 0;
   virtual PolicyStats stats() const = 0;
-  virtual PolicyInspection inspect() const { return {}; }
+  virtual PolicyInspection inspect(Detail) const { return {}; }
   virtual void release_cached() {}  // torch.cuda.empty_cache(): return wholly free segments
   virtual void prepare(const ReplaySetup&) {}
   virtual void check() const {}

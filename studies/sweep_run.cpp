@@ -123,7 +123,7 @@ std::vector<std::string> probe_extra_columns(const std::vector<SweepPoint>& poin
     for (const TenantSpec& tenant : point.scenario.tenants) {
       if (!probed.insert(tenant.policy).second) continue;
       SimDevice device(point.scenario.device);
-      for (const PolicyStat& stat : make_policy(tenant.policy, device)->inspect().extra) {
+      for (const PolicyStat& stat : make_policy(tenant.policy, device)->inspect(Detail::counters).extra) {
         if (std::find(names.begin(), names.end(), stat.name) == names.end()) names.push_back(stat.name);
       }
     }

@@ -104,7 +104,7 @@ class Driver {
 };
 
 std::uint64_t extra_stat(const Policy& policy, std::string_view name) {
-  for (const PolicyStat& stat : policy.inspect().extra) {
+  for (const PolicyStat& stat : policy.inspect(Detail::counters).extra) {
     if (stat.name == name) return stat.value;
   }
   FAIL("no extra stat named " << name);
@@ -317,10 +317,10 @@ TEST_CASE("bfc merges a freed chunk with free neighbours in its region", "[bfc]"
   CHECK(h.policy().stats().largest_free == 1_MiB - 3_KiB);
   h.free(*c);  // merges with the tail: [2K, 1M)
   CHECK(h.policy().stats().largest_free == 1_MiB - 2_KiB);
-  CHECK(h.policy().inspect().releasable == 0);
+  CHECK(h.policy().inspect(Detail::counters).releasable == 0);
   h.free(*b);  // merges with both: the whole region
   CHECK(h.policy().stats().largest_free == 1_MiB);
-  CHECK(h.policy().inspect().releasable == 1_MiB);
+  CHECK(h.policy().inspect(Detail::counters).releasable == 1_MiB);
   const auto whole = h.alloc(1_MiB);
   REQUIRE(whole);
   CHECK(whole->addr == a->addr);
@@ -339,7 +339,7 @@ TEST_CASE("bfc never merges chunks of two regions, even adjacent ones", "[bfc]")
   // Two free chunks of 2 and 4 MiB, never one of 6 MiB (DeviceMemAllocator does not
   // coalesce regions, §1.2), whatever the device's addresses.
   CHECK(h.policy().stats().largest_free == 4_MiB);
-  CHECK(h.policy().inspect().releasable == 6_MiB);
+  CHECK(h.policy().inspect(Detail::counters).releasable == 6_MiB);
   // 5 MiB fits neither: a third region of the 8 MiB target; 8 < 10 and 3 < 128: unsplit.
   const auto c = h.alloc(5_MiB);
   REQUIRE(c);
@@ -593,12 +593,12 @@ TEST_CASE("bfc garbage collection frees wholly free regions and then extends", "
     const auto a = h.alloc(2_MiB);
     REQUIRE(h.alloc(4_MiB));
     h.free(*a);
-    CHECK(h.policy().inspect().releasable == 2_MiB);
+    CHECK(h.policy().inspect(Detail::counters).releasable == 2_MiB);
     const auto c = h.alloc(3_MiB);
     REQUIRE(c);
     CHECK(c->size == 4_MiB);
     CHECK(h.policy().stats().reserved == 8_MiB);
-    CHECK(h.policy().inspect().releasable == 0);
+    CHECK(h.policy().inspect(Detail::counters).releasable == 0);
     CHECK(h.device().stats().frees == 1);
     CHECK(h.device().stats().mallocs == 3);
     h.finish();
@@ -610,7 +610,7 @@ TEST_CASE("bfc garbage collection frees wholly free regions and then extends", "
     h.free(*a);
     CHECK_FALSE(h.alloc(3_MiB));
     CHECK(h.policy().stats().reserved == 6_MiB);
-    CHECK(h.policy().inspect().releasable == 2_MiB);
+    CHECK(h.policy().inspect(Detail::counters).releasable == 2_MiB);
     CHECK(h.device().stats().frees == 0);
     h.finish();
   }
@@ -711,11 +711,11 @@ TEST_CASE("bfc release_cached frees every wholly free region and keeps the growt
   REQUIRE((a && b && c));
   h.free(*a);
   h.free(*c);
-  CHECK(h.policy().inspect().releasable == 10_MiB);
+  CHECK(h.policy().inspect(Detail::counters).releasable == 10_MiB);
   h.policy().release_cached();
   h.check();
   CHECK(h.policy().stats().reserved == 4_MiB);
-  CHECK(h.policy().inspect().releasable == 0);
+  CHECK(h.policy().inspect(Detail::counters).releasable == 0);
   CHECK(h.device().used() == 4_MiB);
   CHECK(h.device().stats().frees == 2);
   // The target is not reset: the next region is 16 MiB.
@@ -1174,7 +1174,7 @@ TEST_CASE("bfc reports TensorFlow's allocator statistics", "[bfc]") {
     Harness h("bfc:growth=true,limit=10GiB", plain_device(16_GiB));
     const auto [b, c] = run_sequence(h);
     std::vector<std::string> names;
-    for (const PolicyStat& stat : h.policy().inspect().extra) names.push_back(stat.name);
+    for (const PolicyStat& stat : h.policy().inspect(Detail::counters).extra) names.push_back(stat.name);
     std::sort(names.begin(), names.end());
     std::vector<std::string> expected{"num_allocs", "bytes_in_use", "peak_bytes_in_use", "largest_alloc_size",
                                       "bytes_limit", "pool_bytes", "peak_pool_bytes", "largest_free_block_bytes",
@@ -1196,14 +1196,14 @@ TEST_CASE("bfc reports TensorFlow's allocator statistics", "[bfc]") {
     CHECK(stats.allocated == 4_MiB + 5120);
     CHECK(stats.reserved == 6_MiB);
     CHECK(stats.largest_free == 2_MiB - 5120);
-    CHECK(p.inspect().releasable == 0);
+    CHECK(p.inspect(Detail::counters).releasable == 0);
     CHECK(stats.limit == 10_GiB);
     // Free b: region 2 wholly free (4 MiB); free c: region 1 too (6 MiB). Release both:
     // the pool drops to 0, its peak stays 6 MiB; the in-use peak stays.
     h.free(b);
-    CHECK(h.policy().inspect().releasable == 4_MiB);
+    CHECK(h.policy().inspect(Detail::counters).releasable == 4_MiB);
     h.free(c);
-    CHECK(h.policy().inspect().releasable == 6_MiB);
+    CHECK(h.policy().inspect(Detail::counters).releasable == 6_MiB);
     CHECK(extra_stat(p, "bytes_in_use") == 0);
     h.policy().release_cached();
     h.check();

@@ -12,7 +12,7 @@ namespace allocsim::test {
 namespace {
 
 std::uint64_t extra(Policy& policy, const std::string& name) {
-  for (const PolicyStat& stat : policy.inspect().extra) {
+  for (const PolicyStat& stat : policy.inspect(Detail::counters).extra) {
     if (stat.name == name) return stat.value;
   }
   FAIL("no statistic " << name);
@@ -148,7 +148,7 @@ TEST_CASE("caching's OOM path: oversize cached blocks first, largest down, then 
   CHECK(extra(harness.policy(), "num_alloc_retries") == 0);
   CHECK(extra(harness.policy(), "num_device_free") == 2);
   CHECK(harness.policy().stats().reserved == 100_MiB);
-  CHECK(harness.policy().inspect().releasable == 30_MiB);
+  CHECK(harness.policy().inspect(Detail::counters).releasable == 30_MiB);
   // 120 MiB: no oversize block is cached; release every unsplit block (30 MiB), retry.
   const auto big = harness.alloc(120_MiB);
   REQUIRE(big);

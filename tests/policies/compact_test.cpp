@@ -25,7 +25,7 @@ Addr addr_now(const Harness& harness, const Block& block) {
 }
 
 std::uint64_t stat(Harness& harness, const std::string& name) {
-  for (const PolicyStat& s : harness.policy().inspect().extra) {
+  for (const PolicyStat& s : harness.policy().inspect(Detail::counters).extra) {
     if (s.name == name) return s.value;
   }
   FAIL("no stat " + name);

@@ -8,7 +8,7 @@ namespace allocsim::test {
 namespace {
 
 std::uint64_t stat(Harness& harness, const std::string& name) {
-  for (const PolicyStat& s : harness.policy().inspect().extra) {
+  for (const PolicyStat& s : harness.policy().inspect(Detail::counters).extra) {
     if (s.name == name) return s.value;
   }
   FAIL("no stat " + name);
