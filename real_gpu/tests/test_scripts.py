@@ -1,11 +1,22 @@
-"""The parts of record_torch.py and summarize.py that need no GPU and no PyTorch."""
+"""record_torch.py, summarize.py and validate.sh without a GPU or PyTorch: the pure parts
+directly, the scripts whole against fake_torch/ (torch 2.11's API surface that they use, with
+its signatures), so a typo or an API slip fails here rather than in the GPU machine's one try.
+ALLOCSIM (set by ctest) names the allocsim binary for the tests that run it."""
 import csv
+import glob
+import json
 import os
+import subprocess
 import sys
+import tarfile
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+REAL_GPU = os.path.dirname(HERE)
+FAKE_TORCH = os.path.join(HERE, "fake_torch")
+ALLOCSIM = os.environ.get("ALLOCSIM", "")
+sys.path.insert(0, REAL_GPU)
 
 import record_torch  # noqa: E402  (imports no torch at module level)
 import summarize  # noqa: E402
@@ -47,23 +58,140 @@ class SummarizeTest(unittest.TestCase):
         self.assertEqual((exact["difference"], exact["pass"]), (2, "NO"))
 
     def test_policy_rows_read_validate_csv_of_the_gpu_only(self):
-        header = "workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,agrees\n"
+        header = ("workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,"
+                  "agrees,informative\n")
         with tempfile.TemporaryDirectory() as folder:
             for backend in ("cuda", "host"):
                 with open(os.path.join(folder, f"w__bfc__{backend}.csv"), "w") as file:
                     file.write(header)
-                    file.write(f"w,bfc,{backend},GPU,1,peak_reserved_bytes,exact,10,10,0,yes\n")
-                    file.write(f"w,bfc,{backend},GPU,1,first_oom_event,exact,,5,,NO\n")
-                    file.write(f"w,bfc,{backend},GPU,1,malloc_ns_mean,ratio,1,2,x2,cost\n")
+                    file.write(f"w,bfc,{backend},GPU,1,peak_reserved_bytes,exact,10,10,0,yes,no\n")
+                    file.write(f"w,bfc,{backend},GPU,1,device_used_peak_bytes,exact,12,12,0,yes,yes\n")
+                    file.write(f"w,bfc,{backend},GPU,1,first_oom_event,exact,,5,,NO,yes\n")
+                    file.write(f"w,bfc,{backend},GPU,1,malloc_ns_mean,ratio,1,2,x2,cost,\n")
             with open(os.path.join(folder, "w__bfc__cuda.calls.csv"), "w") as file:
                 file.write("index,op,bytes,measured_ns,simulated_ns\n")
             rows = summarize.policy_rows(folder)
-            self.assertEqual([(r["check"], r["allocsim"], r["measured"], r["pass"]) for r in rows],
-                             [("policy_reserved", 10, 10, "yes"), ("policy_oom", "none", 5, "NO")])
+            self.assertEqual([(r["check"], r["allocsim"], r["measured"], r["pass"], r["informative"]) for r in rows],
+                             [("policy_reserved", 10, 10, "yes", "no"), ("policy_device_used", 12, 12, "yes", "yes"),
+                              ("policy_oom", "none", 5, "NO", "yes")])
             text = summarize.write(rows, folder)
-            self.assertIn("1 of 2 judged checks pass", text)
+            # Reserved bytes equal by construction are listed but not counted as a pass.
+            self.assertIn("1 of 2 judged informative checks pass (3 rows; 1 equal by construction", text)
+            self.assertIn("| policy_reserved | 0 of 0 | 1 |", text)
+            self.assertIn("| policy_oom | 0 of 1 | 0 |", text)
             with open(os.path.join(folder, "summary.csv"), newline="") as file:
-                self.assertEqual(len(list(csv.DictReader(file))), 2)
+                self.assertEqual(len(list(csv.DictReader(file))), 3)
+
+    def test_an_older_csv_without_the_informative_column_counts_every_row(self):
+        with tempfile.TemporaryDirectory() as folder:
+            with open(os.path.join(folder, "w__bfc__cuda.csv"), "w") as file:
+                file.write("workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,"
+                           "difference,agrees\nw,bfc,cuda,GPU,1,peak_reserved_bytes,exact,10,10,0,yes\n")
+            self.assertEqual(summarize.policy_rows(folder)[0]["informative"], "yes")
+
+
+def fake_torch_env(**extra):
+    env = dict(os.environ, PYTHONPATH=FAKE_TORCH, PYTHONUNBUFFERED="1")
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    env.update(extra)
+    return env
+
+
+def record(folder, *args, **env):
+    """record_torch.py on the fake torch; the process, its record.json (or None) and its calls."""
+    calls = os.path.join(folder, "calls.json")
+    process = subprocess.run([sys.executable, os.path.join(REAL_GPU, "record_torch.py"), "--out",
+                              os.path.join(folder, "torch"), *args],
+                             env=fake_torch_env(FAKE_TORCH_CALLS=calls, **env), capture_output=True, text=True,
+                             timeout=120)
+    path = os.path.join(folder, "torch", "record.json")
+    document = None
+    if os.path.exists(path):
+        with open(path) as file:
+            document = json.load(file)
+    made = []
+    if os.path.exists(calls):
+        with open(calls) as file:
+            made = json.load(file)
+    return process, document, made
+
+
+class RecordTorchOnFakeTorchTest(unittest.TestCase):
+    ARGS = ("--batches", "8,16", "--precisions", "fp32,amp", "--steps", "2", "--cap", "2GiB", "--max-batch", "128")
+
+    def test_a_whole_run(self):
+        with tempfile.TemporaryDirectory() as folder:
+            process, document, calls = record(folder, *self.ARGS)
+            self.assertEqual(process.returncode, 0, process.stderr)
+            self.assertEqual([run["name"] for run in document["runs"]],
+                             ["resnet50_b8_fp32", "resnet50_b16_fp32", "resnet50_b8_amp", "resnet50_b16_amp"])
+            for run in document["runs"]:
+                self.assertTrue(os.path.exists(run["snapshot"]), run["snapshot"])
+                self.assertEqual(run["skipped_steps"], 0)
+                self.assertTrue(run["settings_check"]["ok"], run["settings_check"])
+                self.assertGreater(run["max_memory_allocated"], 0)
+            self.assertEqual(document["runs"][2]["workload"], "resnet50_b8_amp_momentum_steps2")
+            searches = document["largest_batch"]
+            self.assertEqual([search["precision"] for search in searches], ["fp32", "amp"])
+            for search in searches:
+                self.assertIsInstance(search["largest_batch"], int)
+                self.assertNotIn("why", search)
+                fits = [probe["batch"] for probe in search["probes"] if probe["fits"]]
+                self.assertEqual(max(fits), search["largest_batch"])
+            # The warm-up made cuBLAS's workspace before the first recording started.
+            names = [call["call"] for call in calls]
+            self.assertLess(names.index("nn.functional.linear"), names.index("cuda.memory._record_memory_history"))
+            self.assertGreater(document["warm_up_reserved_bytes"], 0)
+            self.assertGreater(document["outside_allocator_bytes"], 0)
+            # Every model is seeded, and AMP starts at a scale that skips no step.
+            self.assertEqual(names.count("manual_seed"), names.count("torchvision.models.resnet50"))
+            scalers = [call for call in calls if call["call"] == "amp.GradScaler"]
+            self.assertTrue(all(call["init_scale"] == 1024.0 for call in scalers))
+            self.assertEqual({call["enabled"] for call in scalers}, {False, True})
+
+    def test_amp_at_pytorchs_default_scale_skips_steps_and_says_so(self):
+        with tempfile.TemporaryDirectory() as folder:
+            process, document, _ = record(folder, "--batches", "8", "--precisions", "amp", "--steps", "2",
+                                          "--init-scale", "65536")
+            self.assertEqual(process.returncode, 0, process.stderr)
+            self.assertEqual(document["runs"][0]["skipped_steps"], 2)
+
+    def test_a_kill_keeps_every_finished_run(self):
+        with tempfile.TemporaryDirectory() as folder:
+            process, document, _ = record(folder, *self.ARGS, FAKE_TORCH_DIE_AT_MODEL="3")
+            self.assertNotEqual(process.returncode, 0)
+            self.assertEqual([run["name"] for run in document["runs"]], ["resnet50_b8_fp32", "resnet50_b16_fp32"])
+
+    def test_a_kill_during_the_search_keeps_its_probes(self):
+        with tempfile.TemporaryDirectory() as folder:
+            process, document, _ = record(folder, *self.ARGS, FAKE_TORCH_DIE_AT_MODEL="7")
+            self.assertNotEqual(process.returncode, 0)
+            self.assertEqual(len(document["runs"]), 4)
+            search = document["largest_batch"][0]
+            self.assertEqual(len(search["probes"]), 2)  # models 5 and 6
+            self.assertIsNone(search["largest_batch"])
+            self.assertIn("did not finish", search["why"])
+            self.assertEqual(glob.glob(os.path.join(folder, "torch", "*.tmp")), [])
+
+
+@unittest.skipUnless(os.access(ALLOCSIM, os.X_OK), "ALLOCSIM names no allocsim binary (ctest sets it)")
+class SummarizeOnFakeTorchTest(unittest.TestCase):
+    def test_the_table_from_a_fake_recording(self):
+        with tempfile.TemporaryDirectory() as folder:
+            process, _, _ = record(folder, *RecordTorchOnFakeTorchTest.ARGS)
+            self.assertEqual(process.returncode, 0, process.stderr)
+            summary = subprocess.run([sys.executable, os.path.join(REAL_GPU, "summarize.py"), "--allocsim", ALLOCSIM,
+                                      "--dir", folder, "--backend", "host", "--max-batch", "128"],
+                                     capture_output=True, text=True, timeout=300)
+            self.assertEqual(summary.returncode, 0, summary.stderr)
+            with open(os.path.join(folder, "summary.csv"), newline="") as file:
+                rows = list(csv.DictReader(file))
+            checks = {row["check"] for row in rows}
+            self.assertTrue({"snapshot_replay", "workload_allocated", "largest_batch"} <= checks, checks)
+            for row in rows:
+                if row["check"] in ("workload_allocated", "largest_batch", "snapshot_replay"):
+                    self.assertNotEqual(row["allocsim"], "", row)  # allocsim answered
+            self.assertIn("judged informative checks pass", summary.stdout)
 
 
 if __name__ == "__main__":
