@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -196,3 +197,111 @@ class SummarizeOnFakeTorchTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+VALIDATE_SH = os.path.join(REAL_GPU, "validate.sh")
+RESULTS = os.path.join(REAL_GPU, "..", "results", "validation")
+
+
+def read(path):
+    with open(path) as file:
+        return file.read()
+
+
+def listing(folder):
+    return sorted(os.path.relpath(os.path.join(top, name), folder)
+                  for top, _, names in os.walk(folder) for name in names)
+
+
+@unittest.skipUnless(os.access(ALLOCSIM, os.X_OK), "ALLOCSIM names no allocsim binary (ctest sets it)")
+class ValidateShDryRunTest(unittest.TestCase):
+    """validate.sh as the GPU machine runs it, on the host stand-in and the fake torch."""
+
+    def run_script(self, out, *args, allocsim=ALLOCSIM, wait=True):
+        env = fake_torch_env(OUT=out, ALLOCSIM=allocsim, VALIDATE_BACKEND="host", VALIDATE_WORKLOAD="resnet50_b8",
+                             VALIDATE_CAP_WORKLOAD="resnet50_b16", VALIDATE_CAP="2GiB")
+        command = ["bash", VALIDATE_SH, *args]
+        if not wait:
+            return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+
+    def wrapper(self, folder, body):
+        """An allocsim that does `body` first (a bash snippet; $1 is the command), then the real one."""
+        path = os.path.join(folder, "allocsim")
+        with open(path, "w") as file:
+            file.write(f"#!/usr/bin/env bash\n{body}\nexec {ALLOCSIM} \"$@\"\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def test_everything_comes_back_and_nothing_is_left_in_results(self):
+        before = listing(RESULTS)
+        with tempfile.TemporaryDirectory() as out:
+            process = self.run_script(out)  # no DIR: a dry run writes to a temporary folder
+            self.assertEqual(process.returncode, 0, process.stdout[-3000:])
+            self.assertEqual(listing(RESULTS), before)
+            self.assertTrue({"validation.tar.gz", "summary.md", "validate.log", "snapshots.tar.gz.00"}
+                            <= set(os.listdir(out)), os.listdir(out))
+            self.assertLessEqual(len(os.listdir(out)), 8)  # what the device tool returns
+            with tarfile.open(os.path.join(out, "validation.tar.gz")) as archive:
+                names = archive.getnames()
+            self.assertTrue(any(name.endswith("torch/record.json") for name in names), names)
+            self.assertTrue(any(name.endswith("__vmm__host.csv") for name in names), names)
+            self.assertTrue(any("bestfit_region" in name for name in names), names)  # below what is free
+            self.assertFalse(any(name.endswith(".pickle") for name in names))
+            with open(os.path.join(out, "summary.md")) as file:
+                self.assertIn("equal by construction", file.read())
+            with open(os.path.join(out, "validate.log")) as file:
+                log = file.read()
+            # The validate steps run before PyTorch's, so a hang in torch cannot eat their time.
+            self.assertLess(log.index("validate_expandable_vmm"), log.index("record_torch"))
+
+    def test_its_own_stale_outputs_go_and_nothing_else(self):
+        with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as out:
+            results = os.path.join(folder, "validation")
+            os.makedirs(os.path.join(results, "torch"))
+            for stale in ("old__bfc__host.csv", "torch/record_old.json", "keep.txt"):
+                with open(os.path.join(results, stale), "w") as file:
+                    file.write("stale\n")
+            process = self.run_script(out, results)
+            self.assertEqual(process.returncode, 0, process.stdout[-3000:])
+            self.assertFalse(os.path.exists(os.path.join(results, "old__bfc__host.csv")))
+            self.assertFalse(os.path.exists(os.path.join(results, "torch", "record_old.json")))
+            self.assertTrue(os.path.exists(os.path.join(results, "keep.txt")))
+
+    def test_a_failed_calibrate_does_not_stop_the_validation(self):
+        with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as out:
+            allocsim = self.wrapper(folder, '[[ "$1" == calibrate ]] && exit 1')
+            process = self.run_script(out, os.path.join(folder, "results"), allocsim=allocsim)
+            self.assertEqual(process.returncode, 1)  # a step failed
+            with open(os.path.join(out, "validate.log")) as file:
+                log = file.read()
+            self.assertIn("calibrate FAILED", log)
+            self.assertIn("built-in cost model", log)
+            self.assertEqual(glob.glob(os.path.join(folder, "results", "*__host.csv")).__len__(), 13)
+
+    def test_an_allocsim_that_does_not_start_still_returns_the_log(self):
+        with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as out:
+            allocsim = os.path.join(folder, "allocsim")
+            with open(allocsim, "w") as file:
+                file.write("#!/usr/bin/env bash\necho 'error while loading shared libraries: libmpi.so.40' >&2\nexit 127\n")
+            os.chmod(allocsim, 0o755)
+            process = self.run_script(out, os.path.join(folder, "results"), allocsim=allocsim)
+            self.assertEqual(process.returncode, 2)
+            with open(os.path.join(out, "validate.log")) as file:
+                self.assertIn("libmpi.so.40", file.read())
+
+    def test_a_signal_mid_step_still_returns_the_results(self):
+        with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as out:
+            allocsim = self.wrapper(folder, '[[ "$1" == validate ]] && sleep 60')
+            script = self.run_script(out, os.path.join(folder, "results"), allocsim=allocsim, wait=False)
+            running = os.path.join(folder, "results", "validate.log")  # $OUT's copy lags a step
+            for _ in range(300):  # the calibrate step's results are sent before validate starts
+                if os.path.exists(running) and "validate_bfc" in read(running):
+                    break
+                time.sleep(0.1)
+            script.terminate()
+            self.assertEqual(script.wait(timeout=30), 143)
+            with open(os.path.join(out, "validate.log")) as file:
+                self.assertIn("stopped by a signal", file.read())
+            with tarfile.open(os.path.join(out, "validation.tar.gz")) as archive:
+                self.assertTrue(any(name.endswith("device_profile.json") for name in archive.getnames()))
