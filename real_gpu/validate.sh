@@ -28,7 +28,7 @@
 # Results: when $OUT is set (the device tool), DIR's small files go to $OUT/validation.tar.gz
 # after every step and again on exit (an EXIT trap, so an early exit or a TERM still returns
 # them), with $OUT/summary.md and $OUT/validate.log; the snapshots go to
-# $OUT/snapshots.tar.gz.NN in parts of at most 15 MiB (the tool returns 8 files of 16 MiB).
+# $OUT/snapshots.tar.gz.NN in at most 3 parts of 15 MiB (the tool returns 8 files of 16 MiB).
 #
 # VALIDATE_BACKEND=host runs the same steps on allocsim's host stand-in (no GPU): a dry run. It
 # writes to a fresh temporary folder unless DIR is given, so that no dry-run file is left in
@@ -41,7 +41,7 @@
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-cd "$root"
+cd "$root" || exit 2
 
 build_portable() {
   cmake -S . -B build/portable -G Ninja -DCMAKE_BUILD_TYPE=Release -DALLOCSIM_PORTABLE=ON -DALLOCSIM_MPI=OFF \
@@ -59,7 +59,7 @@ if [[ "${1:-}" == "--build-only" ]]; then
   build_portable || exit 1
   foreign="$(foreign_libraries build/portable/allocsim)"
   if [[ -n "$foreign" ]]; then
-    echo "validate.sh: build/portable/allocsim needs libraries the GPU machine lacks:" $foreign >&2
+    echo "validate.sh: build/portable/allocsim needs libraries the GPU machine lacks: $(echo $foreign)" >&2
     exit 1
   fi
   if ! grep -q cudart_static build/portable/build.ninja; then
@@ -102,19 +102,21 @@ send_results() {
   return 0
 }
 
-# The snapshots, once, at exit: in parts of 15 MiB, at most 4, so that with the 3 files above
-# the tool's 8 files of 16 MiB are never exceeded (a file over the limit would not come back).
+# The snapshots, once, at exit: in parts of 15 MiB, at most 3, so that with the 3 files above
+# the tool's limits (8 files of 16 MiB, 64 MiB in all) are never exceeded: a file over them
+# would not come back at all. Smallest first, so that a cut archive still holds whole files.
 send_snapshots() {
   [[ -n "${OUT:-}" ]] || return 0
-  local snapshots=("$dir"/torch/*.pickle)
-  [[ -e "${snapshots[0]}" ]] || return 0
+  local snapshots
+  mapfile -t snapshots < <(cd "$dir" && ls -Sr torch/*.pickle 2>/dev/null)
+  ((${#snapshots[@]} > 0)) || return 0
   rm -f "$OUT"/snapshots.tar.gz.*
-  tar -czf - -C "$dir" "${snapshots[@]#"$dir"/}" | split -b 15M -d -a 2 - "$OUT/snapshots.tar.gz."
+  tar -czf - -C "$dir" "${snapshots[@]}" | split -b 15M -d -a 2 - "$OUT/snapshots.tar.gz."
   local part
   for part in "$OUT"/snapshots.tar.gz.*; do
-    if [[ "${part##*.}" > 03 ]]; then
+    if ((10#${part##*.} > 2)); then
       rm -f "$part"
-      echo "=== validate.sh: snapshots over 60 MiB compressed: $(basename "$part") left out" >>"$log"
+      echo "=== validate.sh: snapshots over 45 MiB compressed: $(basename "$part") left out" >>"$log"
     fi
   done
 }
