@@ -5,14 +5,27 @@
                                      [--precisions fp32,amp] [--steps 3] [--cap 16GiB]
                                      [--alloc-conf "max_split_size_mb:256"]
 
-For each precision and batch: a fresh torchvision resnet50, SGD with momentum 0.9,
-`--steps` training steps on random data (allocsim's `resnet50_bB[_amp]_momentum_stepsN`),
-with the allocator's history recorded from before the model exists. Writes per run
-OUT/resnet50_bB_PREC.snapshot.pickle (torch.cuda.memory._dump_snapshot) and, for all
-runs, OUT/record.json: torch.cuda.memory_stats (max_memory_allocated, max_memory_reserved,
-num_alloc_retries, num_ooms), the card's total and what was in use before the first
-tensor, and the allocator settings read back from each snapshot, checked against
-PYTORCH_CUDA_ALLOC_CONF so the records prove which settings were in effect.
+For each precision and batch: a fresh torchvision resnet50 (seeded: every run starts from
+the same weights and data), SGD with momentum 0.9, `--steps` training steps on random data
+(allocsim's `resnet50_bB[_amp]_momentum_stepsN`), with the allocator's history recorded from
+before the model exists. Writes per run OUT/resnet50_bB_PREC.snapshot.pickle
+(torch.cuda.memory._dump_snapshot) and, for all runs, OUT/record.json: torch.cuda.memory_stats
+(max_memory_allocated, max_memory_reserved, num_alloc_retries, num_ooms), the card's total
+and what was in use before the first tensor, and the allocator settings read back from each
+snapshot, checked against PYTORCH_CUDA_ALLOC_CONF so the records prove which settings were
+in effect. record.json is rewritten (atomically) after every run and every probe, so a run
+killed half way keeps every row it finished.
+
+Two things a fresh process does once would otherwise land inside the first recording only:
+- cuBLAS's workspace, allocated through the caching allocator at the first matmul and kept
+  by the handle (empty_cache does not free it). A warm-up matmul (fp32 and fp16, forward
+  and backward) makes it before any recording, so every recording begins with it in place;
+  its bytes are recorded (warm_up_allocated_bytes, warm_up_reserved_bytes).
+- AMP's GradScaler skips the optimizer step of any iteration whose gradients overflow, and
+  at PyTorch's default scale of 65536 a fresh ResNet-50 overflows in its first steps, so
+  the momentum buffers appear a step later than allocsim's lowering assumes. The scale
+  starts at --init-scale (1024) instead, and the steps skipped anyway are counted
+  (skipped_steps: a scale that went down in update()).
 
 With --cap, the largest batch that trains under torch.cuda.set_per_process_memory_fraction
 (cap / total) is searched for each precision (doubling, then bisection; a batch fits when
@@ -68,6 +81,9 @@ def parse_args():
     parser.add_argument("--alloc-conf", default=None,
                         help="PYTORCH_CUDA_ALLOC_CONF for this run (set before CUDA starts)")
     parser.add_argument("--tag", default="", help="appended to every file name (e.g. for a settings variant)")
+    parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed before every model (default 0)")
+    parser.add_argument("--init-scale", type=float, default=1024.0,
+                        help="the amp GradScaler's first scale (default 1024: no overflow in the first steps)")
     args = parser.parse_args()
     for precision in args.precisions:
         if precision not in ("fp32", "amp"):
@@ -91,16 +107,18 @@ def import_torch():
 class Trainer:
     """One fresh model and optimizer; everything is dropped by close()."""
 
-    def __init__(self, torch, torchvision, batch, precision):
+    def __init__(self, torch, torchvision, batch, precision, seed=0, init_scale=1024.0):
         self.torch = torch
         self.batch = batch
         self.amp = precision == "amp"
+        self.skipped_steps = 0
         device = torch.device("cuda", 0)
         self.device = device
+        torch.manual_seed(seed)  # seeds every CUDA device too: the same weights and data each run
         self.model = torchvision.models.resnet50().to(device)
         self.model.train()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1, momentum=0.9)
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
+        self.scaler = torch.amp.GradScaler("cuda", init_scale=init_scale, enabled=self.amp)
 
     def steps(self, count):
         torch = self.torch
@@ -113,14 +131,37 @@ class Trainer:
             with torch.autocast("cuda", dtype=torch.float16, enabled=self.amp):
                 loss = torch.nn.functional.cross_entropy(self.model(inputs), labels)
             self.scaler.scale(loss).backward()
+            scale = self.scaler.get_scale()
             self.scaler.step(self.optimizer)
             self.scaler.update()
+            if self.amp and self.scaler.get_scale() < scale:  # update() backs off only after a skipped step
+                self.skipped_steps += 1
             del loss
         torch.cuda.synchronize()
         del inputs, labels
 
     def close(self):
         del self.model, self.optimizer, self.scaler
+
+
+def warm_up(torch):
+    """cuBLAS's workspace (and cuBLASLt's) before any recording: see the module's doc."""
+    device = torch.device("cuda", 0)
+    for dtype in (torch.float32, torch.float16):
+        weight = torch.randn(64, 64, device=device, dtype=dtype, requires_grad=True)
+        bias = torch.randn(64, device=device, dtype=dtype, requires_grad=True)
+        inputs = torch.randn(32, 64, device=device, dtype=dtype)
+        torch.nn.functional.linear(inputs, weight, bias).sum().backward()
+        del weight, bias, inputs
+    fresh_allocator(torch)
+    return torch.cuda.memory_allocated(0), torch.cuda.memory_reserved(0)
+
+
+def save(document, path):
+    """Atomically: a reader (or a kill) sees the previous complete file or this one."""
+    with open(path + ".tmp", "w") as file:
+        json.dump(document, file, indent=2)
+    os.replace(path + ".tmp", path)
 
 
 def fresh_allocator(torch):
@@ -160,12 +201,12 @@ def check_settings(settings, conf):
     return {"ok": not problems, "why": "; ".join(problems)}
 
 
-def record_one(torch, torchvision, batch, precision, steps, out, tag, conf):
+def record_one(torch, torchvision, batch, precision, steps, out, tag, conf, seed=0, init_scale=1024.0):
     name = f"resnet50_b{batch}_{precision}{tag}"
     fresh_allocator(torch)
     torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=2_000_000)
     start = time.perf_counter()
-    trainer = Trainer(torch, torchvision, batch, precision)
+    trainer = Trainer(torch, torchvision, batch, precision, seed, init_scale)
     oom = None
     try:
         trainer.steps(steps)
@@ -176,6 +217,7 @@ def record_one(torch, torchvision, batch, precision, steps, out, tag, conf):
     snapshot_path = os.path.join(out, name + ".snapshot.pickle")
     torch.cuda.memory._dump_snapshot(snapshot_path)
     torch.cuda.memory._record_memory_history(enabled=None)
+    skipped = trainer.skipped_steps
     trainer.close()
     del trainer
     settings = read_settings(snapshot_path)
@@ -188,6 +230,7 @@ def record_one(torch, torchvision, batch, precision, steps, out, tag, conf):
         "snapshot": snapshot_path,
         "seconds": round(seconds, 3),
         "oom": oom,
+        "skipped_steps": skipped,
         "max_memory_allocated": torch.cuda.max_memory_allocated(),
         "max_memory_reserved": torch.cuda.max_memory_reserved(),
         "num_alloc_retries": stats.get("num_alloc_retries", 0),
@@ -205,12 +248,12 @@ def record_one(torch, torchvision, batch, precision, steps, out, tag, conf):
     return record
 
 
-def fits(torch, torchvision, batch, precision, steps):
+def fits(torch, torchvision, batch, precision, steps, seed=0, init_scale=1024.0):
     fresh_allocator(torch)
     trainer = None
     failed = False
     try:
-        trainer = Trainer(torch, torchvision, batch, precision)
+        trainer = Trainer(torch, torchvision, batch, precision, seed, init_scale)
         trainer.steps(steps)
     except torch.OutOfMemoryError:
         failed = True  # cleaned up below, outside the handler, so the traceback's tensors go too
@@ -222,14 +265,19 @@ def fits(torch, torchvision, batch, precision, steps):
     return not failed, reserved
 
 
-def largest_batch(torch, torchvision, precision, steps, cap, total, limit):
+def largest_batch(torch, torchvision, precision, steps, cap, total, limit, search, saved, seed=0, init_scale=1024.0):
+    """Fills `search` (already in the document) as it goes and calls saved() after each probe.
+
+    Until the search ends, largest_batch is None and "why" says it is unfinished."""
     fraction = cap / total
+    search.update({"precision": precision, "largest_batch": None, "why": "the search did not finish",
+                   "fraction": fraction, "cap_bytes": cap, "probes": []})
     torch.cuda.set_per_process_memory_fraction(fraction, 0)
-    probes = []
     try:
         def probe(batch):
-            ok, reserved = fits(torch, torchvision, batch, precision, steps)
-            probes.append({"batch": batch, "fits": ok, "max_memory_reserved": reserved})
+            ok, reserved = fits(torch, torchvision, batch, precision, steps, seed, init_scale)
+            search["probes"].append({"batch": batch, "fits": ok, "max_memory_reserved": reserved})
+            saved()
             print(f"  {precision} batch {batch}: {'fits' if ok else 'OOM'}", flush=True)
             return ok
 
@@ -237,18 +285,19 @@ def largest_batch(torch, torchvision, precision, steps, cap, total, limit):
         while high <= limit and probe(high):
             low, high = high, high * 2
         if high > limit:
-            return {"precision": precision, "largest_batch": None, "why": f"fits at {low}, the search limit",
-                    "fraction": fraction, "probes": probes}
+            search["why"] = f"fits at {low}, the search limit"
+            return
         while high - low > 1:  # low fits, high does not
             middle = (low + high) // 2
             if probe(middle):
                 low = middle
             else:
                 high = middle
-        return {"precision": precision, "largest_batch": low, "fraction": fraction, "cap_bytes": cap,
-                "probes": probes}
+        search["largest_batch"] = low
+        del search["why"]
     finally:
         torch.cuda.set_per_process_memory_fraction(1.0, 0)
+        saved()
 
 
 def main():
@@ -260,6 +309,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     torch.cuda.init()
     free, total = torch.cuda.mem_get_info(0)  # the context exists now; nothing of ours yet
+    warm_allocated, warm_reserved = warm_up(torch)
+    warm_free, _ = torch.cuda.mem_get_info(0)
     document = {
         "device": torch.cuda.get_device_name(0),
         "torch": torch.__version__,
@@ -270,25 +321,32 @@ def main():
         "PYTORCH_CUDA_ALLOC_CONF": conf,
         "total_bytes": total,
         "in_use_before_bytes": total - free,
+        "warm_up_allocated_bytes": warm_allocated,
+        "warm_up_reserved_bytes": warm_reserved,
+        # The CUDA context and the libraries' own device memory: what the allocator cannot use.
+        "outside_allocator_bytes": total - warm_free - warm_reserved,
+        "seed": args.seed,
+        "init_scale": args.init_scale,
         "runs": [],
         "largest_batch": [],
     }
     print(f"record_torch: {document['device']}, torch {torch.__version__}, {total} bytes, "
-          f"{total - free} in use before the first tensor", flush=True)
+          f"{total - free} in use before the first tensor, warm-up reserved {warm_reserved}", flush=True)
+    path = os.path.join(args.out, f"record{args.tag}.json")
+    save(document, path)
+    if args.cap and args.cap >= total:
+        fail(f"--cap {args.cap} is not below the card's {total} bytes")
     for precision in args.precisions:
         for batch in args.batches:
             document["runs"].append(record_one(torch, torchvision, batch, precision, args.steps, args.out,
-                                               args.tag, conf))
+                                               args.tag, conf, args.seed, args.init_scale))
+            save(document, path)
     if args.cap:
-        if args.cap >= total:
-            fail(f"--cap {args.cap} is not below the card's {total} bytes")
         for precision in args.precisions:
-            document["largest_batch"].append(
-                largest_batch(torch, torchvision, precision, args.steps, args.cap, total, args.max_batch))
-    path = os.path.join(args.out, f"record{args.tag}.json")
-    with open(path + ".tmp", "w") as file:
-        json.dump(document, file, indent=2)
-    os.replace(path + ".tmp", path)
+            search = {}
+            document["largest_batch"].append(search)
+            largest_batch(torch, torchvision, precision, args.steps, args.cap, total, args.max_batch, search,
+                          lambda: save(document, path), args.seed, args.init_scale)
     print(f"record_torch: wrote {path}")
     bad = [run["name"] for run in document["runs"] if run["settings_check"]["ok"] is False]
     if bad:

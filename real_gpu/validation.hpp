@@ -28,6 +28,8 @@ struct Validation {
   std::string backend;
   DeviceSpec device;  // the simulated mirror of the real device
   Bytes ballast = 0;
+  bool capped = false;         // --cap: the card behaves like a smaller one, so OOMs can happen
+  bool page_mapped = false;    // segments are VMM pages of the real driver's granularity
   RunResult simulated;
   RunResult measured;
   std::vector<DeviceCall> calls;  // the measured run's device calls, in order
@@ -46,14 +48,23 @@ struct Comparison {
   Target target;
   std::optional<double> simulated;  // nullopt: no value (no OOM happened)
   std::optional<double> measured;
+  // false: on this run the two are equal by construction, whatever the device does (the same
+  // trace through the same policy, uncapped, with segments it never tells apart by address),
+  // so agreeing proves nothing and is not counted. A disagreement is always informative.
+  bool informative = true;
 
   bool agrees() const;  // exact: equal (both absent counts); ratio: always
 };
 
+// Whether the policy's reserved bytes can depend on the addresses the device hands out:
+// it breaks ties between equal free blocks across segments by address (caching, growth).
+bool places_by_address(std::string_view policy_spec);
+
 std::vector<Comparison> compare(const Validation& validation);
 
 void write_comparison_table(std::ostream& out, const Validation& validation, std::span<const Comparison> rows);
-// One row per metric: workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,agrees
+// One row per metric: workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,
+// agrees,informative
 void write_comparison_csv(std::ostream& out, const Validation& validation, std::span<const Comparison> rows);
 // One row per measured device call: index,op,bytes,measured_ns,simulated_ns
 void write_calls_csv(std::ostream& out, const Validation& validation);

@@ -51,10 +51,12 @@ TEST_CASE("cli validate --backend host runs the page-mapping policies and agrees
       cli({"validate", "--workload", "resnet50_b8", "--policy", policy, "--backend", "host", "--out", folder.path.string()});
   INFO(run.err);
   REQUIRE(run.status == 0);
-  CHECK_THAT(run.out, Catch::Contains("11 of 11 exact metrics agree"));
+  // Uncapped, nothing can OOM and the same trace is replayed, so events, allocated bytes and
+  // the OOM rows agree by construction; reserved bytes, device calls and bytes used count.
+  CHECK_THAT(run.out, Catch::Contains("4 of 4 informative exact metrics agree; 7 more are equal by construction"));
   CHECK_THAT(run.out, Catch::Contains("map_ns_mean"));  // the VMM calls went to the device
   const std::string table = read_file(folder.path / ("resnet50_b8__" + policy + "__host.csv"));
-  CHECK_THAT(table, !Catch::Contains(",NO\n"));
+  CHECK_THAT(table, !Catch::Contains(",NO,"));
 }
 
 TEST_CASE("cli validate: bad input is one line and exit status 2", "[cli][real_gpu]") {

@@ -172,18 +172,74 @@ TEST_CASE("validation: the table and the CSV files name every metric", "[real_gp
   std::ostringstream calls;
   write_calls_csv(calls, validation);
   CHECK_THAT(csv.str(), Catch::StartsWith(
-                            "workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,agrees\n"));
+                            "workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,agrees,"
+                            "informative\n"));
   for (const Comparison& comparison : rows) {
     CHECK_THAT(table.str(), Catch::Contains(comparison.metric));
     CHECK_THAT(csv.str(), Catch::Contains("," + comparison.metric + ","));
   }
   CHECK_THAT(table.str(), Catch::Contains("exact metrics agree"));
   CHECK_THAT(csv.str(), Catch::Contains("malloc_ns_mean,ratio,"));
+  CHECK_THAT(csv.str(), Catch::Contains(",device_used_peak_bytes,exact,23068672,23068672,0,yes,yes\n"));
+  CHECK_THAT(csv.str(), Catch::Contains(",oom_count,exact,0,0,0,yes,no\n"));
   CHECK_THAT(calls.str(), Catch::StartsWith("index,op,bytes,measured_ns,simulated_ns\n0,malloc,"));
   // The cost model's price for the first call: 1000 ns fixed + 1e-4 ns per byte.
   const DeviceCall& first = validation.calls.front();
   CHECK_THAT(calls.str(), Catch::Contains("," + std::to_string(first.bytes) + "," + std::to_string(first.ns) + "," +
                                           std::to_string(1000 + (first.bytes + 5000) / 10000) + "\n"));
+}
+
+TEST_CASE("validation: rows equal by construction are not informative; what could differ is", "[real_gpu]") {
+  HostDeviceApi api(card(true));
+  ValidationOptions options;
+  const auto informative = [](const std::vector<Comparison>& rows, std::string_view metric) {
+    return row(rows, metric).informative;
+  };
+  SECTION("uncapped direct: one trace, one policy, segments it never tells apart") {
+    options.policy = "direct";
+    const std::vector<Comparison> rows = compare(validate(api, hand_trace(), options));
+    CHECK(informative(rows, "device_used_peak_bytes"));  // the driver's own count
+    for (const char* metric : {"events_replayed", "peak_allocated_bytes", "peak_reserved_bytes", "device_mallocs",
+                               "device_frees", "device_failed_mallocs", "oom_count", "first_oom_event"}) {
+      INFO(metric);
+      CHECK_FALSE(informative(rows, metric));
+    }
+  }
+  SECTION("uncapped caching: placement by address can change what it reserves") {
+    options.policy = "caching";
+    const std::vector<Comparison> rows = compare(validate(api, hand_trace(), options));
+    CHECK(informative(rows, "peak_reserved_bytes"));
+    CHECK(informative(rows, "device_mallocs"));
+    CHECK_FALSE(informative(rows, "oom_count"));
+  }
+  SECTION("capped: the OOM is a real comparison") {
+    options.policy = "direct";
+    options.device.cap = 128_MiB;
+    TraceBuilder builder(TraceInfo{"oom", "test"});
+    builder.alloc(0, 3_MiB);
+    builder.alloc(1, 200_MiB);  // more than the capped card has
+    const std::vector<Comparison> rows =
+        compare(validate(api, std::make_shared<const Trace>(std::move(builder).finish()), options));
+    for (const char* metric : {"events_replayed", "peak_reserved_bytes", "oom_count", "first_oom_event",
+                               "first_oom_bytes", "first_oom_kind"}) {
+      INFO(metric);
+      CHECK(informative(rows, metric));
+    }
+    CHECK(row(rows, "oom_count").measured == 1);
+    require_exact_agreement(rows);
+  }
+}
+
+TEST_CASE("validation: which policies place blocks by address", "[real_gpu]") {
+  for (const char* spec : {"caching", "torch", "caching:max_split_size=256MiB", "expandable", "growth", "jax-growth",
+                           "bfc:growth=true"}) {
+    INFO(spec);
+    CHECK(places_by_address(spec));
+  }
+  for (const char* spec : {"bfc", "jax", "direct", "vmm", "buddy", "bestfit:region=1GiB", "bfc:growth=false", "growth:growth=false"}) {
+    INFO(spec);
+    CHECK_FALSE(places_by_address(spec));
+  }
 }
 
 }  // namespace
