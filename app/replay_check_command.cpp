@@ -87,7 +87,11 @@ int replay_check_command(std::span<const std::string> args, std::ostream& out) {
       << "  events replayed: " << check.events << " of " << recording.trace.events.size() << "\n"
       << "  segment events: " << check.recorded_segment_events << " recorded, " << check.simulated_segment_events
       << " simulated\n"
-      << "  block addresses compared with PyTorch's: " << check.addresses_compared << "\n"
+      << "  block addresses compared with PyTorch's: " << check.addresses_compared << "\n";
+  if (check.recorded_ooms > 0) {
+    out << "  OOMs: " << check.recorded_ooms << " recorded, " << check.replayed_ooms << " failed in the replay too\n";
+  }
+  out
       << "  reserved peak: recorded " << bytes_and_exact(check.recorded_peak_reserved) << ", simulated "
       << bytes_and_exact(check.simulated_peak_reserved) << "\n";
   if (check.divergence) out << "  first divergence: " << *check.divergence << "\n";

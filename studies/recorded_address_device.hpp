@@ -22,6 +22,7 @@ namespace allocsim {
 // - malloc n returns the n-th recorded segment's address when its size is the recorded
 //   one and the range overlaps no live segment; otherwise (the replay has diverged) an
 //   address above every recorded one, so that it can never collide with them;
+// - while limit_free is set, a malloc over that many bytes fails (the recorded OOMs);
 // - free takes the address this device gave and frees the upstream segment behind it.
 class RecordedAddressDevice final : public ForwardingDevice {
  public:
@@ -37,6 +38,7 @@ class RecordedAddressDevice final : public ForwardingDevice {
   }
 
   std::optional<Segment> malloc(Bytes bytes) override {
+    if (free_limit_ && bytes > *free_limit_) return std::nullopt;
     const std::optional<Segment> real = upstream().malloc(bytes);
     if (!real) return std::nullopt;
     Addr addr = above_ + real->addr;
@@ -58,6 +60,10 @@ class RecordedAddressDevice final : public ForwardingDevice {
     upstream().free(real);
   }
 
+  // While set, a malloc larger than `bytes` fails, as cudaMalloc did when PyTorch ran out
+  // of memory with that much free on the device.
+  void limit_free(std::optional<Bytes> bytes) { free_limit_ = bytes; }
+
   // Segments that could not go where the recording put them.
   std::size_t misplaced() const { return misplaced_; }
 
@@ -74,6 +80,7 @@ class RecordedAddressDevice final : public ForwardingDevice {
   std::size_t next_ = 0;
   Addr above_ = 0;
   std::size_t misplaced_ = 0;
+  std::optional<Bytes> free_limit_;
   std::map<Addr, Segment> live_;  // our address -> the upstream segment
 };
 

@@ -185,7 +185,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   const Spec policy_spec = parse_spec(check.policy);
   CachingPolicy policy(Params(policy_spec, CachingPolicy::kParams, "policy caching"), device);
   const Trace& trace = recording.trace;
-  policy.prepare(ReplaySetup{.allocations = trace.allocations()});
+  policy.prepare(ReplaySetup{.allocations = trace.allocations() + recording.ooms.size()});
   const RoundupDivisions divisions = parse_roundup_divisions(divisions_list(recording.settings));
 
   // The start: every segment the recording began with, holding the blocks allocated
@@ -240,8 +240,34 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   }
   device.logging = true;
   std::optional<std::string> stopped;
-  std::optional<std::pair<std::size_t, std::string>> misplaced;  // the first block at another address
+  std::optional<std::pair<std::size_t, std::string>> misplaced;  // the first event that differs but a segment's
+  const auto note = [&](std::size_t at, std::string what) {
+    if (!misplaced || at < misplaced->first) misplaced.emplace(at, std::move(what));
+  };
+  // PyTorch's OOMs, each a request that must fail: mallocs over the recorded free bytes
+  // fail, so the policy goes through its release stages (logged) as PyTorch did.
+  std::size_t next_oom = 0;
+  const auto replay_ooms_before = [&](std::size_t i) {
+    for (; next_oom < recording.ooms.size() && recording.ooms[next_oom].before_event <= i; ++next_oom) {
+      const RecordedOom& oom = recording.ooms[next_oom];
+      device.event = i;
+      placed.limit_free(oom.device_free);
+      const auto id = static_cast<AllocId>(trace.allocations() + next_oom);
+      const Nanos now = i < trace.events.size() ? trace.events[i].time : trace.events.empty() ? Nanos{} : trace.events.back().time;
+      const auto block = policy.allocate(Request{id, oom.size, oom.stream, now});
+      placed.limit_free(std::nullopt);
+      if (!block) {
+        ++check.replayed_ooms;
+        continue;
+      }
+      note(i, "trace event " + std::to_string(i) + ": PyTorch ran out of memory for " + sized(oom.size) + " with " +
+                  sized(oom.device_free) + " free on the device; the replay served it at " + hex(block->addr));
+      policy.deallocate(*block, now);
+    }
+  };
+  check.recorded_ooms = recording.ooms.size();
   for (std::size_t i = preexisting; i < trace.events.size() && !stopped; ++i) {
+    replay_ooms_before(i);
     const Event& event = trace.events[i];
     device.event = i;
     if (event.op == Op::alloc) {
@@ -253,9 +279,9 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
         live[index_of(event.id)] = *block;
         const std::size_t id = index_of(event.id);
         check.addresses_compared += compare_addresses ? 1 : 0;
-        if (compare_addresses && !misplaced && block->addr != recording.addresses[id]) {
-          misplaced.emplace(i, "trace event " + std::to_string(i) + ": alloc of " + sized(block->requested) + " at " +
-                                   hex(block->addr) + ", PyTorch placed it at " + hex(recording.addresses[id]));
+        if (compare_addresses && block->addr != recording.addresses[id]) {
+          note(i, "trace event " + std::to_string(i) + ": alloc of " + sized(block->requested) + " at " +
+                      hex(block->addr) + ", PyTorch placed it at " + hex(recording.addresses[id]));
         }
       }
     } else if (event.op == Op::free) {
@@ -265,6 +291,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
     }
     check.events = i + 1;
   }
+  if (!stopped) replay_ooms_before(trace.events.size());
   check.recorded_segment_events = recording.segment_events.size();
   check.simulated_segment_events = device.calls.size();
   check.recorded_peak_reserved = peak_reserved(start_reserved, recording.segment_events);

@@ -21,7 +21,9 @@ struct ReplayCheck {
   std::size_t segments_at_start = 0;   // segments the recording began with, rebuilt
   std::size_t recorded_segment_events = 0;
   std::size_t simulated_segment_events = 0;
-  std::size_t addresses_compared = 0;  // allocations placed where PyTorch placed them, checked
+  std::size_t addresses_compared = 0;
+  std::size_t recorded_ooms = 0;
+  std::size_t replayed_ooms = 0;  // recorded OOMs the replay failed too  // allocations placed where PyTorch placed them, checked
   Bytes recorded_peak_reserved = 0;    // the start's segments plus the recorded segment events
   Bytes simulated_peak_reserved = 0;
   std::vector<std::string> settings_not_modelled;  // recorded PYTORCH_CUDA_ALLOC_CONF entries the spec lacks

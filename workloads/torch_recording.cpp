@@ -70,6 +70,10 @@ TorchRecording parse_torch_sidecar(const std::string& text, const std::string& o
     recording.device = document.value("device", 0);
     recording.format = document.value("format", std::string());
     for (const json& addr : document.value("addresses", json::array())) recording.addresses.push_back(addr.get<Addr>());
+    for (const json& oom : document.value("ooms", json::array())) {
+      recording.ooms.push_back(RecordedOom{oom.at("size").get<Bytes>(), oom.at("device_free").get<Bytes>(),
+                                           oom.at("stream").get<Stream>(), oom.at("before_event").get<std::size_t>()});
+    }
     for (const json& pool : document.value("private_pools", json::array())) {
       recording.private_pools.push_back(PrivatePool{pool.at("pool").get<std::string>(), pool.at("entry").get<std::string>()});
     }

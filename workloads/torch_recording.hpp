@@ -50,6 +50,15 @@ struct RecordedSegmentEvent {
   std::size_t during_event;  // the trace event whose replay made it
 };
 
+// A request PyTorch could not serve (an `oom` entry): it is not in the trace; it came
+// before trace event `before_event`, after the cache releases its malloc made.
+struct RecordedOom {
+  Bytes size;         // rounded, as PyTorch records it
+  Bytes device_free;  // what cudaMemGetInfo said was free when it gave up
+  Stream stream;
+  std::size_t before_event;
+};
+
 // A block allocated before the recording began: the trace's leading allocs, in order.
 struct PreexistingBlock {
   Addr addr;
@@ -75,6 +84,7 @@ struct TorchRecording {
   std::vector<RecordedSegment> segments_at_end;
   std::vector<RecordedSegmentEvent> segment_events;
   std::vector<PrivatePool> private_pools;
+  std::vector<RecordedOom> ooms;
 };
 
 // Converts with tools/torch_snapshot.py (restricted unpickler); throws Error with its reason.

@@ -268,6 +268,38 @@ TEST_CASE("replay-check rule 8: every recorded PYTORCH_CUDA_ALLOC_CONF key is ma
                                    Catch::EndsWith("of 30 MiB (31457280 B) at trace event 2"));
 }
 
+// Rule 5: a recording that ends in an OOM. The 12 MiB block is freed and cached; 40 MiB
+// fits nowhere, cudaMalloc fails (30 MiB free), PyTorch releases the cached segment,
+// retries, fails again and records `oom`. The replay fails the same request the same way.
+constexpr const char* kOom = R"(
+M = 1 << 20
+X = 0x7f0000000000
+trace = [e("segment_alloc", X, 12 * M), e("alloc", X, 12 * M), e("free_requested", X, 12 * M),
+         e("free_completed", X, 12 * M), e("segment_free", X, 12 * M),
+         {"action": "oom", "size": 40 * M, "device_free": FREE * M, "stream": 0}]
+snapshot = {"segments": [], "device_traces": [trace]}
+)";
+
+TEST_CASE("replay-check rule 5: a recording that ends in an OOM replays exact", "[replay-check][recordings]") {
+  const test::TempDir dir;
+  const std::string path = test::write_snapshot(dir, "oom.pickle", replace_all(kOom, "FREE", "30"));
+  const ReplayCheck check = checked(path);
+  INFO(check.divergence.value_or("") << check.final_state.value_or(""));
+  CHECK(check.exact());
+  CHECK(check.recorded_ooms == 1);
+  CHECK(check.replayed_ooms == 1);
+  CHECK(check.simulated_segment_events == 2);  // the alloc, and the release inside the failed malloc
+  CHECK_THAT(test::cli({"replay-check", path}).out, Contains("OOMs: 1 recorded, 1 failed in the replay too"));
+
+  // The twin had room for it: the replay serves it from a new segment instead of releasing.
+  const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", replace_all(kOom, "FREE", "50")));
+  REQUIRE(twin.divergence);
+  CHECK_THAT(*twin.divergence, Catch::StartsWith("segment event 1: expected segment_free at 0x7f0000000000 of 12 MiB "
+                                                 "(12582912 B) at trace event 2, got segment_alloc at ") &&
+                                   Catch::EndsWith("of 40 MiB (41943040 B) at trace event 2"));
+  CHECK(twin.replayed_ooms == 0);
+}
+
 // Converter errors name the file and the entry, whole.
 TEST_CASE("replay-check: converter errors name the file and the entry, whole", "[replay-check][recordings]") {
   const test::TempDir dir;
