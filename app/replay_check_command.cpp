@@ -88,6 +88,11 @@ int replay_check_command(std::span<const std::string> args, std::ostream& out) {
       << "  segment events: " << check.recorded_segment_events << " recorded, " << check.simulated_segment_events
       << " simulated\n"
       << "  block addresses compared with PyTorch's: " << check.addresses_compared << "\n";
+  if (!check.ambiguous_sizes.empty()) {
+    out << "  ambiguous sizes: " << check.ambiguous_sizes.size()
+        << " blocks from before the recording fit two sizing rules; the first: " << check.ambiguous_sizes.front()
+        << "\n";
+  }
   if (check.recorded_ooms > 0) {
     out << "  OOMs: " << check.recorded_ooms << " recorded, " << check.replayed_ooms << " failed in the replay too\n";
   }

@@ -106,17 +106,37 @@ Bytes peak_reserved(Bytes start, const std::vector<RecordedSegmentEvent>& events
 // A block allocated before the recording and freed in it: the snapshot no longer shows
 // its size, so it is what PyTorch's rules make of the request in the room it had. A
 // large-pool block keeps a remainder of 1 MiB or less (it is not split off), and an
-// oversize block is never split.
-Bytes inferred_block_size(const PreexistingBlock& block, Bytes room, bool small, const RoundupDivisions& divisions,
-                          std::optional<Bytes> max_split_size) {
+// oversize block is never split. Where another rule fits the room as well, `other` says
+// which: a block rounded exactly with a free gap after it (split off when the block was
+// carved from a larger one, then left), or an oversize block from a fresh segment.
+struct InferredSize {
+  Bytes size;
+  std::optional<std::string> other;
+};
+InferredSize inferred_block_size(const PreexistingBlock& block, Bytes room, bool small,
+                                 const RoundupDivisions& divisions, std::optional<Bytes> max_split_size) {
   const Bytes rounded = torch_round_size(block.requested, divisions);
   if (rounded > room) {
     throw Error("the block at " + hex(block.addr) + " (" + format_bytes(rounded) +
                 ") does not fit before the next block of its segment");
   }
-  if (small) return rounded;
-  if (max_split_size && rounded >= *max_split_size) return room;
-  return room - rounded <= 1_MiB ? room : rounded;
+  const auto both = [&](Bytes chosen, const std::string& why, Bytes alternative, const std::string& other_why) {
+    return InferredSize{chosen, "the block at " + hex(block.addr) + " is " + std::to_string(chosen) + " B (" + why +
+                                    ") or " + std::to_string(alternative) + " B (" + other_why +
+                                    "); replayed as the first"};
+  };
+  if (small) return {rounded, {}};  // sizes are 512-B multiples: a rest is 0 or split off
+  if (max_split_size && rounded >= *max_split_size) {
+    const Bytes fresh = (rounded + 2_MiB - 1) / 2_MiB * 2_MiB;
+    if (fresh < room) {
+      return both(room, "an oversize cached block, never split", fresh, "a fresh segment's, with a free gap after it");
+    }
+    return {room, {}};
+  }
+  if (room - rounded <= 1_MiB && room > rounded) {
+    return both(room, "the rest of 1 MiB or less left unsplit", rounded, "rounded, with a free gap after it");
+  }
+  return {room - rounded <= 1_MiB ? room : rounded, {}};
 }
 
 std::string divisions_list(const TorchAllocatorSettings& settings) {
@@ -212,9 +232,15 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
       const bool last = next + 1 == preexisting ||
                         recording.preexisting[order[next + 1]].addr >= segment.addr + segment.size;
       const Addr end = last ? segment.addr + segment.size : recording.preexisting[order[next + 1]].addr;
-      const Bytes size = block.block_size ? *block.block_size
-                                          : inferred_block_size(block, end - block.addr, segment.small, divisions,
-                                                                recording.settings.max_split_size);
+      Bytes size = 0;
+      if (block.block_size) {
+        size = *block.block_size;
+      } else {
+        InferredSize inferred = inferred_block_size(block, end - block.addr, segment.small, divisions,
+                                                    recording.settings.max_split_size);
+        size = inferred.size;
+        if (inferred.other) check.ambiguous_sizes.push_back(std::move(*inferred.other));
+      }
       held.push_back({block.addr - segment.addr, size, event.id, block.requested});
     }
     const Addr addr = policy.adopt_segment(segment.size, segment.stream, segment.small, held);

@@ -22,6 +22,9 @@ struct ReplayCheck {
   std::size_t recorded_segment_events = 0;
   std::size_t simulated_segment_events = 0;
   std::size_t addresses_compared = 0;
+  // Blocks allocated before the recording and freed in it whose size two of PyTorch's
+  // rules fit (a truncated ring): what each could be and which one the replay took.
+  std::vector<std::string> ambiguous_sizes;
   std::size_t recorded_ooms = 0;
   std::size_t replayed_ooms = 0;  // recorded OOMs the replay failed too  // allocations placed where PyTorch placed them, checked
   Bytes recorded_peak_reserved = 0;    // the start's segments plus the recorded segment events

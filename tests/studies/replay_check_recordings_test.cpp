@@ -300,6 +300,42 @@ TEST_CASE("replay-check rule 5: a recording that ends in an OOM replays exact", 
   CHECK(twin.replayed_ooms == 0);
 }
 
+// Rule 9: a truncated ring. P (9 MiB + 100 B) was allocated before the recording and is
+// freed in it; the next block, Q, starts 9.5 MiB in. P rounds to 9 MiB + 512 B, and the
+// 511.5 KiB before Q is either P's unsplit rest or a free gap of its own: both rules fit.
+// Either way the freed room is 9.5 MiB, and a 9.5 MiB request takes it whole.
+constexpr const char* kRing = R"(
+M, K = 1 << 20, 1 << 10
+S = 0x7f0000000000
+P, Q = S, S + 9 * M + 512 * K
+trace = [e("free_requested", P, 9 * M + 100), e("free_completed", P, 9 * M + 100), e("alloc", P, LAST)]
+snapshot = {"segments": [seg(S, 20 * M, [b(9 * M + 512 * K, "active_allocated", address=P, requested_size=9 * M + 512 * K),
+                                         b(10 * M + 512 * K, "active_allocated", address=Q, requested_size=10 * M)])],
+            "device_traces": [trace]}
+)";
+
+TEST_CASE("replay-check rule 9: a block that two sizing rules fit is said to be ambiguous", "[replay-check][recordings]") {
+  const test::TempDir dir;
+  const std::string path = test::write_snapshot(dir, "ring.pickle", replace_all(kRing, "LAST", "9 * M + 512 * K"));
+  const ReplayCheck check = checked(path);
+  INFO(check.divergence.value_or("") << check.final_state.value_or(""));
+  CHECK(check.exact());
+  CHECK(check.preexisting == 2);
+  REQUIRE(check.ambiguous_sizes.size() == 1);  // Q's size is in the snapshot
+  CHECK(check.ambiguous_sizes[0] ==
+        "the block at 0x7f0000000000 is 9961472 B (the rest of 1 MiB or less left unsplit) or 9437696 B (rounded, "
+        "with a free gap after it); replayed as the first");
+  CHECK_THAT(test::cli({"replay-check", path}).out,
+             Contains("ambiguous sizes: 1 blocks from before the recording fit two sizing rules; the first: the block "
+                      "at 0x7f0000000000"));
+
+  // The twin asks for one byte more than the room: a new segment at trace event 3.
+  const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", replace_all(kRing, "LAST", "9 * M + 512 * K + 1")));
+  REQUIRE(twin.divergence);
+  CHECK_THAT(*twin.divergence, Catch::StartsWith("segment event 0: expected none, got segment_alloc at ") &&
+                                   Catch::EndsWith("of 20 MiB (20971520 B) at trace event 3"));
+}
+
 // Converter errors name the file and the entry, whole.
 TEST_CASE("replay-check: converter errors name the file and the entry, whole", "[replay-check][recordings]") {
   const test::TempDir dir;
