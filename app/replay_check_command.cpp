@@ -1,5 +1,7 @@
 // `allocsim replay-check FILE.pickle`: the command around replay_check().
 #include <iostream>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -18,14 +20,16 @@ namespace {
 constexpr const char* kReplayCheckUsage = R"(allocsim replay-check: does `caching` do what PyTorch's allocator did?
 
 Usage:
-  allocsim replay-check FILE.pickle [--capacity SIZE]
+  allocsim replay-check FILE.pickle [--capacity SIZE] [--cuda-device N]
 
 Reads a torch.cuda.memory._dump_snapshot() pickle (with a loader that refuses any code in
 it), rebuilds the allocator as the recording found it (its segments, and the blocks
 allocated before recording began, at their offsets), replays the trace through `caching`
-with the recorded allocator settings, and compares, in order, every segment PyTorch
-reserved or released (cudaMalloc/cudaFree) with the policy's: same action, size and trace
-event. Then it compares the final segments and blocks with the snapshot's.
+with the recorded allocator settings on a device that returns each segment at the address
+the recording shows, and compares, in order, every segment PyTorch reserved or released
+(cudaMalloc/cudaFree) with the policy's (same action, address, size and trace event) and
+every block's address with PyTorch's. Then it compares the final segments and blocks with
+the snapshot's. A recorded PYTORCH_CUDA_ALLOC_CONF key the policy cannot model is named.
 Prints `exact`, or the first divergence: where, what PyTorch did, what the policy did.
 
 Exit status: 0 exact, 1 diverged, 2 bad input.
@@ -38,10 +42,13 @@ std::string bytes_and_exact(Bytes bytes) { return format_bytes(bytes) + " (" + s
 int replay_check_command(std::span<const std::string> args, std::ostream& out) {
   std::string file;
   std::string capacity = "1024TiB";
+  std::optional<int> cuda_device;
   po::options_description description("Options");
   description.add_options()("help,h", "this help")(
       "capacity,c", po::value(&capacity)->value_name("SIZE"),
-      "device memory for a recording made under memory pressure (default: no limit)");
+      "device memory for a recording made under memory pressure (default: no limit)")(
+      "cuda-device", po::value<int>()->value_name("N")->notifier([&](int n) { cuda_device = n; }),
+      "the device whose trace to replay (default: the only one with a trace)");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&file));
   po::options_description all;
@@ -57,15 +64,39 @@ int replay_check_command(std::span<const std::string> args, std::ostream& out) {
   const Bytes device_capacity = parse_bytes(capacity);
   if (device_capacity == 0) throw Error("--capacity must be more than 0 bytes");
 
-  const TorchRecording recording = read_torch_recording(file);
+  const TorchRecording recording = read_torch_recording(file, cuda_device);
   const ReplayCheck check = replay_check(recording, device_capacity);
   out << "replay-check " << file << "\n"
-      << "  policy: " << check.policy << (recording.settings.recorded ? " (recorded settings)" : " (PyTorch's defaults: the snapshot records no settings)") << "\n"
+      << "  recording: device " << recording.device << (recording.format.empty() ? "" : ", written by ")
+      << recording.format << "\n"
+      << "  policy: " << check.policy << (recording.settings.recorded ? " (recorded settings)" : " (PyTorch's defaults: the snapshot records no settings)") << "\n";
+  const auto list = [](const std::vector<std::string>& entries) {
+    std::string text;
+    for (const std::string& entry : entries) text += (text.empty() ? "" : ", ") + entry;
+    return text;
+  };
+  if (!check.settings_not_modelled.empty()) {
+    out << "  settings not modelled (replayed without them): " << list(check.settings_not_modelled) << "\n";
+  }
+  if (!check.settings_without_effect.empty()) {
+    out << "  settings without effect on a replay: " << list(check.settings_without_effect) << "\n";
+  }
+  out
       << "  rebuilt start: " << check.segments_at_start << " segments holding " << check.preexisting
       << " blocks allocated before the recording\n"
       << "  events replayed: " << check.events << " of " << recording.trace.events.size() << "\n"
       << "  segment events: " << check.recorded_segment_events << " recorded, " << check.simulated_segment_events
       << " simulated\n"
+      << "  block addresses compared with PyTorch's: " << check.addresses_compared << "\n";
+  if (!check.ambiguous_sizes.empty()) {
+    out << "  ambiguous sizes: " << check.ambiguous_sizes.size()
+        << " blocks from before the recording fit two sizing rules; the first: " << check.ambiguous_sizes.front()
+        << "\n";
+  }
+  if (check.recorded_ooms > 0) {
+    out << "  OOMs: " << check.recorded_ooms << " recorded, " << check.replayed_ooms << " failed in the replay too\n";
+  }
+  out
       << "  reserved peak: recorded " << bytes_and_exact(check.recorded_peak_reserved) << ", simulated "
       << bytes_and_exact(check.simulated_peak_reserved) << "\n";
   if (check.divergence) out << "  first divergence: " << *check.divergence << "\n";

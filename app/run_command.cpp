@@ -36,6 +36,7 @@ struct RunOptions {
   std::string timeline;
   std::string save_trace;
   std::int64_t batch = 0;
+  std::optional<int> cuda_device;
   bool check = false;
 };
 
@@ -58,6 +59,8 @@ po::options_description run_options(RunOptions& options) {
       ("batch,b", po::value(&options.batch)->value_name("N"), "the batch of every model workload (as its _bN token)")
       ("save-trace", po::value(&options.save_trace)->value_name("FILE"),
        "write the workload's trace as CSV (one tenant), e.g. to see what a model step allocates")
+      ("cuda-device", po::value<int>()->value_name("N")->notifier([&](int n) { options.cuda_device = n; }),
+       "a PyTorch snapshot's device to replay (default: the only one with a trace)")
       ("check", po::bool_switch(&options.check), "check every invariant after every event (slow)");
   add_device_options(description, options.device, DeviceLists::one, true);
   return description;
@@ -106,7 +109,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
       workload = to_string(*model);
     }
     auto& trace = traces[workload];
-    if (!trace) trace = std::make_shared<const Trace>(load_workload(workload));
+    if (!trace) trace = std::make_shared<const Trace>(load_workload(workload, LoadOptions{options.cuda_device}));
     scenario.tenants.push_back(TenantSpec{trace, policy, 0});
   }
 

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/units.hpp"
 #include "workloads/torch_recording.hpp"
@@ -20,19 +21,41 @@ struct ReplayCheck {
   std::size_t segments_at_start = 0;   // segments the recording began with, rebuilt
   std::size_t recorded_segment_events = 0;
   std::size_t simulated_segment_events = 0;
+  std::size_t addresses_compared = 0;
+  // Blocks allocated before the recording and freed in it whose size two of PyTorch's
+  // rules fit (a truncated ring): what each could be and which one the replay took.
+  std::vector<std::string> ambiguous_sizes;
+  std::size_t recorded_ooms = 0;
+  std::size_t replayed_ooms = 0;  // recorded OOMs the replay failed too  // allocations placed where PyTorch placed them, checked
   Bytes recorded_peak_reserved = 0;    // the start's segments plus the recorded segment events
   Bytes simulated_peak_reserved = 0;
-  std::optional<std::string> divergence;  // the first segment event that differs
+  std::vector<std::string> settings_not_modelled;  // recorded PYTORCH_CUDA_ALLOC_CONF entries the spec lacks
+  std::vector<std::string> settings_without_effect;  // entries that change nothing a replay allocates
+  std::optional<std::string> divergence;  // the first trace event where the replay differs
   std::optional<std::string> final_state;  // how the final layout differs from the snapshot's
   bool final_state_compared = false;
   bool exact() const { return !divergence && !final_state && final_state_compared; }
 };
 
-// The caching policy spec PyTorch's recorded allocator settings amount to.
+// The caching policy spec PyTorch's recorded allocator settings amount to: the settings'
+// own fields, and PYTORCH_CUDA_ALLOC_CONF's keys they do not carry (max_non_split_rounding_mb).
 std::string caching_spec_for(const TorchAllocatorSettings& settings);
 
-// Throws Error when the recording cannot be rebuilt (an expandable-segments recording,
-// a block outside every segment, a device too small for the start).
+// The recorded PYTORCH_CUDA_ALLOC_CONF, entry by entry ("key:value"), sorted into those the
+// caching spec cannot model and those that change nothing a replay allocates (pinned host
+// memory, locking); every other key is in caching_spec_for's spec.
+struct UnmappedSettings {
+  std::vector<std::string> not_modelled;
+  std::vector<std::string> without_effect;
+};
+UnmappedSettings unmapped_settings(const TorchAllocatorSettings& settings);
+
+// Replays on a device that returns each segment at the address the recording shows (the
+// starting segments adopted at theirs) and compares, event by event, every segment
+// reserved or released and every block's address with PyTorch's; the divergence reported
+// is the one at the earliest trace event. Throws Error when the recording cannot be
+// rebuilt (an expandable-segments recording, a private pool, a block outside every
+// segment, a device too small for the start).
 ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity);
 
 }  // namespace allocsim

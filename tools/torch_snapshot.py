@@ -2,7 +2,7 @@
 """Convert a PyTorch CUDA memory snapshot into an allocsim CSV trace.
 
     python3 tools/torch_snapshot.py SNAPSHOT.pickle -o trace.csv [--settings-out s.json]
-                                    [--device N] [--summary]
+                                    [--cuda-device N] [--summary]
 
 The input is what torch.cuda.memory._dump_snapshot() writes: a pickled dict with
 `segments` (state at snapshot time) and `device_traces` (one list of entries per device;
@@ -12,7 +12,15 @@ global: a snapshot is plain data (dicts, lists, str, int, float, tuples, None, b
 
 Conversion rules (trace CSV: time_ns,op,id,bytes,stream,tag; see workloads/csv_trace.hpp):
 - `alloc` -> alloc; id = the address in hex, bytes = the unrounded request, tag = other,
-  stream = the CUDA stream renumbered 0,1,2... in order of first appearance in the output.
+  stream = the CUDA stream renumbered 0,1,2... in order of the raw stream values (PyTorch
+  orders free blocks and releases by the raw stream, so ties break the same way).
+- Devices: one trace list per visible device; --cuda-device N, else the only non-empty one.
+- PyTorch 2.0 and 2.1 record no time_us: entries are then 1 us apart. 2.0 blocks carry no
+  address (the segment's address plus the sizes of the blocks before) and no requested
+  size (history[0].real_size, else the size). A bare list of segments (PyTorch <= 1.13,
+  no trace) is refused.
+- Errors name the file and the entry (device_traces[0][812], segments[3].blocks[2]) on
+  one printable line: control characters in a stranger's values are escaped.
 - `free_completed` -> free: the block becomes reusable then (reference section 2.8).
   `free_requested` carries nothing, except that it may reveal a pre-existing block.
 - Pre-existing blocks (the recording started mid-run, or the ring buffer wrapped): a block
@@ -58,6 +66,19 @@ class SnapshotError(Exception):
     """A problem with the input that the user must fix; reported as one line, exit 2."""
 
 
+def printable(text):
+    """The message as one printable line: a NUL byte, a newline or any other control
+    character a stranger's file holds is escaped, so the whole message reaches the user
+    (allocsim reads the converter's last line of stderr as a C string)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def shown(value, limit=80):
+    """A value for a message: its repr, printable, cut at `limit` characters."""
+    text = printable(repr(value))
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class PlainDataUnpickler(pickle.Unpickler):
     """Loads only plain data: every global (class, function) is refused, so loading a
     stranger's pickle cannot import modules or call anything. REDUCE/BUILD/NEWOBJ need a
@@ -66,7 +87,10 @@ class PlainDataUnpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         raise pickle.UnpicklingError(
-            f"refused global {module}.{name}: a memory snapshot is plain data")
+            f"refused global {printable(module)}.{printable(name)}: a memory snapshot is plain data")
+
+    def persistent_load(self, pid):
+        raise pickle.UnpicklingError(f"refused persistent id {shown(pid)}: a memory snapshot is plain data")
 
 
 def load_snapshot(path):
@@ -77,11 +101,15 @@ def load_snapshot(path):
     except OSError as error:
         raise SnapshotError(f"cannot read: {error.strerror or error}") from None
     except pickle.UnpicklingError as error:
-        if str(error).startswith("refused global"):
+        if str(error).startswith("refused "):
             raise SnapshotError(str(error)) from None
-        raise SnapshotError(f"not a pickle: {error}") from None
+        raise SnapshotError(f"not a pickle: {printable(error)}") from None
     except Exception as error:  # truncated or garbage input raises many kinds
-        raise SnapshotError(f"not a pickle: {type(error).__name__}: {error}") from None
+        raise SnapshotError(f"not a pickle: {type(error).__name__}: {printable(error)}") from None
+    if isinstance(data, list) and all(isinstance(item, dict) and "total_size" in item for item in data):
+        raise SnapshotError("a bare list of segments with no trace: a snapshot from PyTorch 1.13 or older "
+                            "(torch.cuda.memory_snapshot()), which records no trace; replaying needs PyTorch 2.0 "
+                            "or later (torch.cuda.memory._record_memory_history, then _dump_snapshot)")
     if not isinstance(data, dict):
         raise SnapshotError(f"not a memory snapshot: the pickle holds a {type(data).__name__}, not a dict")
     for key in ("segments", "device_traces"):
@@ -92,34 +120,52 @@ def load_snapshot(path):
     return data
 
 
+def chosen_device(snapshot, device):
+    """The device whose trace to convert: `device` when given, else the only device trace
+    that holds entries (one list per visible device; most are empty)."""
+    traces = snapshot["device_traces"]
+    if device is not None:
+        if not 0 <= device < len(traces):
+            raise SnapshotError(f"no device trace {device} (the snapshot has {len(traces)})")
+        return device
+    used = [index for index, entries in enumerate(traces) if entries]
+    if not used:
+        raise SnapshotError(f"all {len(traces)} device traces are empty (was _record_memory_history enabled?)")
+    if len(used) > 1:
+        listed = ", ".join(f"{index} ({len(traces[index])} entries)" for index in used)
+        raise SnapshotError(f"{len(used)} devices have traces: {listed}; choose one with --cuda-device N")
+    return used[0]
+
+
 def checked_entries(snapshot, device):
     """The device's trace entries, each checked for the keys its action needs, so the
     converter can index them freely. Unknown actions (newer PyTorch) are kept; the
-    converter counts and otherwise ignores them."""
-    traces = snapshot["device_traces"]
-    if not 0 <= device < len(traces):
-        raise SnapshotError(f"no device trace {device} (the snapshot has {len(traces)})")
-    entries = traces[device]
+    converter counts and otherwise ignores them. PyTorch before 2.2 records no `time_us`:
+    then every entry is 1 us after the one before it."""
+    entries = snapshot["device_traces"][device]
     if not isinstance(entries, list) or not entries:
         raise SnapshotError(f"device trace {device} is empty")
+    timed = any(isinstance(entry, dict) and "time_us" in entry for entry in entries)
     for index, entry in enumerate(entries):
         where = f"device_traces[{device}][{index}]"
         if not isinstance(entry, dict) or "action" not in entry:
             raise SnapshotError(f"{where} is not a trace entry (a dict with an 'action')")
         action = entry.get("action")
         if action not in ACTIONS:
-            keys = ("time_us",)  # a newer action: only its time matters
+            keys = ("time_us",) if timed else ()  # a newer action: only its time matters
         else:
-            keys = ("time_us",) + REQUIRED_KEYS.get(action, ("addr", "size", "stream"))
+            keys = (("time_us",) if timed else ()) + REQUIRED_KEYS.get(action, ("addr", "size", "stream"))
         for key in keys:
             if key not in entry:
-                raise SnapshotError(f"{where} ({action}) lacks key '{key}'")
+                raise SnapshotError(f"{where} ({printable(action)}) lacks key '{key}'")
             value, kinds = entry[key], (int, float) if key == "time_us" else int
             if isinstance(value, bool) or not isinstance(value, kinds):
-                raise SnapshotError(f"{where} ({action}): '{key}' is {value!r}, not a number")
+                raise SnapshotError(f"{where} ({printable(action)}): '{key}' is {shown(value)}, not a number")
         if action in ("alloc", "free_requested", "free_completed") and entry["size"] < 0:
             raise SnapshotError(f"{where} ({action}): negative size {entry['size']}")
-    return entries
+    if not timed:
+        entries = [dict(entry, time_us=index) for index, entry in enumerate(entries)]
+    return entries, timed
 
 
 def oom_follows_bursts(entries):
@@ -135,10 +181,12 @@ def oom_follows_bursts(entries):
     return result
 
 
-def convert(snapshot, device=0):
+def convert(snapshot, device=None):
     """Turn one device's trace into CSV rows (time_ns, op, addr, bytes, cuda_stream) plus
-    the facts the comments, the sidecar and --summary report."""
-    entries = checked_entries(snapshot, device)
+    the facts the comments, the sidecar and --summary report. `device`: which device's
+    trace (None: the only one that holds entries)."""
+    device = chosen_device(snapshot, device)
+    entries, timed = checked_entries(snapshot, device)
     first_time = entries[0]["time_us"]
     latest = first_time
     oom_next = oom_follows_bursts(entries)
@@ -184,18 +232,13 @@ def convert(snapshot, device=0):
             ooms.append({"size": int(entry["size"]), "device_free": entry["device_free"],
                          "cuda_stream": entry["stream"], "time_ns": time_ns, "row": len(body)})
     pre_kept = []  # active at the snapshot, never mentioned by the trace
-    for segment in snapshot["segments"]:
-        if not isinstance(segment, dict) or segment.get("device", device) != device:
-            continue
-        for block in segment.get("blocks", ()):
-            if not isinstance(block, dict) or block.get("state") not in ACTIVE_STATES:
+    for segment, blocks in device_segments(snapshot, device):
+        for block in blocks:
+            if not block["allocated"]:
                 continue
-            addr, size = block.get("address"), block.get("requested_size", block.get("size"))
-            if not all(isinstance(value, int) and not isinstance(value, bool) for value in (addr, size)):
-                raise SnapshotError(f"a block of the segment at {segment.get('address')} lacks address or size")
-            if addr not in seen:
-                pre_kept.append((0, "alloc", addr, size, segment.get("stream", 0)))
-            elif addr not in live:
+            if block["addr"] not in seen:
+                pre_kept.append((0, "alloc", block["addr"], block["requested"], segment.get("stream", 0)))
+            elif block["addr"] not in live:
                 stats["snapshot_unexplained"] += 1
     pre_kept.sort(key=lambda row: row[2])
     rows = pre_freed + pre_kept + body
@@ -204,48 +247,118 @@ def convert(snapshot, device=0):
         event["before_event"] = event.pop("row") + shift
     for event in segment_events:
         event["during_event"] = event.pop("during") + shift
-    streams = {}  # cuda stream -> dense number, in order of first appearance
-    for row in rows:
-        if row[1] == "alloc":
-            streams.setdefault(row[4], len(streams))
+    # cuda stream -> dense number in order of the raw values: PyTorch orders free blocks
+    # and releases by the raw stream, so the replay's tie-breaks follow the same order.
+    raw = {row[4] for row in rows if row[1] == "alloc"}
+    raw.update(event["cuda_stream"] for event in segment_events + ooms)
+    raw.update(segment.get("stream", 0) for segment, _ in device_segments(snapshot, device))
+    streams = {stream: number for number, stream in enumerate(sorted(raw))}
+    if len(streams) > 1 << 16:
+        raise SnapshotError(f"{len(streams)} streams; the trace's stream field has 16 bits")
     for event in segment_events + ooms:
-        event["stream"] = streams.setdefault(event["cuda_stream"], len(streams))
+        event["stream"] = streams[event["cuda_stream"]]
     end_segments = segments_at_snapshot(snapshot, device, streams)
     preexisting = [{"addr": addr, "size": size, "stream": streams[stream],
                     "block_size": end_block_sizes(end_segments).get(addr) if index >= len(pre_freed) else None}
                    for index, (_, _, addr, size, stream) in enumerate(pre_freed + pre_kept)]
-    if len(streams) > 1 << 16:
-        raise SnapshotError(f"{len(streams)} streams; the trace's stream field has 16 bits")
     settings = snapshot.get("allocator_settings")
-    return {"rows": rows, "streams": streams, "actions": actions, "stats": stats,
+    return {"rows": rows, "streams": streams, "actions": actions, "stats": stats, "device": device,
             "pre_freed": len(pre_freed), "pre_kept": len(pre_kept),
             "releases": sum(row[1] == "release" for row in rows),
             "segment_events": segment_events, "ooms": ooms, "peak": replay_peak(rows),
             "preexisting": preexisting, "segments_at_end": end_segments,
             "segments_at_start": segments_at_start(end_segments, segment_events),
             "settings": dict(settings) if isinstance(settings, dict) else dict(DEFAULT_SETTINGS),
-            "settings_recorded": isinstance(settings, dict)}
+            "settings_recorded": isinstance(settings, dict), "timed": timed,
+            "format": snapshot_format(snapshot, entries, timed),
+            "private_pools": private_pools(snapshot, device),
+            "addresses": [row[2] for row in rows if row[1] == "alloc"]}
+
+
+def is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def device_segments(snapshot, device):
+    """(segment, blocks) for each of the device's segments, checked: blocks as dicts of
+    addr, size, requested and allocated. PyTorch 2.0 blocks carry no address (blocks tile
+    their segment: the segment's address plus the sizes of the blocks before) and no
+    requested_size (the first history entry's real_size, else the size)."""
+    result = []
+    for index, segment in enumerate(snapshot["segments"]):
+        where = f"segments[{index}]"
+        if not isinstance(segment, dict):
+            raise SnapshotError(f"{where} is not a segment (a dict)")
+        if segment.get("device", device) != device:
+            continue
+        addr, total = segment.get("address"), segment.get("total_size")
+        if not is_int(addr) or not is_int(total):
+            raise SnapshotError(f"{where} lacks address or total_size (address {shown(addr)}, "
+                                f"total_size {shown(total)})")
+        raw_blocks = segment.get("blocks", [])
+        if not isinstance(raw_blocks, list):
+            raise SnapshotError(f"{where}: 'blocks' is {shown(raw_blocks)}, not a list")
+        blocks, cursor = [], addr
+        for number, block in enumerate(raw_blocks):
+            block_where = f"{where}.blocks[{number}]"
+            if not isinstance(block, dict) or not is_int(block.get("size")) or block["size"] < 0:
+                raise SnapshotError(f"{block_where} lacks its size")
+            block_addr = block.get("address", cursor)
+            if not is_int(block_addr):
+                raise SnapshotError(f"{block_where}: 'address' is {shown(block_addr)}, not a number")
+            history = block.get("history")
+            requested = block.get("requested_size")
+            if isinstance(history, list) and history and isinstance(history[0], dict) and is_int(history[0].get("real_size")):
+                requested = history[0]["real_size"]
+            if not is_int(requested):
+                requested = block["size"]
+            blocks.append({"addr": block_addr, "size": block["size"], "requested": requested,
+                           "allocated": block.get("state") in ACTIVE_STATES})
+            cursor = block_addr + block["size"]
+        result.append((segment, blocks))
+    return result
+
+
+def snapshot_format(snapshot, entries, timed):
+    """Which PyTorch wrote the snapshot, as far as its keys tell."""
+    if isinstance(snapshot.get("allocator_settings"), dict):
+        return "PyTorch 2.3 or later"
+    if timed:
+        return "PyTorch 2.2 (time_us, no allocator_settings)"
+    blocks = [block for segment in snapshot["segments"] if isinstance(segment, dict)
+              for block in segment.get("blocks", []) if isinstance(block, dict)]
+    if any("address" in block for block in blocks) or any(
+            isinstance(segment, dict) and "segment_pool_id" in segment for segment in snapshot["segments"]):
+        return "PyTorch 2.1 (no time_us)"
+    return "PyTorch 2.0 (no time_us; block addresses computed from their segment)"
+
+
+def private_pools(snapshot, device):
+    """The private pools (CUDA graphs, MemPool) the device's segments or trace entries
+    name: segment_pool_id / pool_id other than (0, 0), each with the first entry naming it."""
+    pools = {}
+    for index, segment in enumerate(snapshot["segments"]):
+        if isinstance(segment, dict) and segment.get("device", device) == device:
+            pool = segment.get("segment_pool_id")
+            if isinstance(pool, (list, tuple)) and tuple(pool) != (0, 0):
+                pools.setdefault(printable(tuple(pool)), f"segments[{index}]")
+    for index, entry in enumerate(snapshot["device_traces"][device]):
+        pool = entry.get("pool_id") if isinstance(entry, dict) else None
+        if isinstance(pool, (list, tuple)) and tuple(pool) != (0, 0):
+            pools.setdefault(printable(tuple(pool)), f"device_traces[{device}][{index}]")
+    return [{"pool": pool, "entry": where} for pool, where in pools.items()]
 
 
 def segments_at_snapshot(snapshot, device, streams):
     """The allocator's segments when the snapshot was taken, blocks in address order."""
     segments = []
-    for segment in snapshot["segments"]:
-        if not isinstance(segment, dict) or segment.get("device", device) != device:
-            continue
-        blocks, addr = [], segment.get("address")
-        for block in segment.get("blocks", ()):
-            if not isinstance(block, dict) or not isinstance(block.get("size"), int):
-                raise SnapshotError(f"a block of the segment at {addr} lacks its size")
-            state = block.get("state")
-            blocks.append({"addr": block.get("address", addr + sum(b["size"] for b in blocks)),
-                           "size": block["size"], "allocated": state in ACTIVE_STATES})
-        if not isinstance(addr, int) or not isinstance(segment.get("total_size"), int):
-            raise SnapshotError("a segment lacks address or total_size")
-        segments.append({"addr": addr, "size": segment["total_size"],
-                         "stream": streams.setdefault(segment.get("stream", 0), len(streams)),
-                         "pool": segment.get("segment_type", "small" if segment["total_size"] == SMALL_SEGMENT else "large"),
-                         "expandable": bool(segment.get("is_expandable", False)), "blocks": blocks})
+    for segment, blocks in device_segments(snapshot, device):
+        total = segment["total_size"]
+        segments.append({"addr": segment["address"], "size": total,
+                         "stream": streams[segment.get("stream", 0)],
+                         "pool": segment.get("segment_type", "small" if total == SMALL_SEGMENT else "large"),
+                         "expandable": bool(segment.get("is_expandable", False)),
+                         "blocks": [{key: block[key] for key in ("addr", "size", "allocated")} for block in blocks]})
     return sorted(segments, key=lambda segment: segment["addr"])
 
 
@@ -286,18 +399,20 @@ def replay_peak(rows):
     return peak
 
 
-def render_csv(result, source, device):
+def render_csv(result, source):
     """The CSV text: comments saying where it came from and what was guessed, then rows."""
     actions = ", ".join(f"{name} {count}" for name, count in sorted(result["actions"].items()))
     stats, streams = result["stats"], result["streams"]
-    lines = [f"# from PyTorch memory snapshot {source}, device {device}, by tools/torch_snapshot.py",
+    lines = [f"# from PyTorch memory snapshot {source}, device {result['device']}, by tools/torch_snapshot.py",
+             f"# written by {result['format']}",
              f"# trace entries: {actions}",
              f"# {result['pre_freed'] + result['pre_kept']} pre-existing blocks (allocated before the "
              f"recording; {result['pre_freed']} freed in it, {result['pre_kept']} live at the snapshot) "
              "are allocs at time 0, tag other",
              f"# {result['releases']} releases from segment_free bursts (empty_cache); "
              f"{stats['oom_bursts']} bursts inside a failed malloc left out",
-             f"# {stats['clamped']} timestamps clamped (they went back in time)",
+             f"# {stats['clamped']} timestamps clamped (they went back in time)" if result["timed"] else
+             "# no time_us (PyTorch before 2.2): entries are 1 us apart",
              "# streams (ours = cuda): " + ", ".join(f"{ours} = {cuda}" for cuda, ours in streams.items())]
     for key, text in (("missing_frees", "allocs of a live address (a free_completed is missing; freed there)"),
                       ("unmatched_frees", "free_completed entries of a block not live (skipped)"),
@@ -315,22 +430,27 @@ def render_csv(result, source, device):
     return "\n".join(lines) + "\n"
 
 
-def render_settings(result, source, device):
+def render_settings(result, source):
     """The JSON sidecar a later replay-check needs: what the allocator was configured with,
     and where the real allocator reserved and released memory. `before_event` is the index
     (0-based, over the CSV's event rows) of the first row after the segment event;
     `during_event` the row whose replay made it. `preexisting` describes the CSV's leading
     rows (blocks allocated before the recording; `block_size` when the snapshot shows it),
     `segments_at_start` the segments the recording began with, `segments_at_end` the
-    snapshot's own segments and blocks: what allocsim replay-check rebuilds and compares."""
+    snapshot's own segments and blocks: what allocsim replay-check rebuilds and compares.
+    `addresses`: the address of every alloc row, in order; `private_pools` the pools other
+    than (0, 0) and the first entry naming each; `format` which PyTorch wrote the file."""
     streams = [{"stream": ours, "cuda_stream": cuda} for cuda, ours in result["streams"].items()]
-    return json.dumps({"source": source, "device": device, "events": len(result["rows"]),
+    return json.dumps({"source": source, "device": result["device"], "format": result["format"],
+                       "events": len(result["rows"]),
                        "allocator_settings": result["settings"],
                        "allocator_settings_recorded": result["settings_recorded"],
                        "streams": streams, "segment_events": result["segment_events"],
                        "ooms": result["ooms"], "preexisting": result["preexisting"],
                        "segments_at_start": result["segments_at_start"],
-                       "segments_at_end": result["segments_at_end"]}, indent=1) + "\n"
+                       "segments_at_end": result["segments_at_end"],
+                       "private_pools": result["private_pools"], "addresses": result["addresses"]},
+                      indent=1) + "\n"
 
 
 def write_atomically(path, text):
@@ -351,6 +471,7 @@ def summary(result):
     actions = ", ".join(f"{name} {count}" for name, count in sorted(result["actions"].items()))
     streams = ", ".join(str(cuda) for cuda in result["streams"])
     return "\n".join([
+        f"device {result['device']}, written by {result['format']}",
         f"events by action: {actions}",
         f"pre-existing blocks: {result['pre_freed'] + result['pre_kept']} "
         f"({result['pre_freed']} freed in the trace, {result['pre_kept']} live at the snapshot)",
@@ -367,7 +488,8 @@ def main(argv=None):
     parser.add_argument("snapshot", help="pickle written by torch.cuda.memory._dump_snapshot")
     parser.add_argument("-o", "--output", help="CSV trace to write")
     parser.add_argument("--settings-out", help="JSON sidecar: allocator settings and segment events")
-    parser.add_argument("--device", type=int, default=0, help="which device trace (default 0)")
+    parser.add_argument("--cuda-device", "--device", dest="device", type=int, default=None,
+                        help="which device's trace (default: the only one that holds entries)")
     parser.add_argument("--summary", action="store_true", help="print counts to stdout")
     args = parser.parse_args(argv)
     if not (args.output or args.settings_out or args.summary):
@@ -376,14 +498,15 @@ def main(argv=None):
     try:
         result = convert(load_snapshot(args.snapshot), args.device)
     except SnapshotError as error:
-        print(f"torch_snapshot: {args.snapshot}: {error}", file=sys.stderr)
+        print(f"torch_snapshot: {printable(args.snapshot)}: {printable(error)}", file=sys.stderr)
         return 2
     for path, render in ((args.output, render_csv), (args.settings_out, render_settings)):
         if path:
             try:
-                write_atomically(path, render(result, source, args.device))
+                write_atomically(path, render(result, source))
             except OSError as error:
-                print(f"torch_snapshot: {path}: cannot write: {error.strerror or error}", file=sys.stderr)
+                print(f"torch_snapshot: {printable(path)}: cannot write: {printable(error.strerror or error)}",
+                      file=sys.stderr)
                 return 2
     if args.summary:
         sys.stdout.write(summary(result))

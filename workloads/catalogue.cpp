@@ -29,8 +29,13 @@ const std::array kWorkloads{
                  [](const Params& params, std::string_view spec) { return make_frag_trace(params, std::string(spec)); }},
 };
 
-Trace read_csv(const std::filesystem::path& path) { return read_csv_trace_file(path); }
-Trace read_snapshot(const std::filesystem::path& path) { return read_torch_snapshot(path); }
+Trace read_csv(const std::filesystem::path& path, const LoadOptions& options) {
+  if (options.cuda_device) throw Error(path.string() + ": --cuda-device is for PyTorch snapshots, not CSV traces");
+  return read_csv_trace_file(path);
+}
+Trace read_snapshot(const std::filesystem::path& path, const LoadOptions& options) {
+  return read_torch_snapshot(path, options);
+}
 
 const std::array kReaders{
     ReaderInfo{"csv", "our trace CSV: header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, "
@@ -76,8 +81,9 @@ const ReaderInfo& find_reader(std::string_view path) {
   throw Error(std::string(path) + ": no reader knows this file (readers: " + valid + "; see `allocsim workloads`)");
 }
 
-Trace load_workload(std::string_view spec_text) {
-  if (names_a_file(spec_text)) return find_reader(spec_text).load(std::string(spec_text));
+Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
+  if (names_a_file(spec_text)) return find_reader(spec_text).load(std::string(spec_text), options);
+  if (options.cuda_device) throw Error("--cuda-device is for PyTorch snapshots, not the workload '" + std::string(spec_text) + "'");
   if (const auto model = parse_model_spec(spec_text)) {
     return lower_model(model->build(), model->options, std::string(spec_text));
   }

@@ -30,7 +30,7 @@ bool names_a_file(std::string_view spec);
 const ReaderInfo& find_reader(std::string_view path);
 
 // A model spec ("resnet50_b64"), a generator spec ("random:n=1000,seed=7") or a trace
-// file (see names_a_file). Throws Error naming the bad part.
-Trace load_workload(std::string_view spec);
+// file (see names_a_file). Throws Error naming the bad part. `options` go to a file's reader.
+Trace load_workload(std::string_view spec, const LoadOptions& options = {});
 
 }  // namespace allocsim

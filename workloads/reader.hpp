@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
 #include "sim/trace.hpp"
@@ -15,12 +16,17 @@ namespace allocsim {
 // goes to the snapshot reader; a CSV trace at a path without .csv to the CSV reader.
 enum class Claim : std::uint8_t { no, by_name, by_content };
 
+// What a reader may be told beside the path.
+struct LoadOptions {
+  std::optional<int> cuda_device;  // a PyTorch snapshot's device (none: the only one with a trace)
+};
+
 struct ReaderInfo {
   std::string_view name;
   std::string_view summary;
   // `spec`: the path as written; `head`: the file's first bytes (empty when it cannot be read).
   Claim (*claims)(std::string_view spec, std::string_view head);
-  Trace (*load)(const std::filesystem::path& path);
+  Trace (*load)(const std::filesystem::path& path, const LoadOptions& options);
 };
 
 // Bytes of a file's start the catalogue reads for claims().

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -46,7 +47,7 @@ std::string read_all(const fs::path& path) {
 
 }  // namespace
 
-ConvertedSnapshot convert_torch_snapshot(const fs::path& pickle) {
+ConvertedSnapshot convert_torch_snapshot(const fs::path& pickle, std::optional<int> cuda_device) {
   const TemporaryFolder folder;
   const fs::path csv = folder.path / "trace.csv";
   const fs::path sidecar = folder.path / "settings.json";
@@ -55,6 +56,7 @@ ConvertedSnapshot convert_torch_snapshot(const fs::path& pickle) {
   // No shell: the path goes to python as one argument, whatever characters it holds.
   std::vector<std::string> args{"python3", script, pickle.string(), "-o", csv.string(), "--settings-out",
                                 sidecar.string()};
+  if (cuda_device) args.insert(args.end(), {"--cuda-device", std::to_string(*cuda_device)});
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -73,6 +75,7 @@ ConvertedSnapshot convert_torch_snapshot(const fs::path& pickle) {
     if (last_line != std::string::npos) reason = reason.substr(last_line + 1);
     const std::string prefix = "torch_snapshot: ";
     if (reason.starts_with(prefix)) reason = reason.substr(prefix.size());
+    std::replace(reason.begin(), reason.end(), '\0', '?');  // the converter escapes them; never cut a message short
     throw Error(reason.empty() ? pickle.string() + ": the snapshot converter failed" : reason);
   }
   std::ifstream in(csv, std::ios::binary);
@@ -88,6 +91,8 @@ Claim claims_torch_snapshot(std::string_view spec, std::string_view head) {
   return spec.ends_with(".pickle") ? Claim::by_name : Claim::no;
 }
 
-Trace read_torch_snapshot(const fs::path& pickle) { return convert_torch_snapshot(pickle).trace; }
+Trace read_torch_snapshot(const fs::path& pickle, const LoadOptions& options) {
+  return convert_torch_snapshot(pickle, options.cuda_device).trace;
+}
 
 }  // namespace allocsim

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "sim/trace.hpp"
@@ -12,7 +13,8 @@
 namespace allocsim {
 
 // Throws Error with the converter's one-line reason when the file cannot be converted.
-Trace read_torch_snapshot(const std::filesystem::path& pickle);
+// `options.cuda_device`: whose trace (none: the only device with one).
+Trace read_torch_snapshot(const std::filesystem::path& pickle, const LoadOptions& options = {});
 
 // By content: a pickle's first bytes (0x80, then protocol 2 to 5); by name: a path ending in .pickle.
 Claim claims_torch_snapshot(std::string_view spec, std::string_view head);
@@ -21,6 +23,6 @@ struct ConvertedSnapshot {
   Trace trace;
   std::string sidecar;  // the converter's JSON: settings, segments, segment events
 };
-ConvertedSnapshot convert_torch_snapshot(const std::filesystem::path& pickle);
+ConvertedSnapshot convert_torch_snapshot(const std::filesystem::path& pickle, std::optional<int> cuda_device = {});
 
 }  // namespace allocsim

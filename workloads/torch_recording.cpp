@@ -67,6 +67,16 @@ TorchRecording parse_torch_sidecar(const std::string& text, const std::string& o
   try {
     const json document = json::parse(text);
     TorchRecording recording;
+    recording.device = document.value("device", 0);
+    recording.format = document.value("format", std::string());
+    for (const json& addr : document.value("addresses", json::array())) recording.addresses.push_back(addr.get<Addr>());
+    for (const json& oom : document.value("ooms", json::array())) {
+      recording.ooms.push_back(RecordedOom{oom.at("size").get<Bytes>(), oom.at("device_free").get<Bytes>(),
+                                           oom.at("stream").get<Stream>(), oom.at("before_event").get<std::size_t>()});
+    }
+    for (const json& pool : document.value("private_pools", json::array())) {
+      recording.private_pools.push_back(PrivatePool{pool.at("pool").get<std::string>(), pool.at("entry").get<std::string>()});
+    }
     recording.settings = settings_from(document.at("allocator_settings"),
                                        document.value("allocator_settings_recorded", false));
     for (const json& block : document.at("preexisting")) {
@@ -88,8 +98,8 @@ TorchRecording parse_torch_sidecar(const std::string& text, const std::string& o
   }
 }
 
-TorchRecording read_torch_recording(const std::filesystem::path& pickle) {
-  ConvertedSnapshot converted = convert_torch_snapshot(pickle);
+TorchRecording read_torch_recording(const std::filesystem::path& pickle, std::optional<int> cuda_device) {
+  ConvertedSnapshot converted = convert_torch_snapshot(pickle, cuda_device);
   TorchRecording recording = parse_torch_sidecar(converted.sidecar, pickle.string());
   recording.trace = std::move(converted.trace);
   return recording;

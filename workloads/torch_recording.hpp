@@ -50,6 +50,15 @@ struct RecordedSegmentEvent {
   std::size_t during_event;  // the trace event whose replay made it
 };
 
+// A request PyTorch could not serve (an `oom` entry): it is not in the trace; it came
+// before trace event `before_event`, after the cache releases its malloc made.
+struct RecordedOom {
+  Bytes size;         // rounded, as PyTorch records it
+  Bytes device_free;  // what cudaMemGetInfo said was free when it gave up
+  Stream stream;
+  std::size_t before_event;
+};
+
 // A block allocated before the recording began: the trace's leading allocs, in order.
 struct PreexistingBlock {
   Addr addr;
@@ -58,17 +67,29 @@ struct PreexistingBlock {
   std::optional<Bytes> block_size;  // known when it is still live at the snapshot
 };
 
+// A pool other than the default (0, 0): a CUDA graph's or a MemPool's.
+struct PrivatePool {
+  std::string pool;   // "(1, 2)"
+  std::string entry;  // the first snapshot entry naming it: "segments[3]", "device_traces[0][812]"
+};
+
 struct TorchRecording {
   Trace trace;
+  int device = 0;      // the CUDA device whose trace this is
+  std::string format;  // which PyTorch wrote it, as far as its keys tell
+  std::vector<Addr> addresses;  // where PyTorch placed each alloc of `trace`, in order
   TorchAllocatorSettings settings;
   std::vector<PreexistingBlock> preexisting;  // trace.events[i] allocates preexisting[i]
   std::vector<RecordedSegment> segments_at_start;
   std::vector<RecordedSegment> segments_at_end;
   std::vector<RecordedSegmentEvent> segment_events;
+  std::vector<PrivatePool> private_pools;
+  std::vector<RecordedOom> ooms;
 };
 
 // Converts with tools/torch_snapshot.py (restricted unpickler); throws Error with its reason.
-TorchRecording read_torch_recording(const std::filesystem::path& pickle);
+// `cuda_device`: whose trace (none: the only device with one; several: an error listing them).
+TorchRecording read_torch_recording(const std::filesystem::path& pickle, std::optional<int> cuda_device = {});
 
 // The converter's JSON sidecar, parsed; `trace` is left empty. Throws Error on bad JSON.
 TorchRecording parse_torch_sidecar(const std::string& json, const std::string& origin);

@@ -205,6 +205,99 @@ class ConvertTest(unittest.TestCase):
         self.assert_fails(self.write_pickle(broken), "lacks key 'size'")
 
 
+class RecordingKindsTest(unittest.TestCase):
+    """Issue 13's rules on the converter's side (replay-check's tests replay them)."""
+
+    def convert(self, snapshot, device=None):
+        return torch_snapshot.convert(snapshot, device)
+
+    def test_pytorch_2_0_without_time_addresses_or_requested_sizes(self):
+        # Rule 2: no time_us; blocks tile their segment and carry only history.
+        snapshot = {"segments": [{"device": 0, "address": 0x1000000, "total_size": 2097152, "stream": 0,
+                                  "blocks": [{"size": 1024, "state": "inactive", "history": []},
+                                             {"size": 512, "state": "active_allocated",
+                                              "history": [{"addr": 0x1000400, "real_size": 300, "frames": []}]},
+                                             {"size": 2097152 - 1536, "state": "inactive"}]}],
+                    "device_traces": [[{"action": "alloc", "addr": 0x1000000, "size": 1000, "stream": 0},
+                                       {"action": "free_completed", "addr": 0x1000000, "size": 1000, "stream": 0}]]}
+        result = self.convert(snapshot)
+        self.assertEqual(result["rows"], [(0, "alloc", 0x1000400, 300, 0), (0, "alloc", 0x1000000, 1000, 0),
+                                          (1000, "free", 0x1000000, 1000, None)])
+        self.assertEqual([b["addr"] for b in result["segments_at_end"][0]["blocks"]], [0x1000000, 0x1000400, 0x1000600])
+        self.assertTrue(result["format"].startswith("PyTorch 2.0"))
+        self.assertFalse(result["settings_recorded"])
+        self.assertEqual(result["addresses"], [0x1000400, 0x1000000])
+
+    def test_older_than_2_0_is_refused_naming_the_version(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "old.pickle"
+            path.write_bytes(pickle.dumps([{"address": 0, "total_size": 2097152, "blocks": []}]))
+            with self.assertRaises(torch_snapshot.SnapshotError) as caught:
+                torch_snapshot.load_snapshot(path)
+        self.assertIn("PyTorch 1.13 or older", str(caught.exception))
+
+    def test_several_devices_need_a_choice(self):
+        # Rule 3: one list per visible device; the only non-empty one by default.
+        one = entry("alloc", 0x100, 7, 0, 5)
+        self.assertEqual(self.convert({"segments": [], "device_traces": [[], [one]]})["device"], 1)
+        with self.assertRaises(torch_snapshot.SnapshotError) as caught:
+            self.convert({"segments": [], "device_traces": [[one], [], [one, one]]})
+        self.assertIn("2 devices have traces: 0 (1 entries), 2 (2 entries); choose one with --cuda-device N",
+                      str(caught.exception))
+        self.assertEqual(self.convert({"segments": [], "device_traces": [[one], [], [one]]}, 2)["device"], 2)
+
+    def test_streams_numbered_by_raw_value(self):
+        # Rule 4: 0x200 appears first but is numbered after 0x100 (and the default stream 0).
+        snapshot = {"segments": [{"device": 0, "address": 0x9000000, "total_size": 2097152, "stream": 0,
+                                  "blocks": []}],
+                    "device_traces": [[entry("alloc", 0x100, 7, 0x200, 1), entry("alloc", 0x300, 7, 0x100, 2)]]}
+        self.assertEqual(self.convert(snapshot)["streams"], {0: 0, 0x100: 1, 0x200: 2})
+
+    def test_private_pools_are_named_with_their_entry(self):
+        # Rule 7: replay-check refuses them by these names.
+        snapshot = {"segments": [{"device": 0, "address": 0x9000000, "total_size": 2097152, "stream": 0,
+                                  "segment_pool_id": (0, 0), "blocks": []},
+                                 {"device": 0, "address": 0xa000000, "total_size": 2097152, "stream": 0,
+                                  "segment_pool_id": (3, 1), "blocks": []}],
+                    "device_traces": [[entry("alloc", 0x100, 7, 0, 1), entry("alloc", 0x200, 7, 0, 1, pool_id=(4, 0))]]}
+        self.assertEqual(self.convert(snapshot)["private_pools"],
+                         [{"pool": "(3, 1)", "entry": "segments[1]"}, {"pool": "(4, 0)", "entry": "device_traces[0][1]"}])
+
+
+class MessagesTest(unittest.TestCase):
+    """Errors name the file and the entry, whole: one printable line."""
+
+    def fails(self, data):
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "bad.pickle"
+            path.write_bytes(data)
+            done = run_cli(path, "--summary")
+        self.assertEqual(done.returncode, 2)
+        self.assertEqual(len(done.stderr.splitlines()), 1, done.stderr)
+        self.assertTrue(done.stderr.startswith(f"torch_snapshot: {path}: "), done.stderr)
+        self.assertTrue(done.stderr.isprintable() or done.stderr[:-1].isprintable(), done.stderr)
+        return done.stderr
+
+    def test_a_nul_byte_in_a_value(self):
+        data = pickle.dumps({"segments": [], "device_traces": [[entry("alloc", 1, "a\x00\nb", 0, 1)]]})
+        self.assertIn("device_traces[0][0] (alloc): 'size' is 'a\\x00\\nb', not a number", self.fails(data))
+
+    def test_a_persistent_id(self):
+        class Pickler(pickle.Pickler):
+            def persistent_id(self, obj):
+                return "storage\x00" if obj == "STORAGE" else None
+        out = io.BytesIO()
+        Pickler(out).dump({"segments": [], "device_traces": [["STORAGE"]]})
+        self.assertIn("refused persistent id 'storage\\x00': a memory snapshot is plain data",
+                      self.fails(out.getvalue()))
+
+    def test_a_block_without_size_is_named(self):
+        data = pickle.dumps({"segments": [{"device": 0, "address": 0, "total_size": 2097152,
+                                           "blocks": [{"size": 512, "state": "inactive"}, {"state": "inactive"}]}],
+                             "device_traces": [[entry("alloc", 1, 512, 0, 1)]]})
+        self.assertIn("segments[0].blocks[1] lacks its size", self.fails(data))
+
+
 @unittest.skipUnless(SHARED_TRACES.is_dir(), f"no shared traces at {SHARED_TRACES}")
 class SharedTracesTest(unittest.TestCase):
     def convert(self, name):
