@@ -17,6 +17,7 @@ Usage:
   allocsim workloads                                        every workload generator and the trace format
   allocsim devices                                          device presets for --device
   allocsim replay-check FILE.pickle                         does `caching` reserve what PyTorch did?
+  allocsim replay FILE.pickle --policy SPECS                would another setting have saved this run?
   allocsim sweep --workload SPECS --policy SPECS [lists]    the cross product of lists, one CSV (sweep --help)
   allocsim maxbatch --workload MODEL --policy SPECS         the largest batch without OOM, per policy
   allocsim validate --workload SPEC --policy SPEC [--cap S] simulation and the GPU side by side (validate --help)
@@ -41,13 +42,14 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     if (command == "help") return run_command(std::vector<std::string>{"--help"}, out);
     if (command == "run") return run_command(args.subspan(1), out);
     if (command == "replay-check") return replay_check_command(args.subspan(1), out);
+    if (command == "replay") return replay_command(args.subspan(1), out);
     if (command == "sweep") return sweep_command(args.subspan(1), out, err);
     if (command == "maxbatch") return maxbatch_command(args.subspan(1), out);
     if (command == "validate") return validate_command(args.subspan(1), out);
     if (command == "calibrate") return calibrate_command(args.subspan(1), out);
     if (!command.empty() && command.front() != '-') {
       throw Error("unknown command '" + command +
-                  "' (run, replay-check, sweep, maxbatch, validate, calibrate, policies, workloads, devices, help)");
+                  "' (run, replay-check, replay, sweep, maxbatch, validate, calibrate, policies, workloads, devices, help)");
     }
     if (args.empty()) {
       out << kAllocsimUsage;

@@ -25,6 +25,9 @@ int devices_command(std::ostream& out);
 // allocsim replay-check FILE.pickle (replay_check_command.cpp).
 int replay_check_command(std::span<const std::string> args, std::ostream& out);
 
+// allocsim replay FILE.pickle --policy SPECS: what-if from a recording (replay_command.cpp).
+int replay_command(std::span<const std::string> args, std::ostream& out);
+
 // allocsim sweep: the cross product of list-valued options, one CSV (sweep_command.cpp).
 int sweep_command(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 

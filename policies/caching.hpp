@@ -114,6 +114,9 @@ class CachingPolicy final : public Policy {
   };
   std::vector<SegmentLayout> layout() const;
 
+  // expandable_segments, as the spec or its conf set it.
+  bool expandable() const { return expandable_; }
+
  private:
   std::vector<PolicyStat> extra_stats() const;
   Bytes largest_cached() const;  // O(streams x log n): stats() is read at every new peak

@@ -11,6 +11,7 @@
 #include "sim/sim_device.hpp"
 #include "sim/spec.hpp"
 #include "studies/recorded_address_device.hpp"
+#include "studies/recording_start.hpp"
 
 namespace allocsim {
 namespace {
@@ -38,12 +39,6 @@ class LoggingDevice final : public ForwardingDevice {
   std::vector<RecordedSegmentEvent> calls;  // addresses are the simulated device's
 };
 
-std::string hex(Addr addr) {
-  std::ostringstream text;
-  text << "0x" << std::hex << addr;
-  return text.str();
-}
-
 // "1 MiB (1048576 B)", or "700 B" where the two say the same.
 std::string sized(Bytes bytes) {
   const std::string exact = std::to_string(bytes) + " B";
@@ -52,7 +47,7 @@ std::string sized(Bytes bytes) {
 }
 
 std::string describe(const RecordedSegmentEvent& event) {
-  return std::string(to_string(event.action)) + " at " + hex(event.addr) + " of " + format_bytes(event.size) + " (" +
+  return std::string(to_string(event.action)) + " at " + hex_address(event.addr) + " of " + format_bytes(event.size) + " (" +
          std::to_string(event.size) + " B) at trace event " + std::to_string(event.during_event);
 }
 
@@ -103,42 +98,6 @@ Bytes peak_reserved(Bytes start, const std::vector<RecordedSegmentEvent>& events
   return peak;
 }
 
-// A block allocated before the recording and freed in it: the snapshot no longer shows
-// its size, so it is what PyTorch's rules make of the request in the room it had. A
-// large-pool block keeps a remainder of 1 MiB or less (it is not split off), and an
-// oversize block is never split. Where another rule fits the room as well, `other` says
-// which: a block rounded exactly with a free gap after it (split off when the block was
-// carved from a larger one, then left), or an oversize block from a fresh segment.
-struct InferredSize {
-  Bytes size;
-  std::optional<std::string> other;
-};
-InferredSize inferred_block_size(const PreexistingBlock& block, Bytes room, bool small,
-                                 const RoundupDivisions& divisions, std::optional<Bytes> max_split_size) {
-  const Bytes rounded = torch_round_size(block.requested, divisions);
-  if (rounded > room) {
-    throw Error("the block at " + hex(block.addr) + " (" + format_bytes(rounded) +
-                ") does not fit before the next block of its segment");
-  }
-  const auto both = [&](Bytes chosen, const std::string& why, Bytes alternative, const std::string& other_why) {
-    return InferredSize{chosen, "the block at " + hex(block.addr) + " is " + std::to_string(chosen) + " B (" + why +
-                                    ") or " + std::to_string(alternative) + " B (" + other_why +
-                                    "); replayed as the first"};
-  };
-  if (small) return {rounded, {}};  // sizes are 512-B multiples: a rest is 0 or split off
-  if (max_split_size && rounded >= *max_split_size) {
-    const Bytes fresh = (rounded + 2_MiB - 1) / 2_MiB * 2_MiB;
-    if (fresh < room) {
-      return both(room, "an oversize cached block, never split", fresh, "a fresh segment's, with a free gap after it");
-    }
-    return {room, {}};
-  }
-  if (room - rounded <= 1_MiB && room > rounded) {
-    return both(room, "the rest of 1 MiB or less left unsplit", rounded, "rounded, with a free gap after it");
-  }
-  return {room - rounded <= 1_MiB ? room : rounded, {}};
-}
-
 std::string divisions_list(const TorchAllocatorSettings& settings) {
   std::string list;
   bool any = false;
@@ -175,9 +134,13 @@ UnmappedSettings unmapped_settings(const TorchAllocatorSettings& settings) {
   return unmapped;
 }
 
-ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
+RoundupDivisions recorded_divisions(const TorchAllocatorSettings& settings) {
+  return parse_roundup_divisions(divisions_list(settings));
+}
+
+void refuse_unrebuildable(const TorchRecording& recording, std::string_view command) {
   if (recording.settings.expandable_segments) {
-    throw Error("recorded with expandable_segments:True; replay-check rebuilds native segments only");
+    throw Error("recorded with expandable_segments:True; " + std::string(command) + " rebuilds native segments only");
   }
   if (!recording.private_pools.empty()) {
     const PrivatePool& first = recording.private_pools.front();
@@ -185,8 +148,12 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
                 (recording.private_pools.size() > 1
                      ? " (and " + std::to_string(recording.private_pools.size() - 1) + " more)"
                      : std::string()) +
-                ": a CUDA graph's or MemPool's segments, which replay-check does not keep apart yet");
+                ": a CUDA graph's or MemPool's segments, which " + std::string(command) + " does not keep apart yet");
   }
+}
+
+ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
+  refuse_unrebuildable(recording, "replay-check");
   ReplayCheck check;
   check.policy = caching_spec_for(recording.settings);
   UnmappedSettings unmapped = unmapped_settings(recording.settings);
@@ -206,53 +173,16 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   CachingPolicy policy(Params(policy_spec, CachingPolicy::kParams, "policy caching"), device);
   const Trace& trace = recording.trace;
   policy.prepare(ReplaySetup{.allocations = trace.allocations() + recording.ooms.size()});
-  const RoundupDivisions divisions = parse_roundup_divisions(divisions_list(recording.settings));
+  const RoundupDivisions divisions = recorded_divisions(recording.settings);
 
   // The start: every segment the recording began with, holding the blocks allocated
   // before it, at the same offsets.
+  RebuiltStart start = adopt_recorded_start(recording, policy, divisions);
   const std::size_t preexisting = recording.preexisting.size();
-  if (preexisting > trace.events.size()) throw Error("the recording's pre-existing blocks outnumber its events");
-  std::vector<std::size_t> order(preexisting);
-  for (std::size_t i = 0; i < preexisting; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return recording.preexisting[a].addr < recording.preexisting[b].addr; });
-  std::map<Addr, Addr> simulated_at;  // recorded segment address -> simulated
-  std::size_t next = 0;
-  Bytes start_reserved = 0;
-  std::vector<Block> live(trace.allocations());
-  for (const RecordedSegment& segment : recording.segments_at_start) {
-    std::vector<CachingPolicy::HeldBlock> held;
-    for (; next < preexisting && recording.preexisting[order[next]].addr < segment.addr + segment.size; ++next) {
-      const PreexistingBlock& block = recording.preexisting[order[next]];
-      if (block.addr < segment.addr) throw Error("the block at " + hex(block.addr) + " lies in no recorded segment");
-      const Event& event = trace.events[order[next]];
-      if (event.op != Op::alloc || trace.bytes_of(event.id) != block.requested) {
-        throw Error("the trace's leading events do not match the recording's pre-existing blocks");
-      }
-      const bool last = next + 1 == preexisting ||
-                        recording.preexisting[order[next + 1]].addr >= segment.addr + segment.size;
-      const Addr end = last ? segment.addr + segment.size : recording.preexisting[order[next + 1]].addr;
-      Bytes size = 0;
-      if (block.block_size) {
-        size = *block.block_size;
-      } else {
-        InferredSize inferred = inferred_block_size(block, end - block.addr, segment.small, divisions,
-                                                    recording.settings.max_split_size);
-        size = inferred.size;
-        if (inferred.other) check.ambiguous_sizes.push_back(std::move(*inferred.other));
-      }
-      held.push_back({block.addr - segment.addr, size, event.id, block.requested});
-    }
-    const Addr addr = policy.adopt_segment(segment.size, segment.stream, segment.small, held);
-    simulated_at[segment.addr] = addr;
-    start_reserved += segment.size;
-    for (const CachingPolicy::HeldBlock& block : held) {
-      live[index_of(block.id)] = Block{addr + block.offset, block.size, block.requested, block.id, segment.stream};
-    }
-  }
-  if (next < preexisting) {
-    throw Error("the block at " + hex(recording.preexisting[order[next]].addr) + " lies in no recorded segment");
-  }
+  std::map<Addr, Addr>& simulated_at = start.simulated_at;
+  const Bytes start_reserved = start.reserved;
+  std::vector<Block>& live = start.live;
+  check.ambiguous_sizes = std::move(start.ambiguous_sizes);
   check.preexisting = preexisting;
   check.segments_at_start = recording.segments_at_start.size();
 
@@ -287,7 +217,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
         continue;
       }
       note(i, "trace event " + std::to_string(i) + ": PyTorch ran out of memory for " + sized(oom.size) + " with " +
-                  sized(oom.device_free) + " free on the device; the replay served it at " + hex(block->addr));
+                  sized(oom.device_free) + " free on the device; the replay served it at " + hex_address(block->addr));
       policy.deallocate(*block, now);
     }
   };
@@ -307,7 +237,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
         check.addresses_compared += compare_addresses ? 1 : 0;
         if (compare_addresses && block->addr != recording.addresses[id]) {
           note(i, "trace event " + std::to_string(i) + ": alloc of " + sized(block->requested) + " at " +
-                      hex(block->addr) + ", PyTorch placed it at " + hex(recording.addresses[id]));
+                      hex_address(block->addr) + ", PyTorch placed it at " + hex_address(recording.addresses[id]));
         }
       }
     } else if (event.op == Op::free) {
@@ -365,7 +295,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   for (const RecordedSegment& expected : recording.segments_at_end) {
     const auto mapped = simulated_at.find(expected.addr);
     const auto found = mapped == simulated_at.end() ? by_address.end() : by_address.find(mapped->second);
-    const std::string where = "the snapshot's segment at " + hex(expected.addr) + " (" + format_bytes(expected.size) + ")";
+    const std::string where = "the snapshot's segment at " + hex_address(expected.addr) + " (" + format_bytes(expected.size) + ")";
     if (found == by_address.end()) {
       check.final_state = where + " is not held at the end of the replay";
       return check;

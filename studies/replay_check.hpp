@@ -7,8 +7,10 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "policies/caching.hpp"
 #include "sim/units.hpp"
 #include "workloads/torch_recording.hpp"
 
@@ -40,6 +42,12 @@ struct ReplayCheck {
 // The caching policy spec PyTorch's recorded allocator settings amount to: the settings'
 // own fields, and PYTORCH_CUDA_ALLOC_CONF's keys they do not carry (max_non_split_rounding_mb).
 std::string caching_spec_for(const TorchAllocatorSettings& settings);
+
+// The recorded roundup_power2_divisions as the caching policy reads them.
+RoundupDivisions recorded_divisions(const TorchAllocatorSettings& settings);
+
+// Throws Error naming what `command` cannot rebuild yet: expandable segments, private pools.
+void refuse_unrebuildable(const TorchRecording& recording, std::string_view command);
 
 // The recorded PYTORCH_CUDA_ALLOC_CONF, entry by entry ("key:value"), sorted into those the
 // caching spec cannot model and those that change nothing a replay allocates (pinned host

@@ -1,0 +1,38 @@
+// The allocator state a PyTorch recording began in, rebuilt inside a policy: replay-check
+// and the what-if replay both start from it, so that the recording's trace, which frees
+// blocks allocated before it began, replays from where the real allocator stood.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "policies/caching.hpp"
+#include "sim/policy.hpp"
+#include "workloads/torch_recording.hpp"
+
+namespace allocsim {
+
+struct RebuiltStart {
+  std::vector<Block> live;             // indexed by allocation id; the pre-existing blocks set
+  std::map<Addr, Addr> simulated_at;   // recorded segment address -> the policy's (adopted only)
+  Bytes reserved = 0;                  // the starting segments' bytes (adopted only)
+  std::vector<std::string> ambiguous_sizes;  // blocks two of PyTorch's sizing rules fit (rule 9)
+  std::vector<AllocId> unserved;       // pre-existing blocks the policy could not hold (placed only)
+};
+
+// Adopts every segment the recording began with into `policy`, holding the blocks
+// allocated before it at their recorded offsets and sizes (a size the snapshot no longer
+// shows is inferred with `divisions`, PyTorch's rounding). Throws Error when a block lies
+// in no recorded segment or the trace's leading allocs do not match the blocks.
+RebuiltStart adopt_recorded_start(const TorchRecording& recording, CachingPolicy& policy,
+                                  const RoundupDivisions& divisions);
+
+// For a policy that cannot adopt PyTorch's segments: the blocks live at the start (the
+// trace's leading allocs) allocated through it in address order, as if it had served
+// them; those it cannot serve are listed in `unserved` and left out.
+RebuiltStart place_recorded_start(const TorchRecording& recording, Policy& policy);
+
+std::string hex_address(Addr addr);
+
+}  // namespace allocsim

@@ -1,0 +1,285 @@
+#include "studies/replay_from_recording.hpp"
+
+#include <algorithm>
+#include <array>
+#include <memory>
+
+#include "policies/caching.hpp"
+#include "policies/registry.hpp"
+#include "sim/csv_columns.hpp"
+#include "sim/error.hpp"
+#include "sim/forwarding_device.hpp"
+#include "sim/sim_device.hpp"
+#include "sim/spec.hpp"
+#include "studies/recorded_address_device.hpp"
+#include "studies/recording_start.hpp"
+#include "studies/replay_check.hpp"
+
+namespace allocsim {
+namespace {
+
+using Action = RecordedSegmentEvent::Action;
+
+constexpr Bytes kNoLimit = 1024_GiB;
+
+// Counts the segments a policy reserves (cudaMalloc, or a map of physical pages) and the
+// most the device ever held, inside a call too (the OOM path reserves, then releases).
+class CountingDevice final : public ForwardingDevice {
+ public:
+  explicit CountingDevice(Device& inner) : ForwardingDevice(inner) {}
+
+  std::optional<Segment> malloc(Bytes bytes) override {
+    auto segment = ForwardingDevice::malloc(bytes);
+    if (segment) ++allocs;
+    peak = std::max(peak, used());
+    return segment;
+  }
+  std::optional<Segment> create_physical(Bytes bytes) override {
+    auto page = ForwardingDevice::create_physical(bytes);
+    peak = std::max(peak, used());
+    return page;
+  }
+  void map(Addr at, std::span<const Segment> pages) override {
+    ++allocs;
+    ForwardingDevice::map(at, pages);
+  }
+
+  std::size_t allocs = 0;
+  Bytes peak = 0;
+};
+
+// The bytes the recorded run held when it ran out of memory: the start's segments and
+// every segment event before the OOM, the releases inside its failed malloc included
+// (they share its event index with the next event's reservations, which come after it).
+Bytes reserved_at(const TorchRecording& recording, const RecordedOom& oom) {
+  Bytes reserved = 0;
+  for (const RecordedSegment& segment : recording.segments_at_start) reserved += segment.size;
+  for (const RecordedSegmentEvent& event : recording.segment_events) {
+    const bool gives = event.action == Action::alloc || event.action == Action::map;
+    if (event.during_event > oom.before_event || (event.during_event == oom.before_event && gives)) continue;
+    reserved = gives ? reserved + event.size : reserved - std::min(reserved, event.size);
+  }
+  return reserved;
+}
+
+// What the recording itself shows. Its allocated bytes are the trace's sizes rounded as
+// PyTorch rounds them (a block's unsplit rest, which PyTorch counts too, is not known).
+WhatIfOutcome recorded_outcome(const TorchRecording& recording) {
+  WhatIfOutcome outcome;
+  outcome.policy = caching_spec_for(recording.settings);
+  outcome.start = "as recorded";
+  Bytes reserved = 0;
+  for (const RecordedSegment& segment : recording.segments_at_start) reserved += segment.size;
+  outcome.peak_reserved = reserved;
+  for (const RecordedSegmentEvent& event : recording.segment_events) {
+    const bool gives = event.action == Action::alloc || event.action == Action::map;
+    reserved = gives ? reserved + event.size : reserved - std::min(reserved, event.size);
+    outcome.peak_reserved = std::max(outcome.peak_reserved, reserved);
+    outcome.device_allocs += gives ? 1 : 0;
+  }
+  const RoundupDivisions divisions = recorded_divisions(recording.settings);
+  const Trace& trace = recording.trace;
+  std::vector<Bytes> size(trace.allocations());
+  Bytes allocated = 0;
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const Event& event = trace.events[i];
+    if (event.op == Op::alloc) {
+      const std::size_t id = index_of(event.id);
+      const bool known = i < recording.preexisting.size() && recording.preexisting[i].block_size;
+      size[id] = known ? *recording.preexisting[i].block_size : torch_round_size(trace.bytes_of(event.id), divisions);
+      allocated += size[id];
+      outcome.peak_allocated = std::max(outcome.peak_allocated, allocated);
+    } else if (event.op == Op::free) {
+      allocated -= size[index_of(event.id)];
+    }
+  }
+  outcome.ooms = recording.ooms.size();
+  if (!recording.ooms.empty()) {
+    const RecordedOom& oom = recording.ooms.front();
+    outcome.first_oom = "before trace event " + std::to_string(oom.before_event) + ": " + format_bytes(oom.size) +
+                        " with " + format_bytes(oom.device_free) + " free on the device";
+  }
+  return outcome;
+}
+
+// `caching` and `expandable` take the recorded settings, the user's keys replacing them.
+Spec with_recorded_settings(const Spec& user, const TorchRecording& recording) {
+  Spec merged = parse_spec(caching_spec_for(recording.settings));
+  merged.name = user.name;
+  for (const auto& [key, value] : user.args) {
+    const auto same = std::find_if(merged.args.begin(), merged.args.end(), [&](const auto& arg) { return arg.first == key; });
+    if (same != merged.args.end()) {
+      same->second = value;
+    } else {
+      merged.args.emplace_back(key, value);
+    }
+  }
+  return merged;
+}
+
+WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& text, Bytes capacity,
+                         std::vector<std::string>& ambiguous_sizes) {
+  check_policy_spec(text);
+  Spec spec = parse_spec(text);
+  const bool caching_family = spec.name == "caching" || spec.name == "expandable";
+  if (caching_family) spec = with_recorded_settings(spec, recording);
+  WhatIfOutcome outcome;
+  outcome.policy = to_string(spec);
+
+  DeviceSpec device_spec;
+  device_spec.capacity = capacity;
+  SimDevice sim_device(device_spec);
+  std::vector<RecordedAddressDevice::Placement> placements;
+  for (const RecordedSegment& segment : recording.segments_at_start) placements.push_back({segment.addr, segment.size});
+  for (const RecordedSegmentEvent& event : recording.segment_events) {
+    if (event.action == Action::alloc) placements.push_back({event.addr, event.size});
+  }
+  RecordedAddressDevice placed(sim_device, std::move(placements));  // ties broken as PyTorch's were
+  CountingDevice device(placed);
+
+  std::unique_ptr<Policy> policy;
+  CachingPolicy* caching = nullptr;
+  if (caching_family) {
+    const auto& declared = spec.name == "caching" ? CachingPolicy::kParams : CachingPolicy::kExpandableParams;
+    auto made = std::make_unique<CachingPolicy>(Params(spec, declared, "policy " + spec.name), device);
+    if (!made->expandable()) caching = made.get();
+    policy = std::move(made);
+  } else {
+    policy = make_policy(outcome.policy, device);
+  }
+  const Trace& trace = recording.trace;
+  policy->prepare(ReplaySetup{.allocations = trace.allocations() + recording.ooms.size()});
+
+  RebuiltStart start;
+  if (caching) {
+    start = adopt_recorded_start(recording, *caching, recorded_divisions(recording.settings));
+    outcome.start = "recorded segments adopted";
+    if (ambiguous_sizes.empty()) ambiguous_sizes = start.ambiguous_sizes;
+  } else {
+    start = place_recorded_start(recording, *policy);
+    outcome.start = "live blocks placed";
+  }
+  std::vector<bool> alive(trace.allocations(), false);
+  for (std::size_t i = 0; i < recording.preexisting.size(); ++i) alive[index_of(trace.events[i].id)] = true;
+  for (const AllocId id : start.unserved) alive[index_of(id)] = false;
+  const auto failed = [&](const std::string& where) {
+    if (outcome.ooms++ == 0) outcome.first_oom = where;
+  };
+  if (!start.unserved.empty()) {
+    failed("at the start: " + std::to_string(start.unserved.size()) + " of the blocks live when the recording began");
+    outcome.ooms += start.unserved.size() - 1;
+  }
+  device.allocs = 0;  // the start's segments are not the trace's, as in the recorded column
+  const auto note_peak = [&] { outcome.peak_allocated = std::max(outcome.peak_allocated, policy->stats().allocated); };
+  note_peak();
+
+  std::size_t next_oom = 0;
+  const auto replay_ooms_before = [&](std::size_t i) {
+    for (; next_oom < recording.ooms.size() && recording.ooms[next_oom].before_event <= i; ++next_oom) {
+      const RecordedOom& oom = recording.ooms[next_oom];
+      const auto id = static_cast<AllocId>(trace.allocations() + next_oom);
+      const Nanos now = i < trace.events.size() ? trace.events[i].time : trace.events.empty() ? Nanos{} : trace.events.back().time;
+      const Allocation block = policy->allocate(Request{id, oom.size, oom.stream, now});
+      if (!block) {
+        failed("the recorded OOM before trace event " + std::to_string(i) + ": " + format_bytes(oom.size));
+        continue;
+      }
+      note_peak();
+      policy->deallocate(*block, now);
+    }
+  };
+  for (std::size_t i = recording.preexisting.size(); i < trace.events.size(); ++i) {
+    replay_ooms_before(i);
+    const Event& event = trace.events[i];
+    const std::size_t id = index_of(event.id);
+    if (event.op == Op::alloc) {
+      const Allocation block = policy->allocate(Request{event.id, trace.bytes_of(event.id), event.stream, event.time});
+      if (block) {
+        start.live[id] = *block;
+        alive[id] = true;
+        note_peak();
+      } else {
+        failed("trace event " + std::to_string(i) + ": " + format_bytes(trace.bytes_of(event.id)));
+      }
+    } else if (event.op == Op::free) {
+      if (alive[id]) policy->deallocate(start.live[id], event.time);
+      alive[id] = false;
+    } else {
+      policy->release_cached();
+    }
+  }
+  replay_ooms_before(trace.events.size());
+  outcome.device_allocs = device.allocs;
+  outcome.peak_reserved = device.peak;
+  // Blocks still live go back before the policy does (its destructor returns its segments).
+  for (std::size_t id = 0; id < alive.size(); ++id) {
+    if (alive[id]) policy->deallocate(start.live[id], trace.events.empty() ? Nanos{} : trace.events.back().time);
+  }
+  return outcome;
+}
+
+struct CsvRow {
+  const std::string* recording;
+  const WhatIf* what_if;
+  const WhatIfOutcome* outcome;
+  bool is_recording;
+};
+
+const std::array<Column<CsvRow>, 10> kColumns{{
+    {"recording", Unit::text, "the snapshot file", [](const CsvRow& r) -> MetricValue { return *r.recording; }},
+    {"side", Unit::text, "recorded (what PyTorch did) or simulated",
+     [](const CsvRow& r) -> MetricValue { return std::string(r.is_recording ? "recorded" : "simulated"); }},
+    {"policy", Unit::text, "the spec replayed; the recorded settings' spec on the recorded row",
+     [](const CsvRow& r) -> MetricValue { return r.outcome->policy; }},
+    {"start", Unit::text, "how the replay began", [](const CsvRow& r) -> MetricValue { return r.outcome->start; }},
+    {"capacity_bytes", Unit::bytes, "the device replayed on",
+     [](const CsvRow& r) -> MetricValue { return r.what_if->capacity; }},
+    {"peak_reserved_bytes", Unit::bytes, "bytes held from the device, at the most",
+     [](const CsvRow& r) -> MetricValue { return r.outcome->peak_reserved; }},
+    {"peak_allocated_bytes", Unit::bytes, "live block bytes, at the most",
+     [](const CsvRow& r) -> MetricValue { return r.outcome->peak_allocated; }},
+    {"device_mallocs", Unit::count, "segments reserved (cudaMalloc calls or page maps)",
+     [](const CsvRow& r) -> MetricValue { return std::uint64_t{r.outcome->device_allocs}; }},
+    {"oom_count", Unit::count, "requests not served", [](const CsvRow& r) -> MetricValue { return std::uint64_t{r.outcome->ooms}; }},
+    {"avoided_recorded_oom", Unit::text, "yes/no; empty on the recorded row or when none was recorded",
+     [](const CsvRow& r) -> MetricValue {
+       if (r.is_recording || !r.what_if->recorded_oom()) return {};
+       return std::string(r.outcome->ooms == 0 ? "yes" : "no");
+     }},
+}};
+
+}  // namespace
+
+WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
+                             std::optional<Bytes> capacity) {
+  refuse_unrebuildable(recording, "replay");
+  if (policies.empty()) throw Error("replay needs at least one policy");
+  WhatIf what_if;
+  what_if.recorded = recorded_outcome(recording);
+  if (capacity) {
+    what_if.capacity = *capacity;
+    what_if.capacity_source = "--capacity";
+  } else if (!recording.ooms.empty()) {
+    what_if.capacity = kNoLimit;
+    for (const RecordedOom& oom : recording.ooms) {
+      what_if.capacity = std::min(what_if.capacity, reserved_at(recording, oom) + oom.device_free);
+    }
+    what_if.capacity_source = "what the recorded run could hold: its reserved bytes at the OOM plus the device_free "
+                              "PyTorch recorded";
+  } else {
+    what_if.capacity = kNoLimit;
+    what_if.capacity_source = "no limit (the recording ran without an OOM; set one with --capacity)";
+  }
+  for (const std::string& policy : policies) {
+    what_if.replayed.push_back(replay_one(recording, policy, what_if.capacity, what_if.ambiguous_sizes));
+  }
+  return what_if;
+}
+
+void write_what_if_csv(std::ostream& out, const WhatIf& what_if, const std::string& recording_name) {
+  std::vector<CsvRow> rows{{&recording_name, &what_if, &what_if.recorded, true}};
+  for (const WhatIfOutcome& outcome : what_if.replayed) rows.push_back({&recording_name, &what_if, &outcome, false});
+  write_csv_columns<CsvRow>(out, kColumns, rows);
+}
+
+}  // namespace allocsim

@@ -1,0 +1,58 @@
+// allocsim replay: the what-if from a PyTorch recording. Every policy starts from the
+// allocator state the recording began in and replays its trace on a device as large as
+// the recorded run could use, so that "would expandable_segments:True, max_split_size_mb
+// or garbage_collection_threshold have saved this run?" is answered on the user's file.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/units.hpp"
+#include "workloads/torch_recording.hpp"
+
+namespace allocsim {
+
+// One side of the comparison: the recording itself, or one policy's replay of it.
+struct WhatIfOutcome {
+  std::string policy;       // the spec replayed; the recorded settings' spec for the recording
+  std::string start;        // how it began: the recorded segments adopted, or the live blocks placed
+  Bytes peak_reserved = 0;  // bytes held from the device, at the most
+  Bytes peak_allocated = 0; // live block bytes, at the most
+  std::size_t device_allocs = 0;  // segments reserved: cudaMalloc calls, or page maps
+  std::size_t ooms = 0;           // requests not served (the recorded OOMs' and the trace's)
+  std::optional<std::string> first_oom;  // where, for a person
+};
+
+struct WhatIf {
+  Bytes capacity = 0;
+  std::string capacity_source;  // why this capacity
+  WhatIfOutcome recorded;       // from the recording's own segment events and OOMs
+  std::vector<WhatIfOutcome> replayed;  // one per policy, in the order given
+  std::vector<std::string> ambiguous_sizes;  // pre-recording blocks two sizing rules fit
+  bool recorded_oom() const { return recorded.ooms > 0; }
+};
+
+// Contract:
+// - `caching` and `expandable` specs replay as the caching policy with the recorded
+//   settings, the spec's own keys replacing theirs; a native one adopts the recorded
+//   segments (at their addresses, with their blocks), as replay-check does, so plain
+//   `caching` reproduces the recording. Any other policy, and an expandable one, starts
+//   by allocating the blocks live at the start, in address order.
+// - the device: `capacity` when given; else, for a recording with an OOM, what the run
+//   could hold: the least over its OOMs of the bytes it reserved then plus the recorded
+//   device_free; else 1 TiB (no limit that matters, small enough for expandable's map).
+// - a recorded OOM's request is replayed where it happened: served, it is freed at once
+//   (what the recording did next ran without it); a trace alloc that fails is skipped,
+//   with its free. A policy avoided the recorded OOM when it failed no request at all.
+// - throws Error on a bad spec, a recording it cannot rebuild (see replay_check).
+WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
+                             std::optional<Bytes> capacity);
+
+// One row per outcome, the recording's first, through the CSV column table.
+void write_what_if_csv(std::ostream& out, const WhatIf& what_if, const std::string& recording_name);
+
+}  // namespace allocsim

@@ -1,0 +1,152 @@
+// allocsim replay, the what-if from a recording: synthetic snapshots the test writes, and
+// the shared vae recording when it is there.
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "cli_driver.hpp"
+#include "shared_traces.hpp"
+#include "studies/replay_check.hpp"
+#include "studies/replay_from_recording.hpp"
+#include "studies/synthetic_snapshot.hpp"
+#include "workloads/torch_recording.hpp"
+
+namespace allocsim {
+namespace {
+
+using Catch::Contains;
+
+// A run that ends in an OOM from fragmentation. 40 MiB is allocated (its own 40 MiB
+// segment) and freed; a 4 MiB request splits the cached 40 MiB block (36 MiB left);
+// 40 MiB again finds no block that large, cudaMalloc(40 MiB) fails with 30 MiB free and
+// nothing is wholly free to release: `oom`. The run could hold 40 + 30 = 70 MiB.
+// - caching (what PyTorch did): the same OOM; reserved peak 40 MiB, 1 segment.
+// - caching:max_split_size=20MiB: the 40 MiB block is oversize, so 4 MiB takes a new
+//   20 MiB segment (60 MiB reserved, <= 70) and 40 MiB reuses the cached block whole
+//   (40 < 40 + 20, max_non_split_rounding): no OOM; peaks 60 MiB reserved, 44 MiB allocated.
+// - expandable: 40 MiB maps two 20 MiB pages; 4 MiB splits them; 40 MiB takes the free
+//   36 MiB and maps one page more after it (60 MiB <= 70): no OOM, 2 map calls.
+constexpr const char* kFragmentedOom = R"(
+M = 1 << 20
+X = 0x7f0000000000
+trace = [e("segment_alloc", X, 40 * M), e("alloc", X, 40 * M), e("free_requested", X, 40 * M),
+         e("free_completed", X, 40 * M), e("alloc", X, 4 * M),
+         {"action": "oom", "size": 40 * M, "device_free": FREE * M, "stream": 0}]
+snapshot = {"segments": [seg(X, 40 * M, [b(4 * M, "active_allocated", address=X, requested_size=4 * M),
+                                         b(36 * M, "inactive", address=X + 4 * M)])],
+            "device_traces": [trace]}
+)";
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+TEST_CASE("replay: expandable and max_split_size avoid a fragmentation OOM that caching repeats", "[replay][recordings]") {
+  const test::TempDir dir;
+  const std::string path = test::write_snapshot(dir, "oom.pickle", replace_all(kFragmentedOom, "FREE", "30"));
+  const TorchRecording recording = read_torch_recording(path);
+  {
+    const ReplayCheck check = replay_check(recording, 1024_GiB);
+    INFO(check.divergence.value_or("") << check.final_state.value_or(""));
+    CHECK(check.exact());  // the recording is what `caching` does
+  }
+  const std::vector<std::string> policies{"caching", "caching:max_split_size=20MiB", "expandable", "direct"};
+  const WhatIf what_if = replay_from_recording(recording, policies, {});
+  CHECK(what_if.capacity == 70_MiB);
+  CHECK(what_if.recorded.peak_reserved == 40_MiB);
+  CHECK(what_if.recorded.peak_allocated == 40_MiB);
+  CHECK(what_if.recorded.device_allocs == 1);
+  CHECK(what_if.recorded.ooms == 1);
+  REQUIRE(what_if.replayed.size() == 4);
+  const WhatIfOutcome& caching = what_if.replayed[0];
+  CHECK(caching.policy == "caching");
+  CHECK(caching.peak_reserved == 40_MiB);
+  CHECK(caching.peak_allocated == 40_MiB);
+  CHECK(caching.device_allocs == 1);
+  CHECK(caching.ooms == 1);
+  CHECK(caching.first_oom == "the recorded OOM before trace event 3: 40 MiB");
+  const WhatIfOutcome& split = what_if.replayed[1];
+  CHECK(split.policy == "caching:max_split_size=20MiB");
+  CHECK(split.peak_reserved == 60_MiB);
+  CHECK(split.peak_allocated == 44_MiB);
+  CHECK(split.device_allocs == 2);
+  CHECK(split.ooms == 0);
+  const WhatIfOutcome& expandable = what_if.replayed[2];
+  CHECK(expandable.start == "live blocks placed");
+  CHECK(expandable.peak_reserved == 60_MiB);
+  CHECK(expandable.peak_allocated == 44_MiB);
+  CHECK(expandable.device_allocs == 2);
+  CHECK(expandable.ooms == 0);
+  // direct: 40 MiB, freed, 4 MiB, then 40 MiB fits beside it (44 <= 70).
+  CHECK(what_if.replayed[3].ooms == 0);
+  CHECK(what_if.replayed[3].peak_reserved == 44_MiB);
+
+  SECTION("on the command line, with units and the answer per policy") {
+    const std::string csv = dir.file("what_if.csv");
+    const test::Outcome shown =
+        test::cli({"replay", path, "--policy", "caching,caching:max_split_size=20MiB", "--policy", "expandable",
+                   "--csv", csv});
+    INFO(shown.err);
+    REQUIRE(shown.status == 0);
+    CHECK_THAT(shown.out, Contains("device: 70 MiB (73400320 B), what the recorded run could hold"));
+    CHECK_THAT(shown.out, Contains("reserved peak") && Contains("40 MiB (41943040 B)") && Contains("60 MiB (62914560 B)"));
+    CHECK_THAT(shown.out, Contains("first OOM, caching: the recorded OOM before trace event 3: 40 MiB\n"));
+    const auto avoided = shown.out.find("  avoided the recorded OOM");
+    REQUIRE(avoided != std::string::npos);
+    std::istringstream words(shown.out.substr(avoided, shown.out.find('\n', avoided) - avoided));
+    std::vector<std::string> cells{std::istream_iterator<std::string>(words), {}};
+    CHECK(cells == std::vector<std::string>{"avoided", "the", "recorded", "OOM", "-", "no", "yes", "yes"});
+    std::ifstream in(csv);
+    std::stringstream text;
+    text << in.rdbuf();
+    CHECK_THAT(text.str(), Catch::StartsWith("recording,side,policy,start,capacity_bytes,peak_reserved_bytes,"
+                                             "peak_allocated_bytes,device_mallocs,oom_count,avoided_recorded_oom\n"));
+    CHECK_THAT(text.str(), Contains(",simulated,caching:max_split_size=20MiB,recorded segments adopted,73400320,"
+                                    "62914560,46137344,2,0,yes\n"));
+    CHECK(test::cli({"replay", path, "--policy", "nosuch"}).status == 2);
+    CHECK_THAT(test::cli({"replay", path, "--policy", "caching:bogus=1"}).err, Contains("unknown key 'bogus'"));
+    CHECK_THAT(test::cli({"replay", "--help"}).out, Contains("allocsim replay FILE.pickle --policy SPECS"));
+  }
+
+  // The twin says 50 MiB were free: then cudaMalloc(40 MiB) could not have failed.
+  // replay-check reports it at the OOM's event, and the what-if's caching serves it.
+  const TorchRecording twin = read_torch_recording(test::write_snapshot(dir, "twin.pickle",
+                                                                        replace_all(kFragmentedOom, "FREE", "50")));
+  const ReplayCheck check = replay_check(twin, 1024_GiB);
+  REQUIRE(check.divergence);
+  CHECK_THAT(*check.divergence, Catch::StartsWith("segment event 1: expected none, got segment_alloc at ") &&
+                                    Catch::EndsWith("of 40 MiB (41943040 B) at trace event 3"));
+  const WhatIf twin_what_if = replay_from_recording(twin, std::vector<std::string>{"caching"}, {});
+  CHECK(twin_what_if.capacity == 90_MiB);
+  CHECK(twin_what_if.replayed[0].ooms == 0);
+}
+
+TEST_CASE("replay: without a recorded OOM, no limit; the shared vae recording's caching is the recording",
+          "[replay][shared]") {
+  const test::TempDir dir;
+  const std::string path = test::write_snapshot(dir, "fine.pickle", R"(
+X = 0x7f0000000000
+snapshot = {"segments": [], "device_traces": [[e("segment_alloc", X, 2 << 20), e("alloc", X, 512)]]})");
+  const test::Outcome fine = test::cli({"replay", path});
+  CHECK(fine.status == 0);
+  CHECK_THAT(fine.out, Contains("no limit") && Contains("no OOM recorded"));
+
+  const auto vae = test::shared_trace("vae_decode_loop.snapshot.pickle");
+  if (!vae) return;
+  const WhatIf what_if = replay_from_recording(read_torch_recording(*vae), std::vector<std::string>{"caching", "expandable"}, {});
+  REQUIRE(what_if.replayed.size() == 2);
+  CHECK(what_if.replayed[0].peak_reserved == what_if.recorded.peak_reserved);
+  CHECK(what_if.replayed[0].device_allocs == what_if.recorded.device_allocs);
+  CHECK(what_if.replayed[0].ooms == 0);
+  CHECK(what_if.replayed[1].ooms == 0);
+}
+
+}  // namespace
+}  // namespace allocsim
