@@ -1,7 +1,9 @@
 // `allocsim [run]`: one scenario (a device, one or more tenants) replayed and reported.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -101,12 +103,17 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   std::map<std::string, std::shared_ptr<const Trace>> traces;  // a workload named twice loads once
   const std::vector<TenantChoice> tenants = tenant_specs(options);
   for (const TenantChoice& tenant : tenants) check_policy_spec(tenant.policy);  // before any long trace load
+  std::vector<std::string> recordings;  // PyTorch snapshots among the workloads, said so above the table
   for (auto [workload, policy] : tenants) {
     if (values.count("batch")) {
       std::optional<ModelSpec> model = parse_model_spec(workload);
       if (options.batch < 1 || !model) throw Error("--batch needs a batch of 1 or more and a model workload");
       set_model_token(*model, model_token("b"), options.batch, workload);
       workload = to_string(*model);
+    }
+    if (names_a_file(workload) && find_reader(workload).name == "torch-snapshot" &&
+        std::find(recordings.begin(), recordings.end(), workload) == recordings.end()) {
+      recordings.push_back(workload);
     }
     auto& trace = traces[workload];
     if (!trace) trace = std::make_shared<const Trace>(load_workload(workload, LoadOptions{options.cuda_device}));
@@ -125,6 +132,10 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   const DeviceSpec& device = scenario.device;
   out << "device " << device.name << ": " << format_bytes(device.capacity) << ", context "
       << format_bytes(device.context_overhead) << ", granularity " << format_bytes(device.granularity) << '\n';
+  for (const std::string& recording : recordings) {
+    out << recording << ": a PyTorch recording, replayed from an empty allocator (the blocks it found live are "
+        << "allocated first); allocsim replay " << recording << " --policy SPEC starts from the state it began in\n";
+  }
   write_table(out, result);
   if (!options.csv.empty()) write_file_atomically(options.csv, [&](std::ostream& file) { write_csv(file, {&result, 1}); });
   if (!options.json.empty()) write_file_atomically(options.json, [&](std::ostream& file) { write_json(file, result); });

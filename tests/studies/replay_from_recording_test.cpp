@@ -138,6 +138,14 @@ snapshot = {"segments": [], "device_traces": [[e("segment_alloc", X, 2 << 20), e
   CHECK(fine.status == 0);
   CHECK_THAT(fine.out, Contains("no limit") && Contains("no OOM recorded"));
 
+  // run replays it from an empty allocator, and says where the other answer is.
+  const test::Outcome run = test::cli({"run", "--workload", path, "--policy", "caching"});
+  CHECK(run.status == 0);
+  CHECK_THAT(run.out, Contains(path + ": a PyTorch recording, replayed from an empty allocator") &&
+                          Contains("allocsim replay " + path + " --policy SPEC starts from the state it began in"));
+  CHECK_THAT(test::cli({"run", "--workload", "random:n=10", "--policy", "caching"}).out,
+             !Contains("PyTorch recording"));
+
   const auto vae = test::shared_trace("vae_decode_loop.snapshot.pickle");
   if (!vae) return;
   const WhatIf what_if = replay_from_recording(read_torch_recording(*vae), std::vector<std::string>{"caching", "expandable"}, {});
