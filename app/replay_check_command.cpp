@@ -41,7 +41,7 @@ std::string bytes_and_exact(Bytes bytes) { return format_bytes(bytes) + " (" + s
 
 int replay_check_command(std::span<const std::string> args, std::ostream& out) {
   std::string file;
-  std::string capacity = "1024TiB";
+  std::string capacity = "1TiB";  // no limit, and small enough for expandable's page table
   std::optional<int> cuda_device;
   po::options_description description("Options");
   description.add_options()("help,h", "this help")(

@@ -43,9 +43,12 @@ std::uint32_t CachingPolicy::find_expandable_block(Pool& pool, Stream stream, By
   }
   const Bytes page = small ? kSmallPage : kLargePage;
   const Bytes pages = (device_.capacity() / 8 * 9 + page - 1) / page;
-  const Bytes reserved_bytes = (pages + 1) * page;  // one page more, to align the base
+  // Aligned to the 2 MiB VMM granularity, not to the page: PyTorch leaves the alignment of
+  // cuMemAddressReserve to the driver, so a large pool's range need not start on 20 MiB
+  // (and a replay at the recorded addresses must not move it there). 2 MiB more, to align.
+  const Bytes reserved_bytes = pages * page + kSmallPage;
   const Addr reserved_at = device_.reserve_addresses(reserved_bytes);
-  const Addr base = align_up(reserved_at, page);
+  const Addr base = align_up(reserved_at, kSmallPage);
   // Kept by base address: a real device may hand out ranges in any order.
   const auto at = std::lower_bound(virtual_segments_.begin(), virtual_segments_.end(), base,
                                    [](const VirtualSegment& segment, Addr addr) { return segment.base < addr; });

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -23,7 +24,11 @@ namespace allocsim {
 //   one and the range overlaps no live segment; otherwise (the replay has diverged) an
 //   address above every recorded one, so that it can never collide with them;
 // - while limit_free is set, a malloc over that many bytes fails (the recorded OOMs);
-// - free takes the address this device gave and frees the upstream segment behind it.
+// - free takes the address this device gave and frees the upstream segment behind it;
+// - expandable segments: reserve_addresses returns the address of the recorded map that
+//   comes next (the policy maps the start of a range it has just reserved, as PyTorch
+//   does) when that range overlaps nothing live; otherwise an address above every
+//   recorded one. map, unmap and release_addresses take this device's addresses.
 class RecordedAddressDevice final : public ForwardingDevice {
  public:
   struct Placement {
@@ -31,9 +36,11 @@ class RecordedAddressDevice final : public ForwardingDevice {
     Bytes bytes;
   };
   // `placements`: every segment the recording reserved, in order (the starting ones first).
-  RecordedAddressDevice(Device& upstream, std::vector<Placement> placements)
-      : ForwardingDevice(upstream), placements_(std::move(placements)) {
+  // `maps`: every segment_map, in order.
+  RecordedAddressDevice(Device& upstream, std::vector<Placement> placements, std::vector<Placement> maps = {})
+      : ForwardingDevice(upstream), placements_(std::move(placements)), maps_(std::move(maps)) {
     for (const Placement& placement : placements_) above_ = std::max(above_, placement.addr + placement.bytes);
+    for (const Placement& map : maps_) above_ = std::max(above_, map.addr + map.bytes);
     above_ = (above_ + (Addr{1} << 30)) & ~((Addr{1} << 30) - 1);  // a clear 1 GiB boundary past them
   }
 
@@ -60,6 +67,29 @@ class RecordedAddressDevice final : public ForwardingDevice {
     upstream().free(real);
   }
 
+  Addr reserve_addresses(Bytes bytes) override {
+    const Addr real = upstream().reserve_addresses(bytes);
+    Addr addr = above_ + real;
+    if (maps_made_ < maps_.size() && fits({maps_[maps_made_].addr, bytes})) {
+      addr = maps_[maps_made_].addr;
+    } else {
+      ++misplaced_;
+    }
+    ranges_.emplace(addr, Segment{real, bytes});
+    return addr;
+  }
+  void release_addresses(Addr at, Bytes bytes) override {
+    const auto found = ranges_.find(at);
+    if (found == ranges_.end()) throw Error("recorded-address device: release of a range it did not give");
+    upstream().release_addresses(found->second.addr, bytes);
+    ranges_.erase(found);
+  }
+  void map(Addr at, std::span<const Segment> pages) override {
+    ++maps_made_;
+    upstream().map(upstream_address(at), pages);
+  }
+  void unmap(Addr at, Bytes bytes) override { upstream().unmap(upstream_address(at), bytes); }
+
   // While set, a malloc larger than `bytes` fails, as cudaMalloc did when PyTorch ran out
   // of memory with that much free on the device.
   void limit_free(std::optional<Bytes> bytes) { free_limit_ = bytes; }
@@ -68,15 +98,28 @@ class RecordedAddressDevice final : public ForwardingDevice {
   std::size_t misplaced() const { return misplaced_; }
 
  private:
-  bool fits(const Placement& placement) const {
-    const auto after = live_.lower_bound(placement.addr);
-    if (after != live_.end() && after->first < placement.addr + placement.bytes) return false;
-    if (after == live_.begin()) return true;
+  bool fits(const Placement& placement) const { return clear_of(live_, placement) && clear_of(ranges_, placement); }
+  static bool clear_of(const std::map<Addr, Segment>& live, const Placement& placement) {
+    const auto after = live.lower_bound(placement.addr);
+    if (after != live.end() && after->first < placement.addr + placement.bytes) return false;
+    if (after == live.begin()) return true;
     const auto before = std::prev(after);
     return before->first + before->second.bytes <= placement.addr;
   }
 
+  Addr upstream_address(Addr at) const {
+    auto range = ranges_.upper_bound(at);
+    if (range == ranges_.begin() || at >= std::prev(range)->first + std::prev(range)->second.bytes) {
+      throw Error("recorded-address device: a mapping outside every reserved range");
+    }
+    --range;
+    return range->second.addr + (at - range->first);
+  }
+
   std::vector<Placement> placements_;
+  std::vector<Placement> maps_;
+  std::size_t maps_made_ = 0;
+  std::map<Addr, Segment> ranges_;  // our reserved address -> the upstream range
   std::size_t next_ = 0;
   Addr above_ = 0;
   std::size_t misplaced_ = 0;

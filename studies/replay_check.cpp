@@ -18,8 +18,8 @@ namespace {
 
 using Action = RecordedSegmentEvent::Action;
 
-// A device that writes down every segment the policy reserves or releases, and during
-// which trace event.
+// A device that writes down every segment the policy reserves or releases (cudaMalloc,
+// cudaFree, or the pages it maps and unmaps), and during which trace event.
 class LoggingDevice final : public ForwardingDevice {
  public:
   explicit LoggingDevice(Device& inner) : ForwardingDevice(inner) {}
@@ -32,6 +32,14 @@ class LoggingDevice final : public ForwardingDevice {
   void free(Segment segment) override {
     if (logging) calls.push_back({Action::free, segment.addr, segment.bytes, 0, event});
     ForwardingDevice::free(segment);
+  }
+  void map(Addr at, std::span<const Segment> pages) override {
+    if (logging) calls.push_back({Action::map, at, total_bytes(pages), 0, event});
+    ForwardingDevice::map(at, pages);
+  }
+  void unmap(Addr at, Bytes bytes) override {
+    if (logging) calls.push_back({Action::unmap, at, bytes, 0, event});
+    ForwardingDevice::unmap(at, bytes);
   }
 
   bool logging = false;
@@ -134,13 +142,32 @@ UnmappedSettings unmapped_settings(const TorchAllocatorSettings& settings) {
   return unmapped;
 }
 
+bool recorded_expandable(const TorchRecording& recording) {
+  const auto expandable = [](const RecordedSegment& segment) { return segment.expandable; };
+  const auto vmm = [](const RecordedSegmentEvent& event) {
+    return event.action == Action::map || event.action == Action::unmap;
+  };
+  return recording.settings.expandable_segments ||
+         std::any_of(recording.segments_at_start.begin(), recording.segments_at_start.end(), expandable) ||
+         std::any_of(recording.segments_at_end.begin(), recording.segments_at_end.end(), expandable) ||
+         std::any_of(recording.segment_events.begin(), recording.segment_events.end(), vmm);
+}
+
+std::string recorded_spec(const TorchRecording& recording) {
+  Spec spec = parse_spec(caching_spec_for(recording.settings));
+  if (recorded_expandable(recording)) spec.name = "expandable";
+  return to_string(spec);
+}
+
 RoundupDivisions recorded_divisions(const TorchAllocatorSettings& settings) {
   return parse_roundup_divisions(divisions_list(settings));
 }
 
 void refuse_unrebuildable(const TorchRecording& recording, std::string_view command) {
-  if (recording.settings.expandable_segments) {
-    throw Error("recorded with expandable_segments:True; " + std::string(command) + " rebuilds native segments only");
+  if (recorded_expandable(recording) && !recording.segments_at_start.empty()) {
+    throw Error("recorded with expandable segments, " + std::to_string(recording.segments_at_start.size()) +
+                " segments held when the recording began; " + std::string(command) +
+                " rebuilds expandable segments only from an empty start (record from the first allocation)");
   }
   if (!recording.private_pools.empty()) {
     const PrivatePool& first = recording.private_pools.front();
@@ -155,7 +182,8 @@ void refuse_unrebuildable(const TorchRecording& recording, std::string_view comm
 ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   refuse_unrebuildable(recording, "replay-check");
   ReplayCheck check;
-  check.policy = caching_spec_for(recording.settings);
+  check.policy = recorded_spec(recording);
+  const bool expandable = recorded_expandable(recording);
   UnmappedSettings unmapped = unmapped_settings(recording.settings);
   check.settings_not_modelled = std::move(unmapped.not_modelled);
   check.settings_without_effect = std::move(unmapped.without_effect);
@@ -167,10 +195,17 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   for (const RecordedSegmentEvent& event : recording.segment_events) {
     if (event.action == Action::alloc) placements.push_back({event.addr, event.size});
   }
-  RecordedAddressDevice placed(sim_device, std::move(placements));
+  std::vector<RecordedAddressDevice::Placement> maps;
+  for (const RecordedSegmentEvent& event : recording.segment_events) {
+    if (event.action == Action::map) maps.push_back({event.addr, event.size});
+  }
+  RecordedAddressDevice placed(sim_device, std::move(placements), std::move(maps));
   LoggingDevice device(placed);
   const Spec policy_spec = parse_spec(check.policy);
-  CachingPolicy policy(Params(policy_spec, CachingPolicy::kParams, "policy caching"), device);
+  // Never native segments where PyTorch's were expandable: the one VMM model replays them.
+  CachingPolicy policy(Params(policy_spec, expandable ? CachingPolicy::kExpandableParams : CachingPolicy::kParams,
+                              "policy " + policy_spec.name),
+                       device);
   const Trace& trace = recording.trace;
   policy.prepare(ReplaySetup{.allocations = trace.allocations() + recording.ooms.size()});
   const RoundupDivisions divisions = recorded_divisions(recording.settings);
@@ -274,6 +309,8 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
     bool same = expected.action == got.action && expected.size == got.size && expected.during_event == got.during_event;
     if (same && expected.action == Action::alloc) {
       simulated_at[expected.addr] = got.addr;
+    } else if (same && (expected.action == Action::map || expected.action == Action::unmap)) {
+      same = expected.addr == got.addr;  // ranges are reserved where PyTorch's were
     } else if (same) {
       const auto known = simulated_at.find(expected.addr);
       same = known != simulated_at.end() && known->second == got.addr;
@@ -294,7 +331,9 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   for (const auto& segment : layout) by_address[segment.addr] = &segment;
   for (const RecordedSegment& expected : recording.segments_at_end) {
     const auto mapped = simulated_at.find(expected.addr);
-    const auto found = mapped == simulated_at.end() ? by_address.end() : by_address.find(mapped->second);
+    const auto found = expected.expandable ? by_address.find(expected.addr)  // at the recorded address
+                       : mapped == simulated_at.end() ? by_address.end()
+                                                      : by_address.find(mapped->second);
     const std::string where = "the snapshot's segment at " + hex_address(expected.addr) + " (" + format_bytes(expected.size) + ")";
     if (found == by_address.end()) {
       check.final_state = where + " is not held at the end of the replay";

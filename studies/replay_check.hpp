@@ -43,10 +43,19 @@ struct ReplayCheck {
 // own fields, and PYTORCH_CUDA_ALLOC_CONF's keys they do not carry (max_non_split_rounding_mb).
 std::string caching_spec_for(const TorchAllocatorSettings& settings);
 
+// Whether PyTorch ran with expandable segments: the settings say so, a segment is
+// expandable, or the trace maps or unmaps (an old snapshot records no settings).
+bool recorded_expandable(const TorchRecording& recording);
+
+// The spec the recording's allocator amounts to: caching_spec_for's, named `expandable`
+// when recorded_expandable.
+std::string recorded_spec(const TorchRecording& recording);
+
 // The recorded roundup_power2_divisions as the caching policy reads them.
 RoundupDivisions recorded_divisions(const TorchAllocatorSettings& settings);
 
-// Throws Error naming what `command` cannot rebuild yet: expandable segments, private pools.
+// Throws Error naming what `command` cannot rebuild yet: expandable segments mapped before
+// the recording began, private pools.
 void refuse_unrebuildable(const TorchRecording& recording, std::string_view command);
 
 // The recorded PYTORCH_CUDA_ALLOC_CONF, entry by entry ("key:value"), sorted into those the
@@ -62,7 +71,7 @@ UnmappedSettings unmapped_settings(const TorchAllocatorSettings& settings);
 // starting segments adopted at theirs) and compares, event by event, every segment
 // reserved or released and every block's address with PyTorch's; the divergence reported
 // is the one at the earliest trace event. Throws Error when the recording cannot be
-// rebuilt (an expandable-segments recording, a private pool, a block outside every
+// rebuilt (expandable segments mapped before it began, a private pool, a block outside every
 // segment, a device too small for the start).
 ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity);
 

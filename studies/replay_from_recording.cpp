@@ -66,7 +66,7 @@ Bytes reserved_at(const TorchRecording& recording, const RecordedOom& oom) {
 // PyTorch rounds them (a block's unsplit rest, which PyTorch counts too, is not known).
 WhatIfOutcome recorded_outcome(const TorchRecording& recording) {
   WhatIfOutcome outcome;
-  outcome.policy = caching_spec_for(recording.settings);
+  outcome.policy = recorded_spec(recording);
   outcome.start = "as recorded";
   Bytes reserved = 0;
   for (const RecordedSegment& segment : recording.segments_at_start) reserved += segment.size;
@@ -134,7 +134,11 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& tex
   for (const RecordedSegmentEvent& event : recording.segment_events) {
     if (event.action == Action::alloc) placements.push_back({event.addr, event.size});
   }
-  RecordedAddressDevice placed(sim_device, std::move(placements));  // ties broken as PyTorch's were
+  std::vector<RecordedAddressDevice::Placement> maps;
+  for (const RecordedSegmentEvent& event : recording.segment_events) {
+    if (event.action == Action::map) maps.push_back({event.addr, event.size});
+  }
+  RecordedAddressDevice placed(sim_device, std::move(placements), std::move(maps));  // ties broken as PyTorch's were
   CountingDevice device(placed);
 
   std::unique_ptr<Policy> policy;

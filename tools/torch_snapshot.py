@@ -369,9 +369,14 @@ def end_block_sizes(end_segments):
 
 def segments_at_start(end_segments, segment_events):
     """The segments that existed when recording began: those at the snapshot, with the
-    trace's segment_alloc/free undone from last to first (blocks are left to the replay)."""
-    alive = {segment["addr"]: {key: segment[key] for key in ("addr", "size", "stream", "pool", "expandable")}
-             for segment in end_segments}
+    trace's segment_alloc/free undone from last to first (blocks are left to the replay).
+    An expandable segment is a mapped range: the trace's segment_map/unmap are undone on
+    the ranges mapped at the snapshot, and what stays mapped held memory at the start."""
+    keys = ("addr", "size", "stream", "pool", "expandable")
+    alive = {segment["addr"]: {key: segment[key] for key in keys} for segment in end_segments
+             if not segment["expandable"]}
+    mapped = [dict({key: segment[key] for key in keys}, end=segment["addr"] + segment["size"])
+              for segment in end_segments if segment["expandable"]]
     for event in reversed(segment_events):
         if event["action"] == "segment_alloc":
             alive.pop(event["addr"], None)
@@ -379,6 +384,26 @@ def segments_at_start(end_segments, segment_events):
             alive[event["addr"]] = {"addr": event["addr"], "size": event["size"], "stream": event["stream"],
                                     "pool": "small" if event["size"] == SMALL_SEGMENT else "large",
                                     "expandable": False}
+        elif event["action"] in ("segment_map", "segment_unmap"):
+            start, end = event["addr"], event["addr"] + event["size"]
+            mapped = [piece for r in mapped for piece in (dict(r, end=min(r["end"], start)),
+                                                          dict(r, addr=max(r["addr"], end)))
+                      if piece["addr"] < piece["end"]]
+            if event["action"] == "segment_unmap":
+                # Large-pool pages are 20 MiB, small-pool ones 2 MiB (a guess where both fit:
+                # such a start is refused by allocsim anyway).
+                mapped.append({"addr": start, "end": end, "stream": event["stream"], "expandable": True,
+                               "pool": "large" if event["size"] % (10 * SMALL_SEGMENT) == 0 else "small"})
+    mapped.sort(key=lambda r: r["addr"])
+    merged = []
+    for r in mapped:  # adjacent mapped pieces of one range are one segment, as a snapshot lists them
+        if merged and merged[-1]["end"] == r["addr"] and merged[-1]["stream"] == r["stream"]:
+            merged[-1]["end"] = r["end"]
+        else:
+            merged.append(dict(r))
+    for r in merged:
+        alive[r["addr"]] = {"addr": r["addr"], "size": r.pop("end") - r["addr"], "stream": r["stream"],
+                            "pool": r["pool"], "expandable": True}
     return sorted(alive.values(), key=lambda segment: segment["addr"])
 
 

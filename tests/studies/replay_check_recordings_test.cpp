@@ -10,6 +10,7 @@
 #include "cli_driver.hpp"
 #include "sim/error.hpp"
 #include "studies/replay_check.hpp"
+#include "studies/replay_from_recording.hpp"
 #include "studies/synthetic_snapshot.hpp"
 #include "workloads/catalogue.hpp"
 #include "workloads/torch_recording.hpp"
@@ -334,6 +335,68 @@ TEST_CASE("replay-check rule 9: a block that two sizing rules fit is said to be 
   REQUIRE(twin.divergence);
   CHECK_THAT(*twin.divergence, Catch::StartsWith("segment event 0: expected none, got segment_alloc at ") &&
                                    Catch::EndsWith("of 20 MiB (20971520 B) at trace event 3"));
+}
+
+// Rule 6: expandable segments. The large pool's range starts at B, 2 MiB-aligned but not
+// on 20 MiB (PyTorch leaves cuMemAddressReserve's alignment to the driver). 12 MiB maps
+// page 0 (20 MiB) and splits it; 6 MiB takes 6 of the 8 MiB left (2 MiB free at B+18M);
+// 10 MiB takes those 2 MiB and maps page 1 after them (B+20M); freed, it merges with the
+// 12 MiB free after it, and empty_cache() unmaps the one whole page inside: page 1.
+constexpr const char* kExpandable = R"(
+M = 1 << 20
+B = 0x7f0000200000
+trace = [e("segment_map", B, 20 * M), e("alloc", B, 12 * M), e("alloc", B + 12 * M, 6 * M),
+         e("segment_map", B + 20 * M, 20 * M), e("alloc", B + 18 * M, 10 * M),
+         e("free_requested", B + 18 * M, 10 * M), e("free_completed", B + 18 * M, 10 * M),
+         e("segment_unmap", UNMAP, 20 * M)]
+blocks = [b(12 * M, "active_allocated", address=B, requested_size=12 * M),
+          b(6 * M, "active_allocated", address=B + 12 * M, requested_size=6 * M),
+          b(2 * M, "inactive", address=B + 18 * M)]
+snapshot = {"segments": [seg(B, 20 * M, blocks, is_expandable=True)], "device_traces": [trace]}
+SETTINGS
+)";
+
+TEST_CASE("replay-check rule 6: expandable segments replay through `expandable`, map and unmap compared",
+          "[replay-check][recordings]") {
+  const test::TempDir dir;
+  const std::string recorded = R"(snapshot["allocator_settings"] = {"expandable_segments": True})";
+  for (const std::string& settings : {recorded, std::string()}) {
+    INFO("settings: " << (settings.empty() ? "none (is_expandable and the maps tell)" : settings));
+    const std::string python = replace_all(kExpandable, "SETTINGS", settings);
+    const std::string path = test::write_snapshot(dir, "expandable.pickle", replace_all(python, "UNMAP", "B + 20 * M"));
+    const TorchRecording recording = read_torch_recording(path);
+    CHECK(recording.segments_at_start.empty());  // the maps undone: nothing mapped at the start
+    const ReplayCheck check = replay_check(recording, 1024_GiB);
+    INFO(check.divergence.value_or("") << check.final_state.value_or(""));
+    CHECK(check.exact());
+    CHECK(check.policy == "expandable");
+    CHECK(check.simulated_segment_events == 3);
+    CHECK(check.addresses_compared == 3);
+    CHECK(check.recorded_peak_reserved == 40_MiB);
+    CHECK(check.simulated_peak_reserved == 40_MiB);
+    // The what-if from it: `expandable` is the recording; native `caching` holds 12 + 20 MiB.
+    const WhatIf what_if = replay_from_recording(recording, std::vector<std::string>{"expandable", "caching"}, {});
+    CHECK(what_if.recorded.policy == "expandable");
+    CHECK(what_if.replayed[0].peak_reserved == 40_MiB);
+    CHECK(what_if.replayed[0].device_allocs == what_if.recorded.device_allocs);
+    CHECK(what_if.replayed[1].peak_reserved == 32_MiB);
+
+    // The twin unmapped page 0: the replay unmapped page 1, at the release (trace event 4).
+    const std::string twin = test::write_snapshot(dir, "twin.pickle", replace_all(python, "UNMAP", "B"));
+    const ReplayCheck moved = checked(twin);
+    REQUIRE(moved.divergence);
+    CHECK(*moved.divergence ==
+          "segment event 2: expected segment_unmap at 0x7f0000200000 of 20 MiB (20971520 B) at trace event 4, got "
+          "segment_unmap at 0x7f0001600000 of 20 MiB (20971520 B) at trace event 4");
+  }
+  // Mapped before the recording began: refused, by name, rather than replayed as native.
+  const std::string late = test::write_snapshot(dir, "late.pickle", R"(
+M = 1 << 20
+B = 0x7f0000200000
+snapshot = {"segments": [seg(B, 20 * M, [b(20 * M, "active_allocated", address=B, requested_size=20 * M)],
+                             is_expandable=True)],
+            "device_traces": [[e("alloc", B, 20 * M)]]})");
+  CHECK_THROWS_WITH(checked(late), Contains("expandable segments, 1 segments held when the recording began"));
 }
 
 // Converter errors name the file and the entry, whole.

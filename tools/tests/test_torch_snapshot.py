@@ -253,6 +253,21 @@ class RecordingKindsTest(unittest.TestCase):
                     "device_traces": [[entry("alloc", 0x100, 7, 0x200, 1), entry("alloc", 0x300, 7, 0x100, 2)]]}
         self.assertEqual(self.convert(snapshot)["streams"], {0: 0, 0x100: 1, 0x200: 2})
 
+    def test_expandable_segments_at_the_start_undo_the_maps(self):
+        # Rule 6: a snapshot lists an expandable segment per mapped range; the trace's maps
+        # and unmaps, undone, leave what was mapped when the recording began.
+        M = 1 << 20
+        segment = {"device": 0, "address": 0x2000000, "total_size": 40 * M, "stream": 0, "segment_type": "large",
+                   "is_expandable": True, "blocks": [{"address": 0x2000000, "size": 40 * M, "state": "inactive"}]}
+        maps = [entry("segment_map", 0x2000000 + 20 * M, 20 * M, 0, 1), entry("alloc", 0x2000000 + 20 * M, 5, 0, 1),
+                entry("segment_unmap", 0x2000000 + 60 * M, 20 * M, 0, 2)]
+        start = self.convert({"segments": [segment], "device_traces": [maps]})["segments_at_start"]
+        self.assertEqual([(s["addr"], s["size"], s["pool"], s["expandable"]) for s in start],
+                         [(0x2000000, 20 * M, "large", True), (0x2000000 + 60 * M, 20 * M, "large", True)])
+        # Mapped from the first entry on: nothing at the start.
+        maps[2] = entry("segment_map", 0x2000000, 20 * M, 0, 0)
+        self.assertEqual(self.convert({"segments": [segment], "device_traces": [maps]})["segments_at_start"], [])
+
     def test_private_pools_are_named_with_their_entry(self):
         # Rule 7: replay-check refuses them by these names.
         snapshot = {"segments": [{"device": 0, "address": 0x9000000, "total_size": 2097152, "stream": 0,
