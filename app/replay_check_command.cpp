@@ -25,9 +25,11 @@ Usage:
 Reads a torch.cuda.memory._dump_snapshot() pickle (with a loader that refuses any code in
 it), rebuilds the allocator as the recording found it (its segments, and the blocks
 allocated before recording began, at their offsets), replays the trace through `caching`
-with the recorded allocator settings on a device that returns each segment at the address
-the recording shows, and compares, in order, every segment PyTorch reserved or released
-(cudaMalloc/cudaFree) with the policy's (same action, address, size and trace event) and
+with the recorded allocator settings (`expandable` where the recording's segments are
+expandable) on a device that returns each segment, or address range, at the address the
+recording shows, and compares, in order, every segment PyTorch reserved or released
+(cudaMalloc/cudaFree, or the pages it mapped and unmapped) with the policy's (same action,
+address, size and trace event) and
 every block's address with PyTorch's. Then it compares the final segments and blocks with
 the snapshot's. A recorded PYTORCH_CUDA_ALLOC_CONF key the policy cannot model is named.
 Prints `exact`, or the first divergence: where, what PyTorch did, what the policy did.
