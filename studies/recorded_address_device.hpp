@@ -35,10 +35,12 @@ class RecordedAddressDevice final : public ForwardingDevice {
     Addr addr;
     Bytes bytes;
   };
-  // `placements`: every segment the recording reserved, in order (the starting ones first).
-  // `maps`: every segment_map, in order.
-  RecordedAddressDevice(Device& upstream, std::vector<Placement> placements, std::vector<Placement> maps = {})
-      : ForwardingDevice(upstream), placements_(std::move(placements)), maps_(std::move(maps)) {
+  struct Placements {
+    std::vector<Placement> segments;  // every segment the recording reserved, in order (the starting ones first)
+    std::vector<Placement> maps;      // every segment_map, in order
+  };
+  RecordedAddressDevice(Device& upstream, Placements placements)
+      : ForwardingDevice(upstream), placements_(std::move(placements.segments)), maps_(std::move(placements.maps)) {
     for (const Placement& placement : placements_) above_ = std::max(above_, placement.addr + placement.bytes);
     for (const Placement& map : maps_) above_ = std::max(above_, map.addr + map.bytes);
     above_ = (above_ + (Addr{1} << 30)) & ~((Addr{1} << 30) - 1);  // a clear 1 GiB boundary past them

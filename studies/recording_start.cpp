@@ -66,6 +66,18 @@ std::vector<std::size_t> preexisting_by_address(const TorchRecording& recording)
 
 }  // namespace
 
+RecordedAddressDevice::Placements recorded_placements(const TorchRecording& recording) {
+  RecordedAddressDevice::Placements placements;
+  for (const RecordedSegment& segment : recording.segments_at_start) {
+    placements.segments.push_back({segment.addr, segment.size});
+  }
+  for (const RecordedSegmentEvent& event : recording.segment_events) {
+    if (event.action == RecordedSegmentEvent::Action::alloc) placements.segments.push_back({event.addr, event.size});
+    if (event.action == RecordedSegmentEvent::Action::map) placements.maps.push_back({event.addr, event.size});
+  }
+  return placements;
+}
+
 std::string hex_address(Addr addr) {
   std::ostringstream text;
   text << "0x" << std::hex << addr;

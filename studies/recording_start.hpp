@@ -9,6 +9,7 @@
 
 #include "policies/caching.hpp"
 #include "sim/policy.hpp"
+#include "studies/recorded_address_device.hpp"
 #include "workloads/torch_recording.hpp"
 
 namespace allocsim {
@@ -32,6 +33,10 @@ RebuiltStart adopt_recorded_start(const TorchRecording& recording, CachingPolicy
 // trace's leading allocs) allocated through it in address order, as if it had served
 // them; those it cannot serve are listed in `unserved` and left out.
 RebuiltStart place_recorded_start(const TorchRecording& recording, Policy& policy);
+
+// Where the recording reserved memory, for a RecordedAddressDevice: the starting segments,
+// then every segment_alloc, in order; and every segment_map, in order.
+RecordedAddressDevice::Placements recorded_placements(const TorchRecording& recording);
 
 std::string hex_address(Addr addr);
 

@@ -190,16 +190,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   DeviceSpec spec;
   spec.capacity = capacity;
   SimDevice sim_device(spec);
-  std::vector<RecordedAddressDevice::Placement> placements;
-  for (const RecordedSegment& segment : recording.segments_at_start) placements.push_back({segment.addr, segment.size});
-  for (const RecordedSegmentEvent& event : recording.segment_events) {
-    if (event.action == Action::alloc) placements.push_back({event.addr, event.size});
-  }
-  std::vector<RecordedAddressDevice::Placement> maps;
-  for (const RecordedSegmentEvent& event : recording.segment_events) {
-    if (event.action == Action::map) maps.push_back({event.addr, event.size});
-  }
-  RecordedAddressDevice placed(sim_device, std::move(placements), std::move(maps));
+  RecordedAddressDevice placed(sim_device, recorded_placements(recording));
   LoggingDevice device(placed);
   const Spec policy_spec = parse_spec(check.policy);
   // Never native segments where PyTorch's were expandable: the one VMM model replays them.

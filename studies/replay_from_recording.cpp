@@ -129,16 +129,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& tex
   DeviceSpec device_spec;
   device_spec.capacity = capacity;
   SimDevice sim_device(device_spec);
-  std::vector<RecordedAddressDevice::Placement> placements;
-  for (const RecordedSegment& segment : recording.segments_at_start) placements.push_back({segment.addr, segment.size});
-  for (const RecordedSegmentEvent& event : recording.segment_events) {
-    if (event.action == Action::alloc) placements.push_back({event.addr, event.size});
-  }
-  std::vector<RecordedAddressDevice::Placement> maps;
-  for (const RecordedSegmentEvent& event : recording.segment_events) {
-    if (event.action == Action::map) maps.push_back({event.addr, event.size});
-  }
-  RecordedAddressDevice placed(sim_device, std::move(placements), std::move(maps));  // ties broken as PyTorch's were
+  RecordedAddressDevice placed(sim_device, recorded_placements(recording));  // ties broken as PyTorch's were
   CountingDevice device(placed);
 
   std::unique_ptr<Policy> policy;
