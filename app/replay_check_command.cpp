@@ -95,6 +95,10 @@ int replay_check_command(std::span<const std::string> args, std::ostream& out) {
         << " blocks from before the recording fit two sizing rules; the first: " << check.ambiguous_sizes.front()
         << "\n";
   }
+  if (check.partial_releases > 0) {
+    out << "  partial releases: " << check.partial_releases
+        << " (cached blocks freed inside a failed cudaMalloc, replayed as that failure, not as empty_cache())\n";
+  }
   if (check.recorded_ooms > 0) {
     out << "  OOMs: " << check.recorded_ooms << " recorded, " << check.replayed_ooms << " failed in the replay too\n";
   }

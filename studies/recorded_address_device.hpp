@@ -24,6 +24,7 @@ namespace allocsim {
 //   one and the range overlaps no live segment; otherwise (the replay has diverged) an
 //   address above every recorded one, so that it can never collide with them;
 // - while limit_free is set, a malloc over that many bytes fails (the recorded OOMs);
+//   after fail_next_malloc, the next malloc fails;
 // - free takes the address this device gave and frees the upstream segment behind it;
 // - expandable segments: reserve_addresses returns the address of the recorded map that
 //   comes next (the policy maps the start of a range it has just reserved, as PyTorch
@@ -48,6 +49,7 @@ class RecordedAddressDevice final : public ForwardingDevice {
 
   std::optional<Segment> malloc(Bytes bytes) override {
     if (free_limit_ && bytes > *free_limit_) return std::nullopt;
+    if (std::exchange(fail_next_, false)) return std::nullopt;
     const std::optional<Segment> real = upstream().malloc(bytes);
     if (!real) return std::nullopt;
     Addr addr = above_ + real->addr;
@@ -96,6 +98,10 @@ class RecordedAddressDevice final : public ForwardingDevice {
   // of memory with that much free on the device.
   void limit_free(std::optional<Bytes> bytes) { free_limit_ = bytes; }
 
+  // The next malloc fails, as a cudaMalloc the recording shows failed (PyTorch released
+  // cached blocks and retried).
+  void fail_next_malloc() { fail_next_ = true; }
+
   // Segments that could not go where the recording put them.
   std::size_t misplaced() const { return misplaced_; }
 
@@ -126,6 +132,7 @@ class RecordedAddressDevice final : public ForwardingDevice {
   Addr above_ = 0;
   std::size_t misplaced_ = 0;
   std::optional<Bytes> free_limit_;
+  bool fail_next_ = false;
   std::map<Addr, Segment> live_;  // our address -> the upstream segment
 };
 

@@ -30,7 +30,7 @@ class LoggingDevice final : public ForwardingDevice {
     return segment;
   }
   void free(Segment segment) override {
-    if (logging) calls.push_back({Action::free, segment.addr, segment.bytes, 0, event});
+    if (logging) calls.push_back({Action::free, segment.addr, segment.bytes, 0, free_event.value_or(event)});
     ForwardingDevice::free(segment);
   }
   void map(Addr at, std::span<const Segment> pages) override {
@@ -44,6 +44,7 @@ class LoggingDevice final : public ForwardingDevice {
 
   bool logging = false;
   std::size_t event = 0;
+  std::optional<std::size_t> free_event;  // where PyTorch's trace put the frees of this call, when elsewhere
   std::vector<RecordedSegmentEvent> calls;  // addresses are the simulated device's
 };
 
@@ -248,12 +249,29 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
     }
   };
   check.recorded_ooms = recording.ooms.size();
+  // A release row that freed less than empty_cache() would, right before an alloc that
+  // made a segment, was a partial release inside that alloc's failed cudaMalloc (with
+  // max_split_size, PyTorch frees oversize blocks only until the request fits): the
+  // replay fails that malloc once, and the policy releases what it would.
+  std::vector<Bytes> freed_during(trace.events.size() + 1, 0);
+  std::vector<bool> segment_made_during(trace.events.size() + 1, false);
+  for (const RecordedSegmentEvent& event : recording.segment_events) {
+    if (event.during_event > trace.events.size()) continue;
+    if (event.action == Action::free) freed_during[event.during_event] += event.size;
+    if (event.action == Action::alloc) segment_made_during[event.during_event] = true;
+  }
+  std::optional<std::size_t> failed_malloc_at;
   for (std::size_t i = preexisting; i < trace.events.size() && !stopped; ++i) {
     replay_ooms_before(i);
     const Event& event = trace.events[i];
     device.event = i;
     if (event.op == Op::alloc) {
+      if (failed_malloc_at == i) {
+        placed.fail_next_malloc();
+        device.free_event = i - 1;
+      }
       const auto block = policy.allocate(Request{event.id, trace.bytes_of(event.id), event.stream, event.time});
+      device.free_event.reset();
       if (!block) {
         stopped = "trace event " + std::to_string(i) + ": the simulated allocator ran out of memory at " +
                   format_bytes(trace.bytes_of(event.id)) + " on a " + format_bytes(capacity) + " device";
@@ -268,6 +286,10 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
       }
     } else if (event.op == Op::free) {
       policy.deallocate(live[index_of(event.id)], event.time);
+    } else if (i + 1 < trace.events.size() && trace.events[i + 1].op == Op::alloc && segment_made_during[i + 1] &&
+               freed_during[i] < policy.inspect(Detail::counters).releasable) {
+      failed_malloc_at = i + 1;
+      ++check.partial_releases;
     } else {
       policy.release_cached();
     }

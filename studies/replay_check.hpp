@@ -27,6 +27,7 @@ struct ReplayCheck {
   // Blocks allocated before the recording and freed in it whose size two of PyTorch's
   // rules fit (a truncated ring): what each could be and which one the replay took.
   std::vector<std::string> ambiguous_sizes;
+  std::size_t partial_releases = 0;  // releases replayed as a failed cudaMalloc's, not as empty_cache()
   std::size_t recorded_ooms = 0;
   std::size_t replayed_ooms = 0;  // recorded OOMs the replay failed too  // allocations placed where PyTorch placed them, checked
   Bytes recorded_peak_reserved = 0;    // the start's segments plus the recorded segment events

@@ -269,6 +269,59 @@ TEST_CASE("replay-check rule 8: every recorded PYTORCH_CUDA_ALLOC_CONF key is ma
                                    Catch::EndsWith("of 30 MiB (31457280 B) at trace event 2"));
 }
 
+// Rule 8, partial releases: max_split_size 20 MiB; A1 (40 MiB), A2 (30 MiB) and a small
+// segment S are cached whole. 64 MiB fits none; cudaMalloc fails; PyTorch frees oversize
+// blocks from the largest down until 64 MiB is covered (A1, then A2: 70 MiB) and retries,
+// leaving S cached. empty_cache() would have freed S too (72 MiB in all), so the release
+// row the converter made is replayed as that failed malloc, and is exact.
+constexpr const char* kPartial = R"(
+M = 1 << 20
+A1, A2, S, C = 0x7f0000000000, 0x7f0004000000, 0x7f0008000000, 0x7f000c000000
+trace = [e("segment_alloc", A1, 40 * M), e("alloc", A1, 40 * M), e("segment_alloc", A2, 30 * M), e("alloc", A2, 30 * M),
+         e("segment_alloc", S, 2 * M), e("alloc", S, 512),
+         e("free_requested", A1, 40 * M), e("free_completed", A1, 40 * M),
+         e("free_requested", A2, 30 * M), e("free_completed", A2, 30 * M),
+         e("free_requested", S, 512), e("free_completed", S, 512),
+         RELEASED, e("segment_alloc", C, 64 * M), e("alloc", C, 64 * M)]
+settings = {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:20", "max_split_size": 20 * M,
+            "garbage_collection_threshold": 0.0, "expandable_segments": False, "roundup_power2_divisions": {}}
+end = [seg(C, 64 * M, [b(64 * M, "active_allocated", address=C, requested_size=64 * M)])]
+if SMALL_KEPT:
+    end.insert(0, seg(S, 2 * M, [b(2 * M, "inactive", address=S)]))
+snapshot = {"segments": end, "device_traces": [trace], "allocator_settings": settings}
+)";
+
+TEST_CASE("replay-check rule 8: a partial release inside a failed cudaMalloc replays as recorded",
+          "[replay-check][recordings]") {
+  const test::TempDir dir;
+  const auto write = [&](const std::string& name, const std::string& released, bool small_kept) {
+    return test::write_snapshot(dir, name, replace_all(replace_all(kPartial, "RELEASED", released), "SMALL_KEPT",
+                                                       small_kept ? "True" : "False"));
+  };
+  const std::string partial = R"(e("segment_free", A1, 40 * M), e("segment_free", A2, 30 * M))";
+  const ReplayCheck check = checked(write("partial.pickle", partial, true));
+  INFO(check.divergence.value_or("") << check.final_state.value_or(""));
+  CHECK(check.exact());
+  CHECK(check.partial_releases == 1);
+  CHECK(check.simulated_segment_events == 6);
+
+  // empty_cache() before the alloc, all three freed in the pools' order (large by size,
+  // then small): a release as before, exact too.
+  const ReplayCheck full = checked(write(
+      "full.pickle", R"(e("segment_free", A2, 30 * M), e("segment_free", A1, 40 * M), e("segment_free", S, 2 * M))",
+      false));
+  INFO(full.divergence.value_or("") << full.final_state.value_or(""));
+  CHECK(full.exact());
+  CHECK(full.partial_releases == 0);
+
+  // The twin freed A2 alone: PyTorch would have freed the largest, A1, first.
+  const ReplayCheck twin = checked(write("twin.pickle", R"(e("segment_free", A2, 30 * M))", true));
+  REQUIRE(twin.divergence);
+  CHECK(*twin.divergence ==
+        "segment event 3: expected segment_free at 0x7f0004000000 of 30 MiB (31457280 B) at trace event 6, got "
+        "segment_free at 0x7f0000000000 of 40 MiB (41943040 B) at trace event 6");
+}
+
 // Rule 5: a recording that ends in an OOM. The 12 MiB block is freed and cached; 40 MiB
 // fits nowhere, cudaMalloc fails (30 MiB free), PyTorch releases the cached segment,
 // retries, fails again and records `oom`. The replay fails the same request the same way.
