@@ -99,6 +99,10 @@ int replay_check_command(std::span<const std::string> args, std::ostream& out) {
     out << "  partial releases: " << check.partial_releases
         << " (cached blocks freed inside a failed cudaMalloc, replayed as that failure, not as empty_cache())\n";
   }
+  if (check.gc_releases > 0) {
+    out << "  garbage collections: " << check.gc_releases
+        << " (their segments freed as recorded: a snapshot holds no memory fraction to rerun them)\n";
+  }
   if (check.recorded_ooms > 0) {
     out << "  OOMs: " << check.recorded_ooms << " recorded, " << check.replayed_ooms << " failed in the replay too\n";
   }

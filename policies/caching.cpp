@@ -229,6 +229,19 @@ void CachingPolicy::release_block(std::uint32_t block) {
   retire(block);
 }
 
+bool CachingPolicy::release_segment(Addr addr) {
+  if (expandable_) return false;
+  for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {  // rare: a linear search is enough
+    const CachedBlock& block = blocks_[b];
+    if (block.size == 0 || block.ptr != addr || block.prev != kNone) continue;
+    if (block.allocated || !unsplit(b)) return false;
+    release_block(b);
+    note_peaks();
+    return true;
+  }
+  return false;
+}
+
 void CachingPolicy::retire(std::uint32_t block) {
   blocks_[block].size = 0;  // marks the slot unused
   blocks_.remove(block);

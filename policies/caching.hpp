@@ -114,6 +114,11 @@ class CachingPolicy final : public Policy {
   };
   std::vector<SegmentLayout> layout() const;
 
+  // For replaying a recording's garbage collection (whose memory fraction a snapshot does
+  // not record): gives back the native segment at `addr` when it is wholly free and
+  // cached, as PyTorch's garbage_collect_cached_blocks did. False, changing nothing, when not.
+  bool release_segment(Addr addr);
+
   // expandable_segments, as the spec or its conf set it.
   bool expandable() const { return expandable_; }
 

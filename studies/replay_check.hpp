@@ -28,6 +28,7 @@ struct ReplayCheck {
   // rules fit (a truncated ring): what each could be and which one the replay took.
   std::vector<std::string> ambiguous_sizes;
   std::size_t partial_releases = 0;  // releases replayed as a failed cudaMalloc's, not as empty_cache()
+  std::size_t gc_releases = 0;       // garbage collections: the segments they freed, freed as recorded
   std::size_t recorded_ooms = 0;
   std::size_t replayed_ooms = 0;  // recorded OOMs the replay failed too  // allocations placed where PyTorch placed them, checked
   Bytes recorded_peak_reserved = 0;    // the start's segments plus the recorded segment events

@@ -322,6 +322,45 @@ TEST_CASE("replay-check rule 8: a partial release inside a failed cudaMalloc rep
         "segment_free at 0x7f0000000000 of 40 MiB (41943040 B) at trace event 6");
 }
 
+// Rule 8, garbage collection: garbage_collection_threshold 0.5 under a memory fraction the
+// snapshot does not record. A1 (40 MiB) and A2 (30 MiB) are cached; the 64 MiB alloc's
+// collection freed A1 alone, then it made a segment. The segment PyTorch freed is freed.
+constexpr const char* kCollected = R"(
+M = 1 << 20
+A1, A2, C = 0x7f0000000000, 0x7f0004000000, 0x7f000c000000
+trace = [e("segment_alloc", A1, 40 * M), e("alloc", A1, 40 * M), e("segment_alloc", A2, 30 * M), e("alloc", A2, 30 * M),
+         FREE_A1 e("free_requested", A2, 30 * M), e("free_completed", A2, 30 * M),
+         e("segment_free", A1, 40 * M), e("segment_alloc", C, 64 * M), e("alloc", C, 64 * M)]
+settings = {"PYTORCH_CUDA_ALLOC_CONF": "garbage_collection_threshold:0.5", "max_split_size": -1,
+            "garbage_collection_threshold": 0.5, "expandable_segments": False, "roundup_power2_divisions": {}}
+end = [seg(A2, 30 * M, [b(30 * M, "inactive", address=A2)]),
+       seg(C, 64 * M, [b(64 * M, "active_allocated", address=C, requested_size=64 * M)])]
+snapshot = {"segments": END, "device_traces": [trace], "allocator_settings": settings}
+)";
+
+TEST_CASE("replay-check rule 8: garbage collection's frees replay as recorded", "[replay-check][recordings]") {
+  const test::TempDir dir;
+  const std::string freed = R"(e("free_requested", A1, 40 * M), e("free_completed", A1, 40 * M),)";
+  const std::string python = replace_all(replace_all(kCollected, "FREE_A1", freed), "END", "end");
+  const ReplayCheck check = checked(test::write_snapshot(dir, "gc.pickle", python));
+  INFO(check.divergence.value_or("") << check.final_state.value_or(""));
+  CHECK(check.exact());
+  CHECK(check.gc_releases == 1);
+  CHECK(check.policy == "caching:gc_threshold=0.5");
+
+  // The twin never freed A1, yet PyTorch's trace says it was collected: only A2 is wholly
+  // free, so the release (trace event 3) cannot be a collection's, and replays as
+  // empty_cache(), freeing A2.
+  const std::string twin_python =
+      replace_all(replace_all(kCollected, "FREE_A1", ""), "END",
+                  R"([seg(A1, 40 * M, [b(40 * M, "active_allocated", address=A1, requested_size=40 * M)])] + end)");
+  const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", twin_python));
+  REQUIRE(twin.divergence);
+  CHECK(*twin.divergence ==
+        "segment event 2: expected segment_free at 0x7f0000000000 of 40 MiB (41943040 B) at trace event 3, got "
+        "segment_free at 0x7f0004000000 of 30 MiB (31457280 B) at trace event 3");
+}
+
 // Rule 5: a recording that ends in an OOM. The 12 MiB block is freed and cached; 40 MiB
 // fits nowhere, cudaMalloc fails (30 MiB free), PyTorch releases the cached segment,
 // retries, fails again and records `oom`. The replay fails the same request the same way.
