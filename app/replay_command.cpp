@@ -142,6 +142,12 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
       << recording.format << ", " << recording.trace.events.size() << " events, "
       << recording.preexisting.size() << " blocks live at the start\n"
       << "  device: " << sized(what_if.capacity) << ", " << what_if.capacity_source << "\n";
+  out << "  replay-check: " << (what_if.replay_check_divergence ? "diverged (" + *what_if.replay_check_divergence + ")"
+                                                               : std::string("exact, `caching` replays what PyTorch did"))
+      << "\n";
+  if (what_if.releases_in_allocs > 0) {
+    out << "  releases inside an alloc (no empty_cache() call, left to each policy): " << what_if.releases_in_allocs << "\n";
+  }
   if (!what_if.ambiguous_sizes.empty()) {
     out << "  ambiguous sizes: " << what_if.ambiguous_sizes.size()
         << " blocks from before the recording fit two sizing rules; the first: " << what_if.ambiguous_sizes.front()

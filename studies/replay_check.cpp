@@ -288,6 +288,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
       policy.deallocate(live[index_of(event.id)], event.time);
     } else if (i + 1 < trace.events.size() && trace.events[i + 1].op == Op::alloc && segment_made_during[i + 1] &&
                freed_during[i] < policy.inspect(Detail::counters).releasable) {
+      check.releases_in_allocs.push_back(i);
       if (recording.settings.garbage_collection_threshold > 0) {
         // Garbage collection inside that alloc: it frees the oldest cached segments, by a
         // memory fraction the snapshot does not record, so exactly those it freed are freed.

@@ -29,6 +29,7 @@ struct ReplayCheck {
   std::vector<std::string> ambiguous_sizes;
   std::size_t partial_releases = 0;  // releases replayed as a failed cudaMalloc's, not as empty_cache()
   std::size_t gc_releases = 0;       // garbage collections: the segments they freed, freed as recorded
+  std::vector<std::size_t> releases_in_allocs;  // the release rows of both kinds: no empty_cache() call
   std::size_t recorded_ooms = 0;
   std::size_t replayed_ooms = 0;  // recorded OOMs the replay failed too  // allocations placed where PyTorch placed them, checked
   Bytes recorded_peak_reserved = 0;    // the start's segments plus the recorded segment events

@@ -118,7 +118,7 @@ Spec with_recorded_settings(const Spec& user, const TorchRecording& recording) {
 }
 
 WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& text, Bytes capacity,
-                         std::vector<std::string>& ambiguous_sizes) {
+                         const std::vector<bool>& in_alloc, std::vector<std::string>& ambiguous_sizes) {
   check_policy_spec(text);
   Spec spec = parse_spec(text);
   const bool caching_family = spec.name == "caching" || spec.name == "expandable";
@@ -199,7 +199,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& tex
     } else if (event.op == Op::free) {
       if (alive[id]) policy->deallocate(start.live[id], event.time);
       alive[id] = false;
-    } else {
+    } else if (!in_alloc[i]) {
       policy->release_cached();
     }
   }
@@ -265,8 +265,15 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
     what_if.capacity = kNoLimit;
     what_if.capacity_source = "no limit (the recording ran without an OOM; set one with --capacity)";
   }
+  // replay-check tells which recorded releases were inside an alloc, and whether `caching`
+  // is the recording (on an unlimited device: its failures are the recorded OOMs).
+  const ReplayCheck check = replay_check(recording, kNoLimit);
+  what_if.replay_check_divergence = check.exact() ? std::nullopt : check.divergence ? check.divergence : check.final_state;
+  std::vector<bool> in_alloc(recording.trace.events.size(), false);
+  for (const std::size_t row : check.releases_in_allocs) in_alloc[row] = true;
+  what_if.releases_in_allocs = check.releases_in_allocs.size();
   for (const std::string& policy : policies) {
-    what_if.replayed.push_back(replay_one(recording, policy, what_if.capacity, what_if.ambiguous_sizes));
+    what_if.replayed.push_back(replay_one(recording, policy, what_if.capacity, in_alloc, what_if.ambiguous_sizes));
   }
   return what_if;
 }

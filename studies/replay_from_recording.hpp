@@ -33,6 +33,8 @@ struct WhatIf {
   WhatIfOutcome recorded;       // from the recording's own segment events and OOMs
   std::vector<WhatIfOutcome> replayed;  // one per policy, in the order given
   std::vector<std::string> ambiguous_sizes;  // pre-recording blocks two sizing rules fit
+  std::optional<std::string> replay_check_divergence;  // replay-check's verdict on the recording
+  std::size_t releases_in_allocs = 0;  // recorded releases that were no empty_cache() call, not replayed
   bool recorded_oom() const { return recorded.ooms > 0; }
 };
 
@@ -48,6 +50,8 @@ struct WhatIf {
 // - a recorded OOM's request is replayed where it happened: served, it is freed at once
 //   (what the recording did next ran without it); a trace alloc that fails is skipped,
 //   with its free. A policy avoided the recorded OOM when it failed no request at all.
+// - a release row replay-check finds inside an alloc (a partial release or a garbage
+//   collection) is no empty_cache() call: each policy's own alloc decides what it frees.
 // - throws Error on a bad spec, a recording it cannot rebuild (see replay_check).
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
                              std::optional<Bytes> capacity);

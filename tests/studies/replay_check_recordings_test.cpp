@@ -304,6 +304,14 @@ TEST_CASE("replay-check rule 8: a partial release inside a failed cudaMalloc rep
   CHECK(check.exact());
   CHECK(check.partial_releases == 1);
   CHECK(check.simulated_segment_events == 6);
+  // The what-if leaves that release to each policy: on a device without limit, caching's
+  // cudaMalloc(64 MiB) does not fail, so it frees nothing (72 + 64 MiB reserved).
+  const WhatIf what_if = replay_from_recording(read_torch_recording(write("partial.pickle", partial, true)),
+                                               std::vector<std::string>{"caching"}, {});
+  CHECK(what_if.releases_in_allocs == 1);
+  CHECK_FALSE(what_if.replay_check_divergence);
+  CHECK(what_if.recorded.peak_reserved == 72_MiB);
+  CHECK(what_if.replayed[0].peak_reserved == 136_MiB);
 
   // empty_cache() before the alloc, all three freed in the pools' order (large by size,
   // then small): a release as before, exact too.

@@ -96,6 +96,7 @@ TEST_CASE("replay: expandable and max_split_size avoid a fragmentation OOM that 
     INFO(shown.err);
     REQUIRE(shown.status == 0);
     CHECK_THAT(shown.out, Contains("device: 70 MiB (73400320 B), what the recorded run could hold"));
+    CHECK_THAT(shown.out, Contains("replay-check: exact, `caching` replays what PyTorch did"));
     CHECK_THAT(shown.out, Contains("reserved peak") && Contains("40 MiB (41943040 B)") && Contains("60 MiB (62914560 B)"));
     CHECK_THAT(shown.out, Contains("first OOM, caching: the recorded OOM before trace event 3: 40 MiB\n"));
     const auto avoided = shown.out.find("  avoided the recorded OOM");
