@@ -403,28 +403,23 @@ CachingPolicy::UnmappedKey CachingPolicy::unmapped_key_of(std::uint32_t block) c
   return UnmappedKey{blocks_[block].ptr, block, blocks_[block].stream};
 }
 
-Addr CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated) {
-  const auto fail = [&](const std::string& why) -> Addr {
-    throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": " + why);
-  };
-  if (expandable_) return fail("only native segments are rebuilt");
+void CachingPolicy::check_held(Bytes size, std::span<const HeldBlock> allocated) const {
   Bytes cursor = 0;
   for (const HeldBlock& held : allocated) {
     if (held.offset < cursor || held.size == 0 || held.offset + held.size > size) {
-      return fail("its blocks overlap or overrun it");
+      throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": its blocks overlap or overrun it");
     }
-    if (held.offset % kMinBlockSize != 0 || held.size % kMinBlockSize != 0) return fail("a block is not 512-B aligned");
+    if (held.offset % kMinBlockSize != 0 || held.size % kMinBlockSize != 0) {
+      throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": a block is not 512-B aligned");
+    }
     cursor = held.offset + held.size;
   }
-  const auto segment = device_.malloc(size);
-  if (!segment) return fail("the device has no room for it");
-  reserved_ += size;
-  ++segments_;
-  std::uint32_t rest =
-      blocks_.add(CachedBlock{segment->addr, size, 0, kNone, kNone, stream, small, false, true, 0});
+}
+
+void CachingPolicy::hold_blocks(std::uint32_t rest, Addr base, std::span<const HeldBlock> allocated) {
   for (const HeldBlock& held : allocated) {
     std::uint32_t block = rest;
-    if (const Bytes before = held.offset - (blocks_[rest].ptr - segment->addr); before > 0) {
+    if (const Bytes before = held.offset - (blocks_[rest].ptr - base); before > 0) {
       block = split_after(blocks_, rest, before, blocks_[rest]);
       cache(rest);  // the gap before it stays free
     }
@@ -442,6 +437,21 @@ Addr CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small, std::sp
   }
   if (rest != kNone) cache(rest);
   note_peaks();
+}
+
+Addr CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated) {
+  const auto fail = [&](const std::string& why) -> Addr {
+    throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": " + why);
+  };
+  if (expandable_) return fail("native, where every segment is expandable");
+  check_held(size, allocated);
+  const auto segment = device_.malloc(size);
+  if (!segment) return fail("the device has no room for it");
+  reserved_ += size;
+  ++segments_;
+  const std::uint32_t rest =
+      blocks_.add(CachedBlock{segment->addr, size, 0, kNone, kNone, stream, small, false, true, 0});
+  hold_blocks(rest, segment->addr, allocated);
   return segment->addr;
 }
 

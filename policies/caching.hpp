@@ -97,6 +97,11 @@ class CachingPolicy final : public Policy {
     Bytes requested;
   };
   Addr adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated);
+  // The same for an expandable segment (expandable_segments:True): reserve a range, as
+  // find_expandable_block would, map its first `mapped` bytes (whole pages) in one map
+  // call and hold `allocated` there; the gaps become cached free blocks, the rest of the
+  // range unmapped space. Returns the range's base.
+  Addr adopt_expandable_range(Bytes mapped, Stream stream, bool small, std::span<const HeldBlock> allocated);
 
   // Every segment with its blocks in address order, as torch.cuda.memory_snapshot() lists them.
   struct LaidBlock {
@@ -201,6 +206,7 @@ class CachingPolicy final : public Policy {
   // Expandable segments (caching_expandable.cpp), after PyTorch's functions of these names.
   std::uint32_t try_allocate_expandable_block(Pool& pool, Stream stream, Bytes size, bool small);
   std::uint32_t find_expandable_block(Pool& pool, Stream stream, Bytes size, bool small);
+  std::uint32_t new_virtual_segment(Pool& pool, Stream stream, bool small);  // its space, unmapped
   std::uint32_t map_block(std::uint32_t block, Bytes size);
   void unmap_block(std::uint32_t block);
   std::size_t virtual_segment_of(Addr ptr) const;  // the index of the segment holding ptr
@@ -210,6 +216,10 @@ class CachingPolicy final : public Policy {
   void check_pages() const;
   bool unsplit(std::uint32_t block) const { return blocks_[block].prev == kNone && blocks_[block].next == kNone; }
   void note_peaks();
+  // Marks `allocated` held in the free, uncached `rest` starting at `base` (adopt_*): the
+  // gaps before them and what is left after are cached.
+  void hold_blocks(std::uint32_t rest, Addr base, std::span<const HeldBlock> allocated);
+  void check_held(Bytes size, std::span<const HeldBlock> allocated) const;  // throws Error naming why not
 
   Device& device_;
   Bytes max_split_size_;

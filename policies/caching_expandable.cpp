@@ -41,6 +41,11 @@ std::uint32_t CachingPolicy::find_expandable_block(Pool& pool, Stream stream, By
     }
     if (room_from(candidate)) return candidate;
   }
+  return new_virtual_segment(pool, stream, small);
+}
+
+// A new range for this stream and pool, all of it unmapped space.
+std::uint32_t CachingPolicy::new_virtual_segment(Pool& pool, Stream stream, bool small) {
   const Bytes page = small ? kSmallPage : kLargePage;
   const Bytes pages = (device_.capacity() / 8 * 9 + page - 1) / page;
   // Aligned to the 2 MiB VMM granularity, not to the page: PyTorch leaves the alignment of
@@ -58,6 +63,30 @@ std::uint32_t CachingPolicy::find_expandable_block(Pool& pool, Stream stream, By
   ++segments_;
   note_peaks();
   return block;
+}
+
+// A range as PyTorch held it when a recording began: a snapshot lists its mapped prefix as
+// a segment, so the pages under it are mapped (one map call, which the recorded-address
+// device places at the recorded address) and the held blocks carved from that free space.
+Addr CachingPolicy::adopt_expandable_range(Bytes mapped, Stream stream, bool small,
+                                           std::span<const HeldBlock> allocated) {
+  const Bytes page = small ? kSmallPage : kLargePage;
+  const auto fail = [&](const std::string& why) -> Addr {
+    throw Error("caching: cannot rebuild an expandable segment of " + format_bytes(mapped) + ": " + why);
+  };
+  if (!expandable_) return fail("expandable, where every segment is native");
+  if (mapped == 0 || mapped % page != 0) return fail("not whole " + format_bytes(page) + " pages");
+  check_held(mapped, allocated);
+  Pool& pool = pool_of(small);
+  const std::uint32_t space = new_virtual_segment(pool, stream, small);
+  if (blocks_[space].size < mapped) return fail("larger than the range the device allows");
+  const std::uint32_t prefix = map_block(space, mapped);
+  if (prefix == kNone) return fail("the device has no room for its pages");
+  --num_device_alloc_;  // the start's pages, not a map the replay made
+  uncache(prefix);
+  const Addr base = blocks_[prefix].ptr;
+  hold_blocks(prefix, base, allocated);
+  return base;
 }
 
 // Maps the pages under the first `size` bytes of unmapped `block`; what is left stays

@@ -29,7 +29,8 @@ namespace allocsim {
 // - expandable segments: reserve_addresses returns the address of the recorded map that
 //   comes next (the policy maps the start of a range it has just reserved, as PyTorch
 //   does) when that range overlaps nothing live; otherwise an address above every
-//   recorded one. map, unmap and release_addresses take this device's addresses.
+//   recorded one. map, unmap and release_addresses take this device's addresses. The
+//   maps start with the ranges mapped before the recording, adopted first (one map each).
 class RecordedAddressDevice final : public ForwardingDevice {
  public:
   struct Placement {
@@ -38,7 +39,7 @@ class RecordedAddressDevice final : public ForwardingDevice {
   };
   struct Placements {
     std::vector<Placement> segments;  // every segment the recording reserved, in order (the starting ones first)
-    std::vector<Placement> maps;      // every segment_map, in order
+    std::vector<Placement> maps;      // the starting ranges' mapped prefixes, then every segment_map, in order
   };
   RecordedAddressDevice(Device& upstream, Placements placements)
       : ForwardingDevice(upstream), placements_(std::move(placements.segments)), maps_(std::move(placements.maps)) {

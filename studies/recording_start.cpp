@@ -68,8 +68,10 @@ std::vector<std::size_t> preexisting_by_address(const TorchRecording& recording)
 
 RecordedAddressDevice::Placements recorded_placements(const TorchRecording& recording) {
   RecordedAddressDevice::Placements placements;
+  // An expandable segment at the start is reserved and mapped when it is adopted (its
+  // range at its mapped prefix's address), so it comes first among the maps.
   for (const RecordedSegment& segment : recording.segments_at_start) {
-    placements.segments.push_back({segment.addr, segment.size});
+    (segment.expandable ? placements.maps : placements.segments).push_back({segment.addr, segment.size});
   }
   for (const RecordedSegmentEvent& event : recording.segment_events) {
     if (event.action == RecordedSegmentEvent::Action::alloc) placements.segments.push_back({event.addr, event.size});
@@ -111,7 +113,8 @@ RebuiltStart adopt_recorded_start(const TorchRecording& recording, CachingPolicy
       }
       held.push_back({block.addr - segment.addr, size, trace.events[order[next]].id, block.requested});
     }
-    const Addr addr = policy.adopt_segment(segment.size, segment.stream, segment.small, held);
+    const Addr addr = segment.expandable ? policy.adopt_expandable_range(segment.size, segment.stream, segment.small, held)
+                                         : policy.adopt_segment(segment.size, segment.stream, segment.small, held);
     start.simulated_at[segment.addr] = addr;
     start.reserved += segment.size;
     for (const CachingPolicy::HeldBlock& block : held) {

@@ -25,7 +25,10 @@ struct RebuiltStart {
 // Adopts every segment the recording began with into `policy`, holding the blocks
 // allocated before it at their recorded offsets and sizes (a size the snapshot no longer
 // shows is inferred with `divisions`, PyTorch's rounding). Throws Error when a block lies
-// in no recorded segment or the trace's leading allocs do not match the blocks.
+// in no recorded segment or the trace's leading allocs do not match the blocks. An
+// expandable segment (a mapped range, as a snapshot lists it) is adopted as the start of
+// its address range, reserved at its address, its pages mapped; the rest of the range
+// unmapped. The policy's kind must be the segments' (native or expandable).
 RebuiltStart adopt_recorded_start(const TorchRecording& recording, CachingPolicy& policy,
                                   const RoundupDivisions& divisions);
 
@@ -34,8 +37,9 @@ RebuiltStart adopt_recorded_start(const TorchRecording& recording, CachingPolicy
 // them; those it cannot serve are listed in `unserved` and left out.
 RebuiltStart place_recorded_start(const TorchRecording& recording, Policy& policy);
 
-// Where the recording reserved memory, for a RecordedAddressDevice: the starting segments,
-// then every segment_alloc, in order; and every segment_map, in order.
+// Where the recording reserved memory, for a RecordedAddressDevice: the starting native
+// segments, then every segment_alloc, in order; and the starting expandable segments (each
+// range's mapped prefix), then every segment_map, in order.
 RecordedAddressDevice::Placements recorded_placements(const TorchRecording& recording);
 
 std::string hex_address(Addr addr);

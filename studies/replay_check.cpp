@@ -164,12 +164,33 @@ RoundupDivisions recorded_divisions(const TorchAllocatorSettings& settings) {
   return parse_roundup_divisions(divisions_list(settings));
 }
 
-void refuse_unrebuildable(const TorchRecording& recording, std::string_view command) {
-  if (recorded_expandable(recording) && !recording.segments_at_start.empty()) {
-    throw Error("recorded with expandable segments, " + std::to_string(recording.segments_at_start.size()) +
-                " segments held when the recording began; " + std::string(command) +
-                " rebuilds expandable segments only from an empty start (record from the first allocation)");
+namespace {
+
+// An expandable recording's start is rebuilt range by range: each mapped segment the
+// snapshot lists is taken as the start of its stream's and pool's range (PyTorch reserves
+// one per stream and pool), so a second mapped piece of one range, whose gap was unmapped
+// before the recording, and a native segment beside them cannot be rebuilt.
+void refuse_unrebuildable_expandable(const TorchRecording& recording, std::string_view command) {
+  if (!recorded_expandable(recording)) return;
+  std::map<std::pair<Stream, bool>, Addr> range_at;
+  for (const RecordedSegment& segment : recording.segments_at_start) {
+    if (!segment.expandable) {
+      throw Error("recorded with expandable segments, a native segment at " + hex_address(segment.addr) +
+                  " held when the recording began; " + std::string(command) + " rebuilds only expandable ones");
+    }
+    const auto [first, fresh] = range_at.emplace(std::pair{segment.stream, segment.small}, segment.addr);
+    if (!fresh) {
+      throw Error("the expandable segments at " + hex_address(first->second) + " and " + hex_address(segment.addr) +
+                  " held when the recording began are mapped pieces of one range; " + std::string(command) +
+                  " rebuilds a range only from its mapped start");
+    }
   }
+}
+
+}  // namespace
+
+void refuse_unrebuildable(const TorchRecording& recording, std::string_view command) {
+  refuse_unrebuildable_expandable(recording, command);
   if (!recording.private_pools.empty()) {
     const PrivatePool& first = recording.private_pools.front();
     throw Error("private pool " + first.pool + " at " + first.entry +

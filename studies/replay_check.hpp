@@ -57,8 +57,9 @@ std::string recorded_spec(const TorchRecording& recording);
 // The recorded roundup_power2_divisions as the caching policy reads them.
 RoundupDivisions recorded_divisions(const TorchAllocatorSettings& settings);
 
-// Throws Error naming what `command` cannot rebuild yet: expandable segments mapped before
-// the recording began, private pools.
+// Throws Error naming what `command` cannot rebuild yet: two mapped pieces of one
+// expandable range at the start, native segments in a recording with expandable ones,
+// private pools.
 void refuse_unrebuildable(const TorchRecording& recording, std::string_view command);
 
 // The recorded PYTORCH_CUDA_ALLOC_CONF, entry by entry ("key:value"), sorted into those the
@@ -74,7 +75,7 @@ UnmappedSettings unmapped_settings(const TorchAllocatorSettings& settings);
 // starting segments adopted at theirs) and compares, event by event, every segment
 // reserved or released and every block's address with PyTorch's; the divergence reported
 // is the one at the earliest trace event. Throws Error when the recording cannot be
-// rebuilt (expandable segments mapped before it began, a private pool, a block outside every
+// rebuilt (see refuse_unrebuildable; a block outside every
 // segment, a device too small for the start).
 ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity);
 

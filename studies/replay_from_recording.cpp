@@ -137,7 +137,9 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& tex
   if (caching_family) {
     const auto& declared = spec.name == "caching" ? CachingPolicy::kParams : CachingPolicy::kExpandableParams;
     auto made = std::make_unique<CachingPolicy>(Params(spec, declared, "policy " + spec.name), device);
-    if (!made->expandable()) caching = made.get();
+    // Adopted where the policy's segments are of the recording's kind (refuse_unrebuildable
+    // leaves no mixed start); the other kind places the live blocks, as any policy does.
+    if (made->expandable() == recorded_expandable(recording)) caching = made.get();
     policy = std::move(made);
   } else {
     policy = make_policy(outcome.policy, device);

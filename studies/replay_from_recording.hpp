@@ -42,8 +42,9 @@ struct WhatIf {
 // - `caching` and `expandable` specs replay as the caching policy with the recorded
 //   settings, the spec's own keys replacing theirs; a native one adopts the recorded
 //   segments (at their addresses, with their blocks), as replay-check does, so plain
-//   `caching` reproduces the recording. Any other policy, and an expandable one, starts
-//   by allocating the blocks live at the start, in address order.
+//   `caching` reproduces the recording; an expandable one adopts the recorded expandable
+//   ranges of a recording made with them. Any other policy, and the other kind of the
+//   two, starts by allocating the blocks live at the start, in address order.
 // - the device: `capacity` when given; else, for a recording with an OOM, what the run
 //   could hold: the least over its OOMs of the bytes it reserved then plus the recorded
 //   device_free; else 1 TiB (no limit that matters, small enough for expandable's map).

@@ -391,7 +391,7 @@ def segments_at_start(end_segments, segment_events):
                       if piece["addr"] < piece["end"]]
             if event["action"] == "segment_unmap":
                 # Large-pool pages are 20 MiB, small-pool ones 2 MiB (a guess where both fit:
-                # such a start is refused by allocsim anyway).
+                # the replay's first map of that range then differs, and replay-check says so).
                 mapped.append({"addr": start, "end": end, "stream": event["stream"], "expandable": True,
                                "pool": "large" if event["size"] % (10 * SMALL_SEGMENT) == 0 else "small"})
     mapped.sort(key=lambda r: r["addr"])

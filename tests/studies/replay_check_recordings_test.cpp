@@ -489,14 +489,69 @@ TEST_CASE("replay-check rule 6: expandable segments replay through `expandable`,
           "segment event 2: expected segment_unmap at 0x7f0000200000 of 20 MiB (20971520 B) at trace event 4, got "
           "segment_unmap at 0x7f0001600000 of 20 MiB (20971520 B) at trace event 4");
   }
-  // Mapped before the recording began: refused, by name, rather than replayed as native.
-  const std::string late = test::write_snapshot(dir, "late.pickle", R"(
+}
+
+// Rule 6, a ring buffer begun mid-run: page 0 of the range at B (20 MiB) was mapped before
+// the recording, holding P (8 MiB, live) and a cached free gap of 12 MiB after it. X (6 MiB)
+// takes the gap's start; Y (10 MiB) takes the 6 MiB left and maps page 1 after them; freed,
+// it merges with the free rest of page 1, and empty_cache() unmaps page 1.
+constexpr const char* kExpandableStart = R"(
+M = 1 << 20
+B = 0x7f0000200000
+trace = [e("alloc", B + 8 * M, 6 * M), e("segment_map", B + 20 * M, MAPPED), e("alloc", B + 14 * M, 10 * M),
+         e("free_requested", B + 14 * M, 10 * M), e("free_completed", B + 14 * M, 10 * M),
+         e("segment_unmap", B + 20 * M, 20 * M)]
+blocks = [b(8 * M, "active_allocated", address=B, requested_size=8 * M),
+          b(6 * M, "active_allocated", address=B + 8 * M, requested_size=6 * M),
+          b(6 * M, "inactive", address=B + 14 * M)]
+snapshot = {"segments": [seg(B, 20 * M, blocks, is_expandable=True)], "device_traces": [trace],
+            "allocator_settings": {"expandable_segments": True}}
+)";
+
+TEST_CASE("replay-check rule 6: expandable segments mapped before the recording are rebuilt as mapped ranges",
+          "[replay-check][recordings]") {
+  const test::TempDir dir;
+  const std::string path = test::write_snapshot(dir, "start.pickle", replace_all(kExpandableStart, "MAPPED", "20 * M"));
+  const TorchRecording recording = read_torch_recording(path);
+  REQUIRE(recording.segments_at_start.size() == 1);  // page 0, the maps and unmaps undone
+  CHECK(recording.segments_at_start[0].size == 20_MiB);
+  CHECK(recording.segments_at_start[0].expandable);
+  const ReplayCheck check = replay_check(recording, 1024_GiB);
+  INFO(check.divergence.value_or("") << check.final_state.value_or(""));
+  CHECK(check.exact());
+  CHECK(check.policy == "expandable");
+  CHECK(check.preexisting == 1);
+  CHECK(check.segments_at_start == 1);
+  CHECK(check.simulated_segment_events == 2);
+  CHECK(check.addresses_compared == 2);  // X and Y; P was placed by the start
+  CHECK(check.recorded_peak_reserved == 40_MiB);
+  CHECK(check.simulated_peak_reserved == 40_MiB);
+  CHECK_THAT(test::cli({"replay-check", path}).out, Contains("exact"));
+  // The what-if adopts the range too: `expandable` is the recording; native `caching` places P.
+  const WhatIf what_if = replay_from_recording(recording, std::vector<std::string>{"expandable", "caching"}, {});
+  CHECK_FALSE(what_if.replay_check_divergence);
+  CHECK(what_if.replayed[0].start == "recorded segments adopted");
+  CHECK(what_if.replayed[0].peak_reserved == 40_MiB);
+  CHECK(what_if.replayed[0].device_allocs == what_if.recorded.device_allocs);
+  CHECK(what_if.replayed[1].start == "live blocks placed");
+
+  // The twin's Y mapped two pages (40 MiB); the replay maps one, at trace event 2.
+  const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", replace_all(kExpandableStart, "MAPPED", "40 * M")));
+  REQUIRE(twin.divergence);
+  CHECK(*twin.divergence ==
+        "segment event 0: expected segment_map at 0x7f0001600000 of 40 MiB (41943040 B) at trace event 2, got "
+        "segment_map at 0x7f0001600000 of 20 MiB (20971520 B) at trace event 2");
+
+  // Two mapped pieces of one range (its middle unmapped before the recording): refused by name.
+  const std::string pieces = test::write_snapshot(dir, "pieces.pickle", R"(
 M = 1 << 20
 B = 0x7f0000200000
 snapshot = {"segments": [seg(B, 20 * M, [b(20 * M, "active_allocated", address=B, requested_size=20 * M)],
-                             is_expandable=True)],
-            "device_traces": [[e("alloc", B, 20 * M)]]})");
-  CHECK_THROWS_WITH(checked(late), Contains("expandable segments, 1 segments held when the recording began"));
+                             is_expandable=True),
+                         seg(B + 40 * M, 20 * M, [b(20 * M, "active_allocated", address=B + 40 * M,
+                                                    requested_size=20 * M)], is_expandable=True)],
+            "device_traces": [[e("alloc", B + 60 * M, 512)]]})");
+  CHECK_THROWS_WITH(checked(pieces), Contains("are mapped pieces of one range"));
 }
 
 // Converter errors name the file and the entry, whole.

@@ -107,10 +107,10 @@ TEST_CASE("replay-check: the first divergence says where, what was recorded and 
 
 TEST_CASE("replay-check: recordings it cannot rebuild are bad input", "[replay-check]") {
   TorchRecording recording = worked_example();
-  SECTION("expandable segments held when the recording began (rule 6 replays them from an empty start)") {
+  SECTION("native segments held when the recording began, in a recording with expandable segments") {
     recording.settings.expandable_segments = true;
     CHECK_THROWS_WITH(replay_check(recording, 1024_GiB),
-                      Catch::Contains("expandable segments") && Catch::Contains("held when the recording began"));
+                      Catch::Contains("a native segment at") && Catch::Contains("held when the recording began"));
   }
   SECTION("a block outside every segment") {
     recording.preexisting[1].addr = kLater;
