@@ -7,7 +7,7 @@
 #include <boost/program_options.hpp>
 
 #include "app/commands.hpp"
-#include "app/parse_options.hpp"
+#include "app/snapshot_arguments.hpp"
 #include "sim/error.hpp"
 #include "studies/replay_check.hpp"
 
@@ -42,27 +42,15 @@ std::string bytes_and_exact(Bytes bytes) { return format_bytes(bytes) + " (" + s
 }  // namespace
 
 int replay_check_command(std::span<const std::string> args, std::ostream& out) {
-  std::string file;
+  SnapshotArguments snapshot;
   std::string capacity = "1TiB";  // no limit, and small enough for expandable's page table
-  std::optional<int> cuda_device;
   po::options_description description("Options");
   description.add_options()("help,h", "this help")(
       "capacity,c", po::value(&capacity)->value_name("SIZE"),
-      "device memory for a recording made under memory pressure (default: no limit)")(
-      "cuda-device", po::value<int>()->value_name("N")->notifier([&](int n) { cuda_device = n; }),
-      "the device whose trace to replay (default: the only one with a trace)");
-  po::options_description hidden;
-  hidden.add_options()("file", po::value(&file));
-  po::options_description all;
-  all.add(description).add(hidden);
-  po::positional_options_description positional;
-  positional.add("file", 1);
-  const po::variables_map values = parse_options(args, all, positional);
-  if (values.count("help")) {
-    out << kReplayCheckUsage << '\n' << description << '\n';
-    return 0;
-  }
-  if (file.empty()) throw Error("replay-check needs a snapshot: allocsim replay-check FILE.pickle");
+      "device memory for a recording made under memory pressure (default: no limit)");
+  if (!parse_snapshot_arguments(args, description, snapshot, kReplayCheckUsage, "replay-check needs a snapshot: allocsim replay-check FILE.pickle", out)) return 0;
+  const std::string& file = snapshot.file;
+  const std::optional<int>& cuda_device = snapshot.cuda_device;
   const Bytes device_capacity = parse_bytes(capacity);
   if (device_capacity == 0) throw Error("--capacity must be more than 0 bytes");
 

@@ -10,7 +10,7 @@
 #include <boost/program_options.hpp>
 
 #include "app/commands.hpp"
-#include "app/parse_options.hpp"
+#include "app/snapshot_arguments.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "studies/replay_from_recording.hpp"
@@ -95,10 +95,9 @@ void print_table(std::ostream& out, const WhatIf& what_if) {
 }  // namespace
 
 int replay_command(std::span<const std::string> args, std::ostream& out) {
-  std::string file;
   std::vector<std::string> policy_lists;
   std::optional<std::string> capacity;
-  std::optional<int> cuda_device;
+  SnapshotArguments snapshot;
   std::string csv;
   po::options_description description("Options");
   description.add_options()("help,h", "this help")(
@@ -106,21 +105,10 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
       "policies to replay, comma-separated (repeatable); default caching,expandable")(
       "capacity,c", po::value<std::string>()->value_name("SIZE")->notifier([&](const std::string& s) { capacity = s; }),
       "the device's memory (default: what the recorded run could hold at its OOM, else no limit)")(
-      "cuda-device", po::value<int>()->value_name("N")->notifier([&](int n) { cuda_device = n; }),
-      "the device whose trace to replay (default: the only one with a trace)")(
       "csv", po::value(&csv)->value_name("FILE"), "also a CSV row per side (written whole)");
-  po::options_description hidden;
-  hidden.add_options()("file", po::value(&file));
-  po::options_description all;
-  all.add(description).add(hidden);
-  po::positional_options_description positional;
-  positional.add("file", 1);
-  const po::variables_map values = parse_options(args, all, positional);
-  if (values.count("help")) {
-    out << kReplayUsage << '\n' << description << '\n';
-    return 0;
-  }
-  if (file.empty()) throw Error("replay needs a snapshot: allocsim replay FILE.pickle --policy SPECS");
+  if (!parse_snapshot_arguments(args, description, snapshot, kReplayUsage, "replay needs a snapshot: allocsim replay FILE.pickle --policy SPECS", out)) return 0;
+  const std::string& file = snapshot.file;
+  const std::optional<int>& cuda_device = snapshot.cuda_device;
   std::vector<std::string> policies;
   for (const std::string& list : policy_lists.empty() ? std::vector<std::string>{"caching,expandable"} : policy_lists) {
     for (std::string& item : split_list(list, "--policy")) policies.push_back(std::move(item));

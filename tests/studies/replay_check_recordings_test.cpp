@@ -31,6 +31,12 @@ ReplayCheck checked(const std::string& path, std::optional<int> device = {}) {
   return replay_check(read_torch_recording(path, device), 1024_GiB);
 }
 
+// A mutated twin's first divergence; it must have one.
+std::string divergence_of(const ReplayCheck& twin) {
+  REQUIRE(twin.divergence);
+  return *twin.divergence;
+}
+
 // Rule 2: PyTorch 2.0 (blocks with only size, state and history; no time_us anywhere) and
 // 2.1 (block addresses and requested sizes, pool ids; still no time_us). One small-pool
 // segment: 1000 B and 512 B, the first freed, then 700 B reuses its 1 KiB block (the best
@@ -171,8 +177,7 @@ TEST_CASE("replay-check rule 4: streams numbered by raw value, as PyTorch orders
 
   const std::string a_then_b = R"(e("segment_free", A, 2 << 20, 0x200), e("segment_free", B, 2 << 20, 0x100))";
   const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", replace_all(kTwoStreams, "RELEASES", a_then_b)));
-  REQUIRE(twin.divergence);
-  CHECK(*twin.divergence ==
+  CHECK(divergence_of(twin) ==
         "segment event 2: expected segment_free at 0x7f0000000000 of 2 MiB (2097152 B) at trace event 4, got "
         "segment_free at 0x7f0000400000 of 2 MiB (2097152 B) at trace event 4");
 }
@@ -204,8 +209,7 @@ TEST_CASE("replay-check rule 1: segments at the recorded addresses; every block'
   // The twin says PyTorch took H's block: the address check catches it at that event,
   // not in the final layout.
   const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", replace_all(kBelow, "LAST", "H")));
-  REQUIRE(twin.divergence);
-  CHECK(*twin.divergence ==
+  CHECK(divergence_of(twin) ==
         "trace event 6: alloc of 1 MiB (1048576 B) at 0x7f0000000000, PyTorch placed it at 0x7f0000400000");
   CHECK_FALSE(twin.final_state_compared);
 }
@@ -263,9 +267,7 @@ TEST_CASE("replay-check rule 8: every recorded PYTORCH_CUDA_ALLOC_CONF key is ma
   CHECK_THAT(shown.out, Contains("settings not modelled (replayed without them): future_key:1"));
 
   // The twin ran with the default rounding: PyTorch would have made a segment there.
-  const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", replace_all(kRounding, "@CONF@", "max_split_size_mb:20")));
-  REQUIRE(twin.divergence);
-  CHECK_THAT(*twin.divergence, Catch::StartsWith("segment event 1: expected none, got segment_alloc at ") &&
+  CHECK_THAT(divergence_of(checked(test::write_snapshot(dir, "twin.pickle", replace_all(kRounding, "@CONF@", "max_split_size_mb:20")))), Catch::StartsWith("segment event 1: expected none, got segment_alloc at ") &&
                                    Catch::EndsWith("of 30 MiB (31457280 B) at trace event 2"));
 }
 
@@ -324,8 +326,7 @@ TEST_CASE("replay-check rule 8: a partial release inside a failed cudaMalloc rep
 
   // The twin freed A2 alone: PyTorch would have freed the largest, A1, first.
   const ReplayCheck twin = checked(write("twin.pickle", R"(e("segment_free", A2, 30 * M))", true));
-  REQUIRE(twin.divergence);
-  CHECK(*twin.divergence ==
+  CHECK(divergence_of(twin) ==
         "segment event 3: expected segment_free at 0x7f0004000000 of 30 MiB (31457280 B) at trace event 6, got "
         "segment_free at 0x7f0000000000 of 40 MiB (41943040 B) at trace event 6");
 }
@@ -363,8 +364,7 @@ TEST_CASE("replay-check rule 8: garbage collection's frees replay as recorded", 
       replace_all(replace_all(kCollected, "FREE_A1", ""), "END",
                   R"([seg(A1, 40 * M, [b(40 * M, "active_allocated", address=A1, requested_size=40 * M)])] + end)");
   const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", twin_python));
-  REQUIRE(twin.divergence);
-  CHECK(*twin.divergence ==
+  CHECK(divergence_of(twin) ==
         "segment event 2: expected segment_free at 0x7f0000000000 of 40 MiB (41943040 B) at trace event 3, got "
         "segment_free at 0x7f0004000000 of 30 MiB (31457280 B) at trace event 3");
 }
@@ -394,8 +394,7 @@ TEST_CASE("replay-check rule 5: a recording that ends in an OOM replays exact", 
 
   // The twin had room for it: the replay serves it from a new segment instead of releasing.
   const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", replace_all(kOom, "FREE", "50")));
-  REQUIRE(twin.divergence);
-  CHECK_THAT(*twin.divergence, Catch::StartsWith("segment event 1: expected segment_free at 0x7f0000000000 of 12 MiB "
+  CHECK_THAT(divergence_of(twin), Catch::StartsWith("segment event 1: expected segment_free at 0x7f0000000000 of 12 MiB "
                                                  "(12582912 B) at trace event 2, got segment_alloc at ") &&
                                    Catch::EndsWith("of 40 MiB (41943040 B) at trace event 2"));
   CHECK(twin.replayed_ooms == 0);
@@ -431,9 +430,7 @@ TEST_CASE("replay-check rule 9: a block that two sizing rules fit is said to be 
                       "at 0x7f0000000000"));
 
   // The twin asks for one byte more than the room: a new segment at trace event 3.
-  const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", replace_all(kRing, "LAST", "9 * M + 512 * K + 1")));
-  REQUIRE(twin.divergence);
-  CHECK_THAT(*twin.divergence, Catch::StartsWith("segment event 0: expected none, got segment_alloc at ") &&
+  CHECK_THAT(divergence_of(checked(test::write_snapshot(dir, "twin.pickle", replace_all(kRing, "LAST", "9 * M + 512 * K + 1")))), Catch::StartsWith("segment event 0: expected none, got segment_alloc at ") &&
                                    Catch::EndsWith("of 20 MiB (20971520 B) at trace event 3"));
 }
 
@@ -537,8 +534,7 @@ TEST_CASE("replay-check rule 6: expandable segments mapped before the recording 
 
   // The twin's Y mapped two pages (40 MiB); the replay maps one, at trace event 2.
   const ReplayCheck twin = checked(test::write_snapshot(dir, "twin.pickle", replace_all(kExpandableStart, "MAPPED", "40 * M")));
-  REQUIRE(twin.divergence);
-  CHECK(*twin.divergence ==
+  CHECK(divergence_of(twin) ==
         "segment event 0: expected segment_map at 0x7f0001600000 of 40 MiB (41943040 B) at trace event 2, got "
         "segment_map at 0x7f0001600000 of 20 MiB (20971520 B) at trace event 2");
 
