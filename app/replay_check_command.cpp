@@ -37,7 +37,6 @@ Prints `exact`, or the first divergence: where, what PyTorch did, what the polic
 Exit status: 0 exact, 1 diverged, 2 bad input.
 )";
 
-std::string bytes_and_exact(Bytes bytes) { return format_bytes(bytes) + " (" + std::to_string(bytes) + " B)"; }
 
 }  // namespace
 
@@ -95,8 +94,8 @@ int replay_check_command(std::span<const std::string> args, std::ostream& out) {
     out << "  OOMs: " << check.recorded_ooms << " recorded, " << check.replayed_ooms << " failed in the replay too\n";
   }
   out
-      << "  reserved peak: recorded " << bytes_and_exact(check.recorded_peak_reserved) << ", simulated "
-      << bytes_and_exact(check.simulated_peak_reserved) << "\n";
+      << "  reserved peak: recorded " << format_bytes_exact(check.recorded_peak_reserved) << ", simulated "
+      << format_bytes_exact(check.simulated_peak_reserved) << "\n";
   if (check.divergence) out << "  first divergence: " << *check.divergence << "\n";
   if (check.final_state) out << "  final state differs: " << *check.final_state << "\n";
   if (check.final_state_compared && !check.final_state) {

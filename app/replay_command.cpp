@@ -51,7 +51,6 @@ Examples (PYTORCH_CUDA_ALLOC_CONF keys and their specs):
 Exit status: 0 when the replays ran (an OOM is a result), 2 on bad input.
 )";
 
-std::string sized(Bytes bytes) { return format_bytes(bytes) + " (" + std::to_string(bytes) + " B)"; }
 
 // The side-by-side table: a label column, then the recording and one column per policy.
 void print_table(std::ostream& out, const WhatIf& what_if) {
@@ -66,8 +65,8 @@ void print_table(std::ostream& out, const WhatIf& what_if) {
   row("", [](const WhatIfOutcome&, bool recorded) { return std::string(recorded ? "recorded" : "simulated"); });
   row("policy", [](const WhatIfOutcome& o, bool) { return o.policy; });
   row("start", [](const WhatIfOutcome& o, bool) { return o.start; });
-  row("reserved peak", [](const WhatIfOutcome& o, bool) { return sized(o.peak_reserved); });
-  row("allocated peak", [](const WhatIfOutcome& o, bool) { return sized(o.peak_allocated); });
+  row("reserved peak", [](const WhatIfOutcome& o, bool) { return format_bytes_exact(o.peak_reserved); });
+  row("allocated peak", [](const WhatIfOutcome& o, bool) { return format_bytes_exact(o.peak_allocated); });
   row("segments reserved", [](const WhatIfOutcome& o, bool) { return std::to_string(o.device_allocs); });
   row("OOMs", [](const WhatIfOutcome& o, bool) { return std::to_string(o.ooms); });
   row("avoided the recorded OOM", [&](const WhatIfOutcome& o, bool recorded) -> std::string {
@@ -129,7 +128,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
       << "  recording: device " << recording.device << (recording.format.empty() ? "" : ", written by ")
       << recording.format << ", " << recording.trace.events.size() << " events, "
       << recording.preexisting.size() << " blocks live at the start\n"
-      << "  device: " << sized(what_if.capacity) << ", " << what_if.capacity_source << "\n";
+      << "  device: " << format_bytes_exact(what_if.capacity) << ", " << what_if.capacity_source << "\n";
   out << "  replay-check: " << (what_if.replay_check_divergence ? "diverged (" + *what_if.replay_check_divergence + ")"
                                                                : std::string("exact, `caching` replays what PyTorch did"))
       << "\n";

@@ -97,4 +97,16 @@ Bytes parse_bytes(std::string_view text) {
   return fail("unknown unit '" + std::string(text.substr(pos)) + "' (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
 }
 
+std::string format_bytes_exact(Bytes bytes) {
+  const std::string exact = std::to_string(bytes) + " B";
+  const std::string short_form = format_bytes(bytes);
+  return short_form == exact ? exact : short_form + " (" + exact + ")";
+}
+
+std::string format_address(Addr addr) {
+  char text[2 + 16 + 1];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(addr));
+  return text;
+}
+
 }  // namespace allocsim

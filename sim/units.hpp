@@ -34,6 +34,11 @@ enum class Unit : std::uint8_t { text, count, bytes, ratio, nanos, seconds, rate
 
 // "1.50 GiB", "256 B": three significant digits, binary units.
 std::string format_bytes(Bytes bytes);
+// "1 MiB (1048576 B)", or "700 B" where the two would say the same: for messages that
+// must be exact and still readable.
+std::string format_bytes_exact(Bytes bytes);
+// "0x7f0000000000": a device address, as drivers and PyTorch print them.
+std::string format_address(Addr addr);
 // "12.3 ms", "850 ns".
 std::string format_nanos(Nanos nanos);
 

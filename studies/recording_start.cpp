@@ -24,11 +24,11 @@ InferredSize inferred_block_size(const PreexistingBlock& block, Bytes room, bool
                                  const RoundupDivisions& divisions, std::optional<Bytes> max_split_size) {
   const Bytes rounded = torch_round_size(block.requested, divisions);
   if (rounded > room) {
-    throw Error("the block at " + hex_address(block.addr) + " (" + format_bytes(rounded) +
+    throw Error("the block at " + format_address(block.addr) + " (" + format_bytes(rounded) +
                 ") does not fit before the next block of its segment");
   }
   const auto both = [&](Bytes chosen, const std::string& why, Bytes alternative, const std::string& other_why) {
-    return InferredSize{chosen, "the block at " + hex_address(block.addr) + " is " + std::to_string(chosen) + " B (" +
+    return InferredSize{chosen, "the block at " + format_address(block.addr) + " is " + std::to_string(chosen) + " B (" +
                                     why + ") or " + std::to_string(alternative) + " B (" + other_why +
                                     "); replayed as the first"};
   };
@@ -80,11 +80,6 @@ RecordedAddressDevice::Placements recorded_placements(const TorchRecording& reco
   return placements;
 }
 
-std::string hex_address(Addr addr) {
-  std::ostringstream text;
-  text << "0x" << std::hex << addr;
-  return text.str();
-}
 
 RebuiltStart adopt_recorded_start(const TorchRecording& recording, CachingPolicy& policy,
                                   const RoundupDivisions& divisions) {
@@ -98,7 +93,7 @@ RebuiltStart adopt_recorded_start(const TorchRecording& recording, CachingPolicy
     std::vector<CachingPolicy::HeldBlock> held;
     for (; next < preexisting && recording.preexisting[order[next]].addr < segment.addr + segment.size; ++next) {
       const PreexistingBlock& block = recording.preexisting[order[next]];
-      if (block.addr < segment.addr) throw Error("the block at " + hex_address(block.addr) + " lies in no recorded segment");
+      if (block.addr < segment.addr) throw Error("the block at " + format_address(block.addr) + " lies in no recorded segment");
       const bool last = next + 1 == preexisting ||
                         recording.preexisting[order[next + 1]].addr >= segment.addr + segment.size;
       const Addr end = last ? segment.addr + segment.size : recording.preexisting[order[next + 1]].addr;
@@ -122,7 +117,7 @@ RebuiltStart adopt_recorded_start(const TorchRecording& recording, CachingPolicy
     }
   }
   if (next < preexisting) {
-    throw Error("the block at " + hex_address(recording.preexisting[order[next]].addr) + " lies in no recorded segment");
+    throw Error("the block at " + format_address(recording.preexisting[order[next]].addr) + " lies in no recorded segment");
   }
   return start;
 }

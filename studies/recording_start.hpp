@@ -42,6 +42,5 @@ RebuiltStart place_recorded_start(const TorchRecording& recording, Policy& polic
 // range's mapped prefix), then every segment_map, in order.
 RecordedAddressDevice::Placements recorded_placements(const TorchRecording& recording);
 
-std::string hex_address(Addr addr);
 
 }  // namespace allocsim

@@ -48,15 +48,9 @@ class LoggingDevice final : public ForwardingDevice {
   std::vector<RecordedSegmentEvent> calls;  // addresses are the simulated device's
 };
 
-// "1 MiB (1048576 B)", or "700 B" where the two say the same.
-std::string sized(Bytes bytes) {
-  const std::string exact = std::to_string(bytes) + " B";
-  const std::string short_form = format_bytes(bytes);
-  return short_form == exact ? exact : short_form + " (" + exact + ")";
-}
 
 std::string describe(const RecordedSegmentEvent& event) {
-  return std::string(to_string(event.action)) + " at " + hex_address(event.addr) + " of " + format_bytes(event.size) + " (" +
+  return std::string(to_string(event.action)) + " at " + format_address(event.addr) + " of " + format_bytes(event.size) + " (" +
          std::to_string(event.size) + " B) at trace event " + std::to_string(event.during_event);
 }
 
@@ -175,12 +169,12 @@ void refuse_unrebuildable_expandable(const TorchRecording& recording, std::strin
   std::map<std::pair<Stream, bool>, Addr> range_at;
   for (const RecordedSegment& segment : recording.segments_at_start) {
     if (!segment.expandable) {
-      throw Error("recorded with expandable segments, a native segment at " + hex_address(segment.addr) +
+      throw Error("recorded with expandable segments, a native segment at " + format_address(segment.addr) +
                   " held when the recording began; " + std::string(command) + " rebuilds only expandable ones");
     }
     const auto [first, fresh] = range_at.emplace(std::pair{segment.stream, segment.small}, segment.addr);
     if (!fresh) {
-      throw Error("the expandable segments at " + hex_address(first->second) + " and " + hex_address(segment.addr) +
+      throw Error("the expandable segments at " + format_address(first->second) + " and " + format_address(segment.addr) +
                   " held when the recording began are mapped pieces of one range; " + std::string(command) +
                   " rebuilds a range only from its mapped start");
     }
@@ -264,8 +258,8 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
         ++check.replayed_ooms;
         continue;
       }
-      note(i, "trace event " + std::to_string(i) + ": PyTorch ran out of memory for " + sized(oom.size) + " with " +
-                  sized(oom.device_free) + " free on the device; the replay served it at " + hex_address(block->addr));
+      note(i, "trace event " + std::to_string(i) + ": PyTorch ran out of memory for " + format_bytes_exact(oom.size) + " with " +
+                  format_bytes_exact(oom.device_free) + " free on the device; the replay served it at " + format_address(block->addr));
       policy.deallocate(*block, now);
     }
   };
@@ -301,8 +295,8 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
         const std::size_t id = index_of(event.id);
         check.addresses_compared += compare_addresses ? 1 : 0;
         if (compare_addresses && block->addr != recording.addresses[id]) {
-          note(i, "trace event " + std::to_string(i) + ": alloc of " + sized(block->requested) + " at " +
-                      hex_address(block->addr) + ", PyTorch placed it at " + hex_address(recording.addresses[id]));
+          note(i, "trace event " + std::to_string(i) + ": alloc of " + format_bytes_exact(block->requested) + " at " +
+                      format_address(block->addr) + ", PyTorch placed it at " + format_address(recording.addresses[id]));
         }
       }
     } else if (event.op == Op::free) {
@@ -318,7 +312,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
           const auto adopted = simulated_at.find(freed.addr);  // else made in the replay, at PyTorch's address
           if (!policy.release_segment(adopted == simulated_at.end() ? freed.addr : adopted->second)) {
             note(i, "trace event " + std::to_string(i) + ": PyTorch's garbage collection freed the segment at " +
-                        hex_address(freed.addr) + ", which the replay does not hold wholly free");
+                        format_address(freed.addr) + ", which the replay does not hold wholly free");
           }
         }
         ++check.gc_releases;
@@ -383,7 +377,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
     const auto found = expected.expandable ? by_address.find(expected.addr)  // at the recorded address
                        : mapped == simulated_at.end() ? by_address.end()
                                                       : by_address.find(mapped->second);
-    const std::string where = "the snapshot's segment at " + hex_address(expected.addr) + " (" + format_bytes(expected.size) + ")";
+    const std::string where = "the snapshot's segment at " + format_address(expected.addr) + " (" + format_bytes(expected.size) + ")";
     if (found == by_address.end()) {
       check.final_state = where + " is not held at the end of the replay";
       return check;

@@ -56,3 +56,16 @@ TEST_CASE("alignment helpers round to multiples", "[units]") {
 
 }  // namespace
 }  // namespace allocsim
+
+namespace allocsim {
+namespace {
+
+TEST_CASE("exact sizes say the bytes once when the short form already does", "[units]") {
+  CHECK(format_bytes_exact(700) == "700 B");
+  CHECK(format_bytes_exact(1_MiB) == "1 MiB (1048576 B)");
+  CHECK(format_address(0x7f0000000000) == "0x7f0000000000");
+  CHECK(format_address(0) == "0x0");
+}
+
+}  // namespace
+}  // namespace allocsim
