@@ -6,6 +6,7 @@
 #include "sim/csv_columns.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "studies/outcome.hpp"
 #include "studies/parallel.hpp"
 #include "studies/sweep_run.hpp"
 
@@ -16,13 +17,12 @@ BatchProbe probe(const RunResult& result, std::int64_t batch) {
   const TenantResult& tenant = result.tenants.front();
   BatchProbe probe;
   probe.batch = batch;
-  probe.fits = tenant.oom_count == 0 && !tenant.hang_event && tenant.events_replayed == tenant.events;
+  probe.fits = ran_through(tenant);
   probe.peak_requested = tenant.peak_requested;
   probe.peak_allocated = tenant.peak_allocated;
   probe.peak_reserved = tenant.peak_reserved;
   probe.fragmentation = tenant.fragmentation_at_peak();
-  if (tenant.hang_event) probe.failure = "the allocator would hang";
-  if (const OomRecord* oom = tenant.first_oom()) probe.failure = std::string(name_of(oom->kind));
+  probe.failure = failure_kind(tenant);
   return probe;
 }
 
