@@ -20,6 +20,7 @@ Usage:
   allocsim replay FILE.pickle --policy SPECS                would another setting have saved this run?
   allocsim sweep --workload SPECS --policy SPECS [lists]    the cross product of lists, one CSV (sweep --help)
   allocsim maxbatch --workload MODEL --policy SPECS         the largest batch without OOM, per policy
+  allocsim advise --workload SPEC [--framework tf|torch]    what to change so that it fits (advise --help)
   allocsim validate --workload SPEC --policy SPEC [--cap S] simulation and the GPU side by side (validate --help)
   allocsim calibrate [--out FILE]                           measure the GPU's allocation costs for --device-profile
 
@@ -45,11 +46,12 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     if (command == "replay") return replay_command(args.subspan(1), out);
     if (command == "sweep") return sweep_command(args.subspan(1), out, err);
     if (command == "maxbatch") return maxbatch_command(args.subspan(1), out);
+    if (command == "advise") return advise_command(args.subspan(1), out);
     if (command == "validate") return validate_command(args.subspan(1), out);
     if (command == "calibrate") return calibrate_command(args.subspan(1), out);
     if (!command.empty() && command.front() != '-') {
       throw Error("unknown command '" + command +
-                  "' (run, replay-check, replay, sweep, maxbatch, validate, calibrate, policies, workloads, devices, help)");
+                  "' (run, replay-check, replay, sweep, maxbatch, advise, validate, calibrate, policies, workloads, devices, help)");
     }
     if (args.empty()) {
       out << kAllocsimUsage;

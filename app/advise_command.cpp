@@ -1,0 +1,196 @@
+// `allocsim advise`: what to change so that a workload fits, each answer a run.
+#include <algorithm>
+#include <thread>
+
+#include <boost/program_options.hpp>
+
+#include "app/commands.hpp"
+#include "app/device_options.hpp"
+#include "app/parse_options.hpp"
+#include "policies/registry.hpp"
+#include "sim/atomic_file.hpp"
+#include "sim/error.hpp"
+#include "sim/metrics.hpp"
+#include "studies/advise.hpp"
+
+namespace allocsim {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kAdviseUsage = R"(allocsim advise: what to change so that a workload fits, answered by simulation.
+
+Usage:
+  allocsim advise --workload SPEC [--framework tf|torch] [--device NAME | --capacity SIZE]
+                  [--tenant WORKLOAD@POLICY ...] [--csv FILE] [options]
+
+Examples:
+  allocsim advise --workload resnet50_b256 --framework tf --device v100-16gb
+  allocsim advise --workload resnet50_b32_tf --device v100-16gb --tenant resnet50_b64_tf@bfc
+  allocsim advise --workload workloads/traces/seed_fragmentation.csv --framework tf --capacity 10GiB
+
+It runs the workload as it is, under the framework's default allocator (TensorFlow: bfc;
+PyTorch: caching), with the other tenants as given, then one change at a time:
+  allocator settings   tf: memory growth, memory_limit (the smallest that fits), the system
+                       reserve TF_DEVICE_MIN_SYS_MEMORY_IN_MB (the largest that fits);
+                       torch: expandable segments, max_split_size_mb:128,
+                       garbage_collection_threshold:0.8, set_per_process_memory_fraction
+                       (the smallest that fits)
+  another tenant       memory growth, memory_limit or a memory fraction for it (the smallest
+                       with which it still runs)
+  the model            amp, bf16 (compute capability 8.0 and later), half the batch,
+                       gradient accumulation to the same effective batch (2 and 4 steps),
+                       inference only, a smaller optimizer state (Adam -> SGD with momentum,
+                       momentum -> plain SGD), activation checkpointing where the zoo models it
+A trace (not a model) gets the allocator and tenant changes only.
+
+Each line is one run of exactly the specs it shows: `allocsim run --workload W --policy P
+--tenant ...` with the same device replays it. A limit is found by bisection and the line is
+the run at the value found. A line fits when every tenant runs its whole trace. Ranking: what
+fits first, then what changes least for the user (a setting; then the training loop with the
+same effective batch and precision; then precision; then the optimizer; then a smaller
+batch; then inference only), then the most headroom (device capacity less the device at its
+fullest, every tenant and context included). What does not fit is listed with its verdict.
+
+--framework picks whose allocators and spellings are tried (tf: tf.config calls and
+TensorFlow's environment; torch: PYTORCH_CUDA_ALLOC_CONF and torch calls) and lowers a model
+workload the way that framework runs it (its `tf` or `torch` token); without it, the
+workload's own framework token decides (PyTorch when it names none).
+)";
+
+struct AdviseOptions {
+  std::string workload;
+  std::string framework;
+  std::vector<std::string> tenants;
+  DeviceChoice device;
+  std::string csv;
+  unsigned threads = 0;
+};
+
+std::optional<Framework> parse_framework(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (text == "tf") return Framework::tf;
+  if (text == "torch") return Framework::torch;
+  throw Error("--framework " + text + " is not tf or torch");
+}
+
+std::string as_run(const AdviseCandidate& candidate) {
+  std::string text = candidate.workload + " @ " + candidate.policy;
+  for (const TenantChoice& tenant : candidate.tenants) text += " + " + tenant.workload + " @ " + tenant.policy;
+  return text;
+}
+
+// Rows of cells, each column padded to its widest cell; the last column is left unpadded.
+void write_grid(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const bool last = c + 1 == row.size();
+      const std::string pad(widths[c] - row[c].size(), ' ');
+      line += (c > 0 ? "  " : "") + (last ? row[c] : pad + row[c]);
+    }
+    out << line << '\n';
+  }
+}
+
+std::vector<std::string> figures(const AdviseLine& line) {
+  const AdviseCandidate& c = line.candidate;
+  return {format_bytes(line.peak_allocated), format_bytes(line.peak_reserved), format_bytes(line.headroom),
+          format_human(std::uint64_t{line.allocator_time}, Unit::nanos),
+          c.effective_batch > 0 ? std::to_string(c.effective_batch) : "-"};
+}
+
+}  // namespace
+
+int advise_command(std::span<const std::string> args, std::ostream& out) {
+  AdviseOptions o;
+  po::options_description description("Options");
+  description.add_options()
+      ("help,h", "this help")
+      ("workload,w", po::value(&o.workload)->value_name("SPEC"),
+       "the workload to make fit: a model (see `allocsim workloads`) or a trace")
+      ("framework", po::value(&o.framework)->value_name("tf|torch"),
+       "whose allocators and settings to try (default: the workload's framework token)")
+      ("tenant,t", po::value(&o.tenants)->value_name("WORKLOAD@POLICY")->composing(),
+       "another process on the same device, after the workload; repeat for several")
+      ("csv", po::value(&o.csv)->value_name("FILE"), "also every line as a CSV row (as it is first, then by rank)")
+      ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)");
+  add_device_options(description, o.device, DeviceLists::one, true);
+  const po::variables_map values = parse_options(args, description);
+  if (values.count("help")) {
+    out << kAdviseUsage << '\n' << description << '\n';
+    return 0;
+  }
+  if (o.workload.empty()) throw Error("advise needs --workload (see advise --help)");
+
+  AdviseStudy study;
+  study.workload = o.workload;
+  study.framework = parse_framework(o.framework);
+  for (const std::string& tenant : o.tenants) {
+    study.tenants.push_back(parse_tenant(tenant));
+    check_policy_spec(study.tenants.back().policy);
+  }
+  study.device = chosen_device(o.device);
+  study.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  check_output_folder(o.csv);
+  const AdviseResults results = run_advise(study);
+
+  const DeviceSpec& device = results.device;
+  out << "advise " << results.workload << " on " << device.name << " (" << format_bytes(device.capacity) << ", context "
+      << format_bytes(device.context_overhead) << "), "
+      << (results.framework == Framework::tf ? "TensorFlow" : "PyTorch") << " settings";
+  if (!study.tenants.empty()) out << ", tenants after it: " << study.tenants.size();
+  out << '\n';
+  const AdviseLine& as_is = results.as_is;
+  out << "as it is (" << as_run(as_is.candidate) << "): ";
+  if (as_is.fits) {
+    out << "fits; peak allocated " << format_bytes(as_is.peak_allocated) << ", headroom " << format_bytes(as_is.headroom)
+        << '\n';
+  } else {
+    out << "does not fit\n  " << as_is.verdict << '\n';
+  }
+
+  std::vector<std::vector<std::string>> grid{
+      {"rank", "peak allocated", "peak reserved", "headroom", "allocator time", "eff. batch", "what changes"}};
+  std::vector<const AdviseLine*> misses;
+  std::size_t rank = 0;
+  for (const AdviseLine& line : results.lines) {
+    if (!line.fits) {
+      misses.push_back(&line);
+      continue;
+    }
+    std::vector<std::string> row{std::to_string(++rank)};
+    for (std::string& cell : figures(line)) row.push_back(std::move(cell));
+    row.push_back(line.candidate.what);
+    grid.push_back(std::move(row));
+    grid.push_back({"", "", "", "", "", "", "  " + line.candidate.change});
+    grid.push_back({"", "", "", "", "", "", "  as run: " + as_run(line.candidate)});
+  }
+  out << '\n';
+  if (rank == 0) {
+    out << "Nothing tried fits, one change at a time.\n";
+  } else {
+    out << "What fits, ranked (fits, then the least change for the user, then headroom):\n";
+    write_grid(out, grid);
+  }
+  if (!misses.empty()) {
+    out << "\nWhat does not fit:\n";
+    for (const AdviseLine* line : misses) {
+      out << "  " << line->candidate.what << " (" << as_run(line->candidate) << "): " << line->verdict << '\n';
+    }
+  }
+  if (!results.not_tried.empty()) {
+    out << "\nNot tried:\n";
+    for (const AdviseNote& note : results.not_tried) out << "  " << note.what << ": " << note.why << '\n';
+  }
+  out << "\nEach line is one run: allocsim run --workload W --policy P [--tenant W@P ...] on the same device replays it.\n";
+  if (!o.csv.empty()) write_file_atomically(o.csv, [&](std::ostream& file) { write_advise_csv(file, results); });
+  return 0;
+}
+
+}  // namespace allocsim

@@ -1,0 +1,238 @@
+// allocsim advise on the seed articles' cases: every line it calls fitting is re-run
+// through `allocsim run` (the command line, as a user would check it) and must fit there;
+// the limits it finds are the boundaries (one MiB less fails); the ranking follows its rule.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_driver.hpp"
+#include "sim/device_presets.hpp"
+#include "studies/advise.hpp"
+#include "studies/scenario_choice.hpp"
+
+namespace allocsim {
+namespace {
+
+using namespace test;
+
+// `allocsim run` of exactly a line's specs on `device`: its JSON, every tenant.
+// `device` is the device's options, as advise was given them.
+nlohmann::json run_line(const AdviseCandidate& candidate, const std::vector<std::string>& device) {
+  TempDir dir;
+  const std::string json = dir.file("line.json");
+  std::vector<std::string> args{"run", "--workload", candidate.workload, "--policy", candidate.policy};
+  args.insert(args.end(), device.begin(), device.end());
+  for (const TenantChoice& tenant : candidate.tenants) {
+    args.push_back("--tenant");
+    args.push_back(tenant.workload + "@" + tenant.policy);
+  }
+  args.push_back("--json");
+  args.push_back(json);
+  const Outcome outcome = cli(args);
+  REQUIRE(outcome.status == 0);
+  return nlohmann::json::parse(read_file(json));
+}
+
+bool runs_through(const nlohmann::json& run) {
+  for (const auto& tenant : run["tenants"]) {
+    if (tenant["oom_count"] != 0 || !tenant["allocator_hang_event"].is_null() ||
+        tenant["events_replayed"] != tenant["events"]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Every line the study calls fitting fits when `allocsim run` replays it, with the same peak;
+// every line it calls not fitting does not.
+void check_every_line_by_run(const AdviseResults& results, const std::vector<std::string>& device) {
+  std::vector<const AdviseLine*> lines{&results.as_is};
+  for (const AdviseLine& line : results.lines) lines.push_back(&line);
+  for (const AdviseLine* line : lines) {
+    INFO(line->candidate.what << ": " << line->candidate.workload << " @ " << line->candidate.policy);
+    const nlohmann::json run = run_line(line->candidate, device);
+    CHECK(runs_through(run) == line->fits);
+    CHECK(run["tenants"][0]["peak_allocated_bytes"] == line->peak_allocated);
+    CHECK(run["tenants"][0]["allocator_time_ns"] == line->allocator_time);
+    CHECK(run["tenants"][0]["peak_reserved_bytes"] == line->peak_reserved);
+  }
+}
+
+const AdviseLine* find_line(const AdviseResults& results, std::string_view what) {
+  for (const AdviseLine& line : results.lines) {
+    if (line.candidate.what.find(what) != std::string::npos) return &line;
+  }
+  return nullptr;
+}
+
+void check_ranked(const AdviseResults& results) {
+  for (std::size_t i = 1; i < results.lines.size(); ++i) {
+    const AdviseLine& a = results.lines[i - 1];
+    const AdviseLine& b = results.lines[i];
+    INFO(a.candidate.what << " before " << b.candidate.what);
+    CHECK((a.fits || !b.fits));
+    if (a.fits == b.fits) CHECK(a.candidate.impact <= b.candidate.impact);
+    if (a.fits == b.fits && a.candidate.impact == b.candidate.impact) CHECK(a.headroom >= b.headroom);
+  }
+}
+
+AdviseStudy seed_resnet50() {
+  AdviseStudy study;
+  study.workload = "resnet50_b256";
+  study.framework = Framework::tf;
+  study.device = device_spec("v100-16gb");
+  study.threads = 2;
+  return study;
+}
+
+TEST_CASE("advise: ResNet-50 at batch 256 on a 16 GB card under TensorFlow's defaults", "[advise]") {
+  const AdviseResults results = run_advise(seed_resnet50());
+  CHECK(results.workload == "resnet50_tf_b256");  // --framework tf lowers it as TensorFlow runs it
+  CHECK_FALSE(results.as_is.fits);
+  CHECK_FALSE(results.as_is.verdict.empty());
+  check_ranked(results);
+  check_every_line_by_run(results, {"--device", "v100-16gb"});
+
+  // The same effective batch by accumulation fits and ranks above halving the batch.
+  const AdviseLine* accumulation = find_line(results, "accumulation");
+  const AdviseLine* halved = find_line(results, "half the batch");
+  REQUIRE(accumulation);
+  REQUIRE(halved);
+  CHECK(accumulation->fits);
+  CHECK(accumulation->candidate.effective_batch == 256);
+  CHECK(halved->candidate.effective_batch == 128);
+  CHECK(std::find_if(results.lines.begin(), results.lines.end(), [&](const AdviseLine& l) { return &l == accumulation; }) <
+        std::find_if(results.lines.begin(), results.lines.end(), [&](const AdviseLine& l) { return &l == halved; }));
+  // TensorFlow's spellings, and bf16 left out on a V100.
+  const AdviseLine* amp = find_line(results, "amp");
+  REQUIRE(amp);
+  CHECK(amp->candidate.change == "tf.keras.mixed_precision.set_global_policy('mixed_float16')");
+  CHECK(amp->fits);
+  const bool bf16_noted = std::any_of(results.not_tried.begin(), results.not_tried.end(),
+                                      [](const AdviseNote& note) { return note.what == "bf16 autocast"; });
+  CHECK(bf16_noted);
+  CHECK_FALSE(find_line(results, "bf16"));
+  const bool checkpointing_noted = std::any_of(results.not_tried.begin(), results.not_tried.end(), [](const AdviseNote& note) {
+    return note.what.find("checkpointing") != std::string::npos;
+  });
+  CHECK(checkpointing_noted);
+}
+
+TEST_CASE("advise: a limit found by bisection is the boundary: one MiB less does not fit", "[advise]") {
+  AdviseStudy study = seed_resnet50();
+  study.workload = "resnet50_b128";
+  const AdviseResults results = run_advise(study);
+  CHECK(results.as_is.fits);
+  const AdviseLine* limit = find_line(results, "memory_limit");
+  REQUIRE(limit);
+  REQUIRE(limit->fits);
+  CHECK(limit->candidate.policy.starts_with("bfc:limit="));
+  const std::string mib = limit->candidate.policy.substr(std::string("bfc:limit=").size());
+  const long value = std::stol(mib);
+  CHECK(limit->candidate.change.find("memory_limit=" + std::to_string(value) + ")") != std::string::npos);
+  AdviseCandidate less = limit->candidate;
+  less.policy = "bfc:limit=" + std::to_string(value - 1) + "MiB";
+  CHECK_FALSE(runs_through(run_line(less, {"--device", "v100-16gb"})));
+  // The limit leaves the rest of the card: more headroom than the preallocating default.
+  CHECK(limit->headroom > results.as_is.headroom);
+}
+
+TEST_CASE("advise: a second process on a 16 GB card", "[advise]") {
+  // This process preallocates under TensorFlow's default; the other, with memory growth,
+  // then finds the card taken.
+  AdviseStudy study = seed_resnet50();
+  study.workload = "resnet50_b64";
+  study.tenants = {parse_tenant("resnet50_tf_b32@growth")};
+  const AdviseResults results = run_advise(study);
+  CHECK_FALSE(results.as_is.fits);
+  CHECK_FALSE(results.as_is.verdict.empty());
+  const nlohmann::json as_is = run_line(results.as_is.candidate, {"--device", "v100-16gb"});
+  CHECK(as_is["tenants"][0]["oom_count"] == 0);
+  CHECK(as_is["tenants"][1]["first_oom_kind"] == "reservation");  // the card is held, not too small
+  check_ranked(results);
+  check_every_line_by_run(results, {"--device", "v100-16gb"});
+  const AdviseLine* growth = find_line(results, "memory growth");
+  REQUIRE(growth);
+  CHECK(growth->fits);
+  CHECK(growth->candidate.change.starts_with("tf.config.experimental.set_memory_growth(gpu, True)"));
+  CHECK(results.lines.front().fits);
+  CHECK(results.lines.front().candidate.impact == Impact::setting);
+}
+
+TEST_CASE("advise: an 8 GB card where fragmentation, not capacity, stops PyTorch's default", "[advise]") {
+  AdviseStudy study;
+  study.workload = "vgg16_b92";
+  study.device = device_spec("v100-16gb");
+  study.device.capacity = 8_GiB;
+  study.threads = 2;
+  const AdviseResults results = run_advise(study);
+  CHECK(results.framework == Framework::torch);  // the workload's own framework: PyTorch when it names none
+  const std::vector<std::string> device{"--device", "v100-16gb", "--capacity", "8GiB"};
+  const nlohmann::json as_is = run_line(results.as_is.candidate, device);
+  CHECK(as_is["tenants"][0]["first_oom_kind"] == "fragmentation");
+  check_ranked(results);
+  check_every_line_by_run(results, device);
+  // A setting fixes it, so a setting ranks first: expandable segments or max_split_size.
+  const AdviseLine& best = results.lines.front();
+  CHECK(best.fits);
+  CHECK(best.candidate.impact == Impact::setting);
+  CHECK(best.candidate.workload == "vgg16_b92");
+  const AdviseLine* expandable = find_line(results, "expandable");
+  REQUIRE(expandable);
+  CHECK(expandable->candidate.change == "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  CHECK(expandable->candidate.policy == "expandable");
+  CHECK(expandable->fits);
+}
+
+TEST_CASE("advise: the ranking puts what fits first, then the least change, then headroom", "[advise]") {
+  const auto line = [](std::string what, bool fits, Impact impact, Bytes headroom) {
+    AdviseLine l;
+    l.candidate.what = std::move(what);
+    l.candidate.impact = impact;
+    l.fits = fits;
+    l.headroom = headroom;
+    return l;
+  };
+  std::vector<AdviseLine> lines{line("a", false, Impact::setting, 9_GiB), line("b", true, Impact::batch, 5_GiB),
+                                line("c", true, Impact::setting, 1_GiB), line("d", true, Impact::setting, 2_GiB),
+                                line("e", true, Impact::precision, 8_GiB)};
+  rank_lines(lines);
+  std::string order;
+  for (const AdviseLine& l : lines) order += l.candidate.what;
+  CHECK(order == "dceba");
+}
+
+TEST_CASE("advise: the command line teaches, writes CSV, and refuses what it cannot advise", "[advise][cli]") {
+  const Outcome help = cli({"advise", "--help"});
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, Catch::Contains("Ranking:") && Catch::Contains("--framework"));
+
+  TempDir dir;
+  const std::string csv = dir.file("advice.csv");
+  const Outcome advised = cli({"advise", "--workload", "resnet50_b256", "--framework", "tf", "--device", "v100-16gb",
+                               "--csv", csv, "-j", "2"});
+  REQUIRE(advised.status == 0);
+  CHECK_THAT(advised.out, Catch::Contains("as it is (resnet50_tf_b256 @ bfc): does not fit") &&
+                              Catch::Contains("What fits, ranked") && Catch::Contains("Not tried:"));
+  const std::string written = read_file(csv);
+  CHECK(written.starts_with("rank,fits,impact,what,change,workload,policy,tenants,device,capacity_bytes,effective_batch,"));
+  CHECK(std::count(written.begin(), written.end(), '\n') >= 8);
+
+  const Outcome conflict = cli({"advise", "--workload", "resnet50_b256_torch", "--framework", "tf"});
+  CHECK(conflict.status == 2);
+  CHECK(one_line(conflict.err));
+  CHECK_THAT(conflict.err, Catch::Contains("resnet50_b256_torch"));
+  const Outcome trace = cli({"advise", "--workload", "random:n=10"});
+  CHECK(trace.status == 2);
+  CHECK_THAT(trace.err, Catch::Contains("--framework"));
+  const Outcome word = cli({"advise", "--workload", "resnet50", "--framework", "jax"});
+  CHECK(word.status == 2);
+  CHECK_THAT(word.err, Catch::Contains("jax"));
+  CHECK(dir.entries() == 1);
+}
+
+}  // namespace
+}  // namespace allocsim
