@@ -162,6 +162,24 @@ TEST_CASE("advise: a second process on a 16 GB card", "[advise]") {
   CHECK(results.lines.front().candidate.impact == Impact::setting);
 }
 
+TEST_CASE("advise: the other process's limit, a PyTorch job beside a TensorFlow one that preallocates", "[advise]") {
+  AdviseStudy study = seed_resnet50();
+  study.workload = "resnet50_b64";
+  study.framework.reset();
+  study.tenants = {parse_tenant("resnet50_tf_b64@bfc")};
+  const AdviseResults results = run_advise(study);
+  CHECK(results.framework == Framework::torch);
+  CHECK_FALSE(results.as_is.fits);
+  check_ranked(results);
+  check_every_line_by_run(results, {"--device", "v100-16gb"});
+  const AdviseLine* limit = find_line(results, "memory_limit in tenant 1");
+  REQUIRE(limit);
+  CHECK(limit->fits);
+  CHECK(limit->candidate.policy == "caching");  // this process is left as it is
+  CHECK(limit->candidate.tenants.at(0).policy.starts_with("bfc:limit="));
+  CHECK(limit->candidate.change.starts_with("in tenant 1 (resnet50_tf_b64): tf.config.set_logical_device_configuration("));
+}
+
 TEST_CASE("advise: an 8 GB card where fragmentation, not capacity, stops PyTorch's default", "[advise]") {
   AdviseStudy study;
   study.workload = "vgg16_b92";
