@@ -81,7 +81,7 @@ std::string hundredths(std::int64_t percent) {
 
 std::string memory_limit_call(std::int64_t mib) {
   return "tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=" +
-         std::to_string(mib) + ")])";
+         std::to_string(mib) + ")]) before the first tensor";
 }
 constexpr const char* kGrowthCall = "tf.config.experimental.set_memory_growth(gpu, True)";
 
