@@ -286,9 +286,10 @@ class Planner {
                         : "model.eval() and torch.no_grad()",
                    Impact::inference, [&](ModelSpec& s) { set(s, "infer"); });
       if (o.optimizer == Optimizer::adam || o.optimizer == Optimizer::adamw) {
-        model_change("SGD with momentum instead of Adam",
-                     tf() ? "tf.keras.optimizers.SGD(learning_rate=..., momentum=0.9) instead of Adam"
-                          : "torch.optim.SGD(model.parameters(), lr=..., momentum=0.9) instead of Adam",
+        const std::string adam = o.optimizer == Optimizer::adam ? "Adam" : "AdamW";
+        model_change("SGD with momentum instead of " + adam,
+                     (tf() ? "tf.keras.optimizers.SGD(learning_rate=..., momentum=0.9) instead of "
+                           : "torch.optim.SGD(model.parameters(), lr=..., momentum=0.9) instead of ") + adam,
                      Impact::optimizer, [&](ModelSpec& s) { set(s, "momentum"); });
       } else if (o.optimizer == Optimizer::momentum) {
         model_change("SGD without momentum",
