@@ -42,7 +42,9 @@ PyTorch: caching), with the other tenants as given, then one change at a time:
                        gradient accumulation to the same effective batch (2 and 4 steps),
                        inference only, a smaller optimizer state (Adam -> SGD with momentum,
                        momentum -> plain SGD), activation checkpointing where the zoo models it
-A trace (not a model) gets the allocator and tenant changes only.
+A trace (not a model) gets the allocator and tenant changes only. When no single change
+fits (inference only aside), two at a time are tried too: each setting with each model change, and two model
+changes of different tokens (amp with accumulation); such a line ranks by its larger impact.
 
 Each line is one run of exactly the specs it shows: `allocsim run --workload W --policy P
 --tenant ...` with the same device replays it. A limit is found by bisection and the line is
@@ -158,10 +160,15 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
   std::vector<std::vector<std::string>> grid{
       {"rank", "peak allocated", "peak reserved", "headroom", "allocator time", "eff. batch", "what changes"}};
   std::vector<const AdviseLine*> misses;
+  std::size_t pairs_missed = 0;  // pairs that do not fit are in the CSV, not in the terminal
   std::size_t rank = 0;
   for (const AdviseLine& line : results.lines) {
     if (!line.fits) {
-      misses.push_back(&line);
+      if (line.candidate.changes > 1) {
+        ++pairs_missed;
+      } else {
+        misses.push_back(&line);
+      }
       continue;
     }
     std::vector<std::string> row{std::to_string(++rank)};
@@ -172,8 +179,9 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
     grid.push_back({"", "", "", "", "", "", "  as run: " + as_run(line.candidate)});
   }
   out << '\n';
+  if (results.pairs_tried) out << "No single change that keeps training fits; two at a time were tried too.\n";
   if (rank == 0) {
-    out << "Nothing tried fits, one change at a time.\n";
+    out << "Nothing tried fits" << (results.pairs_tried ? ", two changes at a time included" : "") << ".\n";
   } else {
     out << "What fits, ranked (fits, then the least change for the user, then headroom):\n";
     write_grid(out, grid);
@@ -184,6 +192,7 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
       out << "  " << line->candidate.what << " (" << as_run(line->candidate) << "): " << line->verdict << '\n';
     }
   }
+  if (pairs_missed > 0) out << "  and " << pairs_missed << " pairs of changes (in --csv, each with its verdict)\n";
   if (!results.not_tried.empty()) {
     out << "\nNot tried:\n";
     for (const AdviseNote& note : results.not_tried) out << "  " << note.what << ": " << note.why << '\n';

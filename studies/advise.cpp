@@ -106,22 +106,81 @@ struct Plan {
 };
 
 class Planner {
+  // One model change: kept so that pairs() can apply two.
+  struct ModelEdit {
+    std::string what;
+    std::string change;
+    Impact impact;
+    std::function<void(ModelSpec&)> edit;
+  };
+
  public:
   Planner(const AdviseStudy& study, const Subject& subject) : study_(study), subject_(subject) {}
 
   std::vector<Plan> plans(std::vector<AdviseNote>& notes) {
-    add(make_candidate("as it is", "nothing: " + std::string(subject_.framework == Framework::tf
-                                                         ? "TensorFlow's default allocator (BFC, preallocating)"
-                                                         : "PyTorch's default caching allocator"),
-              Impact::none, subject_.workload, base_policy()));
+    AdviseCandidate as_is = make_candidate(
+        "as it is",
+        tf() ? "nothing: TensorFlow's default allocator (BFC, preallocating)" : "nothing: PyTorch's default caching allocator",
+        Impact::none, subject_.workload, base_policy());
+    as_is.changes = 0;
+    add(std::move(as_is));
     if (subject_.framework == Framework::tf) {
       tf_settings();
     } else {
       torch_settings();
     }
     for (std::size_t tenant = 1; tenant <= study_.tenants.size(); ++tenant) other_tenant(tenant);
+    settings_.assign(plans_.begin() + 1, plans_.end());
     if (subject_.model) model_changes(notes);
-    return std::move(plans_);
+    return plans_;
+  }
+
+  // Two changes at a time, for when no single one fits: each setting with each model change,
+  // and each two model changes that touch different tokens; never one that fits alone.
+  // `fits` says which of plans() fit, in its order (the program as it is first).
+  std::vector<Plan> pairs(const std::vector<bool>& fits) const {
+    const auto setting_fits = [&](std::size_t i) { return fits.at(1 + i); };
+    const auto model_fits = [&](std::size_t j) { return fits.at(1 + settings_.size() + j); };
+    std::vector<Plan> pairs;
+    for (std::size_t i = 0; i < settings_.size(); ++i) {
+      for (std::size_t j = 0; j < models_.size(); ++j) {
+        if (setting_fits(i) || model_fits(j)) continue;
+        const Plan& setting = settings_[i];
+        const ModelEdit& model = models_[j];
+        const std::string workload = edited({&model});
+        pairs.push_back(Plan{[this, setting, model, workload](std::int64_t value) {
+                               AdviseCandidate candidate = setting.at(value);
+                               candidate.workload = workload;
+                               candidate.effective_batch = effective_batch(workload);
+                               candidate.what += " + " + model.what;
+                               candidate.change += "; and " + model.change;
+                               candidate.impact = std::max(candidate.impact, model.impact);
+                               candidate.changes = 2;
+                               return candidate;
+                             },
+                             setting.search});
+      }
+    }
+    for (std::size_t i = 0; i < models_.size(); ++i) {
+      for (std::size_t j = i + 1; j < models_.size(); ++j) {
+        if (model_fits(i) || model_fits(j)) continue;
+        const ModelEdit& a = models_[i];
+        const ModelEdit& b = models_[j];
+        const std::string both = edited({&a, &b});
+        // Edits of one token (half the batch, accumulation) replace each other: no pair.
+        if (both != edited({&b, &a}) || both == edited({&a}) || both == edited({&b})) continue;
+        // Inference has no training loop or optimizer to change.
+        const auto training_only = [](const ModelEdit& e) { return e.impact == Impact::loop || e.impact == Impact::optimizer; };
+        if ((a.impact == Impact::inference && training_only(b)) || (b.impact == Impact::inference && training_only(a))) {
+          continue;
+        }
+        AdviseCandidate candidate = make_candidate(a.what + " + " + b.what, a.change + "; and " + b.change,
+                                                   std::max(a.impact, b.impact), both, base_policy());
+        candidate.changes = 2;
+        pairs.push_back(Plan{[candidate](std::int64_t) { return candidate; }, std::nullopt});
+      }
+    }
+    return pairs;
   }
 
  private:
@@ -226,11 +285,17 @@ class Planner {
   }
 
   // The advised model with one token changed, under the framework's default allocator.
-  void model_change(std::string what, std::string change, Impact impact,
-                    const std::function<void(ModelSpec&)>& edit) {
+  // `edit` is kept for pairs(), so it captures by value.
+  void model_change(std::string what, std::string change, Impact impact, std::function<void(ModelSpec&)> edit) {
+    models_.push_back(ModelEdit{std::move(what), std::move(change), impact, std::move(edit)});
+    const ModelEdit& model = models_.back();
+    add(make_candidate(model.what, model.change, impact, edited({&model}), base_policy()));
+  }
+
+  std::string edited(std::initializer_list<const ModelEdit*> edits) const {
     ModelSpec spec = *subject_.model;
-    edit(spec);
-    add(make_candidate(std::move(what), std::move(change), impact, to_string(spec), base_policy()));
+    for (const ModelEdit* edit : edits) edit->edit(spec);
+    return to_string(spec);
   }
 
   void set(ModelSpec& spec, std::string_view word, std::int64_t value = 0) const {
@@ -246,12 +311,12 @@ class Planner {
                    tf() ? "tf.keras.mixed_precision.set_global_policy('mixed_float16')"
                         : std::string("torch.autocast(device_type='cuda', dtype=torch.float16) around the forward pass") +
                               (training ? ", with torch.amp.GradScaler('cuda') for backward" : ""),
-                   Impact::precision, [&](ModelSpec& s) { set(s, "amp"); });
+                   Impact::precision, [=, this](ModelSpec& s) { set(s, "amp"); });
       if (study_.device.compute_capability >= 80) {
         model_change("bf16 autocast",
                      tf() ? "tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')"
                           : "torch.autocast(device_type='cuda', dtype=torch.bfloat16) around the forward pass",
-                     Impact::precision, [&](ModelSpec& s) { set(s, "bf16"); });
+                     Impact::precision, [=, this](ModelSpec& s) { set(s, "bf16"); });
       } else {
         notes.push_back({"bf16 autocast", "not on " + study_.device.name + ": compute capability " +
                                               std::to_string(study_.device.compute_capability / 10) + "." +
@@ -266,7 +331,7 @@ class Planner {
       model_change("half the batch",
                    "batch " + std::to_string(batch / 2) + " instead of " + std::to_string(batch) +
                        ": the effective batch halves",
-                   Impact::batch, [&](ModelSpec& s) { set(s, "b", batch / 2); });
+                   Impact::batch, [=, this](ModelSpec& s) { set(s, "b", batch / 2); });
     }
     for (const int steps : {2, 4}) {
       if (!training || batch % steps != 0) continue;
@@ -275,7 +340,7 @@ class Planner {
                        " accumulation steps",
                    "batch " + std::to_string(micro) + ", gradients summed over " + std::to_string(steps * o.accumulation) +
                        " micro-batches before each " + step + ": the effective batch stays " + std::to_string(effective),
-                   Impact::loop, [&](ModelSpec& s) {
+                   Impact::loop, [=, this](ModelSpec& s) {
                      set(s, "b", micro);
                      set(s, "acc", steps * o.accumulation);
                    });
@@ -284,18 +349,18 @@ class Planner {
       model_change("inference only",
                    tf() ? "model(x, training=False) outside tf.GradientTape, or model.predict(x)"
                         : "model.eval() and torch.no_grad()",
-                   Impact::inference, [&](ModelSpec& s) { set(s, "infer"); });
+                   Impact::inference, [=, this](ModelSpec& s) { set(s, "infer"); });
       if (o.optimizer == Optimizer::adam || o.optimizer == Optimizer::adamw) {
         const std::string adam = o.optimizer == Optimizer::adam ? "Adam" : "AdamW";
         model_change("SGD with momentum instead of " + adam,
                      (tf() ? "tf.keras.optimizers.SGD(learning_rate=..., momentum=0.9) instead of "
                            : "torch.optim.SGD(model.parameters(), lr=..., momentum=0.9) instead of ") + adam,
-                     Impact::optimizer, [&](ModelSpec& s) { set(s, "momentum"); });
+                     Impact::optimizer, [=, this](ModelSpec& s) { set(s, "momentum"); });
       } else if (o.optimizer == Optimizer::momentum) {
         model_change("SGD without momentum",
                      tf() ? "tf.keras.optimizers.SGD(learning_rate=...) without momentum: no momentum slots"
                           : "torch.optim.SGD(model.parameters(), lr=...) without momentum: no momentum buffers",
-                     Impact::optimizer, [&](ModelSpec& s) { set(s, "sgd"); });
+                     Impact::optimizer, [=, this](ModelSpec& s) { set(s, "sgd"); });
       }
       checkpointing(notes);
     }
@@ -319,13 +384,16 @@ class Planner {
       notes.push_back({what + " (" + api + ")", "not modelled for " + model_name + ": " + error.what()});
       return;
     }
-    add(make_candidate(what, api + " around each block: activations recomputed in backward", Impact::loop, to_string(spec),
-              base_policy()));
+    const ModelToken* token = &*ckpt;
+    model_change(what, api + " around each block: activations recomputed in backward", Impact::loop,
+                 [this, token](ModelSpec& s) { set_model_token(s, *token, token->numbered ? 1 : 0, subject_.workload); });
   }
 
   const AdviseStudy& study_;
   const Subject& subject_;
   std::vector<Plan> plans_;
+  std::vector<Plan> settings_;     // the allocator and tenant changes among plans_
+  std::vector<ModelEdit> models_;  // the model changes among plans_
 };
 
 // One scenario, built and replayed the way `allocsim run` does: the advised tenant first,
@@ -390,7 +458,7 @@ struct CsvRow {
 
 MetricValue text(std::string value) { return value; }
 
-const std::array<Column<CsvRow>, 18> kColumns{{
+const std::array<Column<CsvRow>, 19> kColumns{{
     {"rank", Unit::count, "1 for the best line; empty for the program as it is",
      [](const CsvRow& r) -> MetricValue {
        if (r.rank == 0) return {};
@@ -400,6 +468,8 @@ const std::array<Column<CsvRow>, 18> kColumns{{
      [](const CsvRow& r) { return text(r.line->fits ? "yes" : "no"); }},
     {"impact", Unit::text, "what the change asks: none, setting, loop, precision, optimizer, batch, inference",
      [](const CsvRow& r) { return text(std::string(name_of(r.line->candidate.impact))); }},
+    {"changes", Unit::count, "how many changes the line makes: 0 (as it is), 1, or 2 when no single one fits",
+     [](const CsvRow& r) -> MetricValue { return static_cast<std::uint64_t>(r.line->candidate.changes); }},
     {"what", Unit::text, "the change in a few words", [](const CsvRow& r) { return text(r.line->candidate.what); }},
     {"change", Unit::text, "exactly what the user changes", [](const CsvRow& r) { return text(r.line->candidate.change); }},
     {"workload", Unit::text, "the advised tenant's workload spec, as run",
@@ -452,6 +522,34 @@ void rank_lines(std::vector<AdviseLine>& lines) {
   });
 }
 
+namespace {
+
+// Every plan searched (where it has a search) and run, among the threads; lines in plan order.
+std::vector<AdviseLine> run_plans(const std::vector<Plan>& plans, const AdviseStudy& study, TraceCache& traces) {
+  std::vector<AdviseLine> lines(plans.size());
+  parallel_for(plans.size(), study.threads, [&](std::size_t i) {
+    const Plan& plan = plans[i];
+    AdviseCandidate candidate = plan.at(plan.search ? search(plan, study.device, traces) : 0);
+    const RunResult result = replay(candidate, study.device, traces);
+    lines[i] = line_of(std::move(candidate), result);
+    if (plan.search) {  // say which end of the search the value is, after the setting's name
+      const bool smallest = plan.search->smallest;
+      std::string end;
+      if (!ran_through(result.tenants.at(plan.search->tenant))) {
+        end = smallest ? ", even the largest" : ", even the smallest";
+      } else {
+        end = std::string(smallest ? ", the smallest " : ", the largest ") +
+              (lines[i].fits ? "that fits" : "with which its tenant runs");
+      }
+      std::string& what = lines[i].candidate.what;
+      what.insert(std::min(what.find(" + "), what.size()), end);
+    }
+  });
+  return lines;
+}
+
+}  // namespace
+
 AdviseResults run_advise(const AdviseStudy& study) {
   const Subject subject = subject_of(study);
   AdviseResults results;
@@ -459,28 +557,19 @@ AdviseResults run_advise(const AdviseStudy& study) {
   results.framework = subject.framework;
   results.workload = subject.workload;
   Planner planner(study, subject);  // the plans read it while they run
-  const std::vector<Plan> plans = planner.plans(results.not_tried);
-
-  std::vector<AdviseLine> lines(plans.size());
   TraceCache traces;
-  parallel_for(plans.size(), study.threads, [&](std::size_t i) {
-    const Plan& plan = plans[i];
-    AdviseCandidate candidate = plan.at(plan.search ? search(plan, study.device, traces) : 0);
-    const RunResult result = replay(candidate, study.device, traces);
-    lines[i] = line_of(std::move(candidate), result);
-    if (plan.search) {  // say which end of the search the value is
-      const bool smallest = plan.search->smallest;
-      std::string& what = lines[i].candidate.what;
-      if (!ran_through(result.tenants.at(plan.search->tenant))) {
-        what += smallest ? ", even the largest" : ", even the smallest";
-      } else {
-        what += std::string(smallest ? ", the smallest " : ", the largest ") +
-                (lines[i].fits ? "that fits" : "with which its tenant runs");
-      }
-    }
-  });
+  std::vector<AdviseLine> lines = run_plans(planner.plans(results.not_tried), study, traces);
+  std::vector<bool> fits;
+  for (const AdviseLine& line : lines) fits.push_back(line.fits);
   results.as_is = std::move(lines.front());
-  results.lines.assign(std::make_move_iterator(lines.begin() + 1), std::make_move_iterator(lines.end()));
+  lines.erase(lines.begin());
+  // Pairs when nothing fits but giving up training: inference alone is no answer for a training job.
+  const auto keeps_training = [](const AdviseLine& l) { return l.fits && l.candidate.impact < Impact::inference; };
+  if (!results.as_is.fits && std::none_of(lines.begin(), lines.end(), keeps_training)) {
+    results.pairs_tried = true;
+    for (AdviseLine& line : run_plans(planner.pairs(fits), study, traces)) lines.push_back(std::move(line));
+  }
+  results.lines = std::move(lines);
   rank_lines(results.lines);
   return results;
 }

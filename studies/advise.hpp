@@ -6,6 +6,8 @@
 // `allocsim run` replays a scenario (load_workload, the engine, make_policy), so a line's
 // figures are those of a run of exactly its specs. Limits (memory_limit, the system reserve,
 // a memory fraction) are found by bisection, and the line is the run at the value found.
+// When no single change fits (but inference only), two at a time are tried: a setting with
+// a model change, or two model changes of different tokens.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +50,7 @@ struct AdviseCandidate {
   std::string policy;                 // its policy spec
   std::vector<TenantChoice> tenants;  // the other tenants, as they run with this change
   std::int64_t effective_batch = 0;   // batch x accumulation; 0 for a trace
+  int changes = 1;                    // 0 for the program as it is, 2 for a pair
 };
 
 struct AdviseLine {
@@ -73,6 +76,7 @@ struct AdviseResults {
   std::string workload;          // the advised workload as run (the framework token set)
   AdviseLine as_is;              // the program unchanged, under the framework's default allocator
   std::vector<AdviseLine> lines;  // every candidate but as_is, ranked (rank_lines)
+  bool pairs_tried = false;       // no single change fit (but inference), so two at a time were tried too
   std::vector<AdviseNote> not_tried;
 };
 

@@ -12,6 +12,7 @@
 #include "sim/device_presets.hpp"
 #include "studies/advise.hpp"
 #include "studies/scenario_choice.hpp"
+#include "workloads/model/model_spec.hpp"
 
 namespace allocsim {
 namespace {
@@ -205,6 +206,30 @@ TEST_CASE("advise: an 8 GB card where fragmentation, not capacity, stops PyTorch
   CHECK(expandable->fits);
 }
 
+TEST_CASE("advise: when no single change keeps a training job on the card, two at a time", "[advise]") {
+  AdviseStudy study = seed_resnet50();
+  study.workload = "resnet50_b1024";
+  study.framework.reset();
+  const AdviseResults results = run_advise(study);
+  REQUIRE(results.pairs_tried);
+  check_ranked(results);
+  check_every_line_by_run(results, {"--device", "v100-16gb"});
+  // The best line keeps training and the effective batch: amp with accumulation.
+  const AdviseLine& best = results.lines.front();
+  CHECK(best.fits);
+  CHECK(best.candidate.changes == 2);
+  CHECK(best.candidate.impact < Impact::inference);
+  CHECK(best.candidate.effective_batch == 1024);
+  const auto model = parse_model_spec(best.candidate.workload);
+  REQUIRE(model);
+  CHECK(model->options.precision == Precision::amp);
+  CHECK(model->options.accumulation > 1);
+  // No pair holds a change that fits alone (inference only does).
+  for (const AdviseLine& line : results.lines) {
+    if (line.candidate.changes == 2) CHECK(line.candidate.what.find("inference") == std::string::npos);
+  }
+}
+
 TEST_CASE("advise: the ranking puts what fits first, then the least change, then headroom", "[advise]") {
   const auto line = [](std::string what, bool fits, Impact impact, Bytes headroom) {
     AdviseLine l;
@@ -236,7 +261,8 @@ TEST_CASE("advise: the command line teaches, writes CSV, and refuses what it can
   CHECK_THAT(advised.out, Catch::Contains("as it is (resnet50_tf_b256 @ bfc): does not fit") &&
                               Catch::Contains("What fits, ranked") && Catch::Contains("Not tried:"));
   const std::string written = read_file(csv);
-  CHECK(written.starts_with("rank,fits,impact,what,change,workload,policy,tenants,device,capacity_bytes,effective_batch,"));
+  CHECK(written.starts_with("rank,fits,impact,changes,what,change,workload,policy,tenants,device,capacity_bytes,"
+                            "effective_batch,"));
   CHECK(std::count(written.begin(), written.end(), '\n') >= 8);
 
   const Outcome conflict = cli({"advise", "--workload", "resnet50_b256_torch", "--framework", "tf"});
