@@ -195,7 +195,7 @@ class Planner {
   AdviseCandidate make_candidate(std::string what, std::string change, Impact impact, std::string workload,
                                  std::string policy) const {
     AdviseCandidate candidate{std::move(what), std::move(change), impact, std::move(workload), std::move(policy),
-                              study_.tenants, 0};
+                              study_.tenants};
     candidate.effective_batch = effective_batch(candidate.workload);
     return candidate;
   }
@@ -212,11 +212,11 @@ class Planner {
 
   void tf_settings() {
     add(make_candidate("memory growth", std::string(kGrowthCall) + " before the first tensor", Impact::setting,
-              subject_.workload, "growth"));
+                       subject_.workload, "growth"));
     add_search(
         [this](std::int64_t mib) {
-          return make_candidate("memory_limit", memory_limit_call(mib), Impact::setting,
-                       subject_.workload, with_arg(base_policy(), "limit", mib_value(mib)));
+          return make_candidate("memory_limit", memory_limit_call(mib), Impact::setting, subject_.workload,
+                                with_arg(base_policy(), "limit", mib_value(mib)));
         },
         {1, capacity_mib(), true, 0});
     const DeviceSpec& device = study_.device;
@@ -224,28 +224,30 @@ class Planner {
         static_cast<std::int64_t>((device.capacity - std::min(device.capacity, device.context_overhead)) / 1_MiB);
     add_search(
         [this](std::int64_t mib) {
-          return make_candidate("system reserve",
-                       "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=" + std::to_string(mib) + " in the environment before TensorFlow starts",
-                       Impact::setting, subject_.workload, with_arg(base_policy(), "reserve", mib_value(mib)));
+          return make_candidate(
+              "system reserve",
+              "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=" + std::to_string(mib) + " in the environment before TensorFlow starts",
+              Impact::setting, subject_.workload, with_arg(base_policy(), "reserve", mib_value(mib)));
         },
         {0, std::max<std::int64_t>(0, usable_mib - 1), false, 0});
   }
 
   void torch_settings() {
     add(make_candidate("expandable segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", Impact::setting,
-              subject_.workload, "expandable"));
-    add(make_candidate("max_split_size", "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128", Impact::setting, subject_.workload,
-              with_arg(base_policy(), "max_split_size", "128MiB")));
+                       subject_.workload, "expandable"));
+    add(make_candidate("max_split_size", "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128", Impact::setting,
+                       subject_.workload, with_arg(base_policy(), "max_split_size", "128MiB")));
     add(make_candidate("garbage collection",
-              "PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8 with "
-              "torch.cuda.set_per_process_memory_fraction(1.0) (the threshold is a share of that cap)",
-              Impact::setting, subject_.workload,
-              with_arg(with_arg(base_policy(), "fraction", "1"), "gc_threshold", "0.8")));
+                       "PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8 with "
+                       "torch.cuda.set_per_process_memory_fraction(1.0) (the threshold is a share of that cap)",
+                       Impact::setting, subject_.workload,
+                       with_arg(with_arg(base_policy(), "fraction", "1"), "gc_threshold", "0.8")));
     add_search(
         [this](std::int64_t percent) {
           return make_candidate("memory fraction",
-                       "torch.cuda.set_per_process_memory_fraction(" + hundredths(percent) + ")", Impact::setting,
-                       subject_.workload, with_arg(base_policy(), "fraction", hundredths(percent)));
+                                "torch.cuda.set_per_process_memory_fraction(" + hundredths(percent) + ")",
+                                Impact::setting, subject_.workload,
+                                with_arg(base_policy(), "fraction", hundredths(percent)));
         },
         {1, 100, true, 0});
   }
