@@ -21,16 +21,17 @@ namespace po = boost::program_options;
 constexpr const char* kAdviseUsage = R"(allocsim advise: what to change so that a workload fits, answered by simulation.
 
 Usage:
-  allocsim advise --workload SPEC [--framework tf|torch] [--device NAME | --capacity SIZE]
-                  [--tenant WORKLOAD@POLICY ...] [--csv FILE] [options]
+  allocsim advise --workload SPEC [--framework tf|torch] [--policy SPEC]
+                  [--device NAME | --capacity SIZE] [--tenant WORKLOAD@POLICY ...] [--csv FILE]
 
 Examples:
   allocsim advise --workload resnet50_b256 --framework tf --device v100-16gb
-  allocsim advise --workload resnet50_b32_tf --device v100-16gb --tenant resnet50_b64_tf@bfc
+  allocsim advise --workload resnet50_tf_b32 --policy growth --device v100-16gb --tenant resnet50_tf_b64@bfc
   allocsim advise --workload workloads/traces/seed_fragmentation.csv --framework tf --capacity 10GiB
 
-It runs the workload as it is, under the framework's default allocator (TensorFlow: bfc;
-PyTorch: caching), with the other tenants as given, then one change at a time:
+It runs the workload as it is, under --policy or the framework's default allocator
+(TensorFlow: bfc; PyTorch: caching), with the other tenants as given, then one change at a
+time:
   allocator settings   tf: memory growth, memory_limit (the smallest that fits), the system
                        reserve TF_DEVICE_MIN_SYS_MEMORY_IN_MB (the largest that fits);
                        torch: expandable segments, max_split_size_mb:128,
@@ -63,6 +64,7 @@ workload's own framework token decides (PyTorch when it names none).
 struct AdviseOptions {
   std::string workload;
   std::string framework;
+  std::string policy;
   std::vector<std::string> tenants;
   DeviceChoice device;
   std::string csv;
@@ -118,6 +120,8 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
        "the workload to make fit: a model (see `allocsim workloads`) or a trace")
       ("framework", po::value(&o.framework)->value_name("tf|torch"),
        "whose allocators and settings to try (default: the workload's framework token)")
+      ("policy,p", po::value(&o.policy)->value_name("SPEC"),
+       "the allocator the program runs with now, one of its framework's (default: the framework's default)")
       ("tenant,t", po::value(&o.tenants)->value_name("WORKLOAD@POLICY")->composing(),
        "another process on the same device, after the workload; repeat for several")
       ("csv", po::value(&o.csv)->value_name("FILE"), "also every line as a CSV row (as it is first, then by rank)")
@@ -133,6 +137,8 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
   AdviseStudy study;
   study.workload = o.workload;
   study.framework = parse_framework(o.framework);
+  if (!o.policy.empty()) check_policy_spec(o.policy);
+  study.policy = o.policy;
   for (const std::string& tenant : o.tenants) {
     study.tenants.push_back(parse_tenant(tenant));
     check_policy_spec(study.tenants.back().policy);

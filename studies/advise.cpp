@@ -25,9 +25,35 @@ struct Subject {
   std::optional<ModelSpec> model;  // none: a trace
   std::string workload;
   Framework framework;
+  std::string policy;  // the allocator it runs with now
 };
 
 std::string_view framework_word(Framework framework) { return framework == Framework::tf ? "tf" : "torch"; }
+
+// The framework's own allocator, as it runs when nothing is set.
+std::string default_policy(Framework framework) { return framework == Framework::tf ? "bfc" : "caching"; }
+
+// The registry name of a spec's policy, aliases resolved: "prealloc:limit=1GiB" -> "bfc".
+std::string_view policy_name(const std::string& policy) { return find_policy(parse_spec(policy).name).name; }
+
+// Which framework's settings a policy takes, from its registry name.
+std::optional<Framework> framework_of_policy(const std::string& policy) {
+  const std::string_view name = policy_name(policy);
+  if (name == "bfc" || name == "growth") return Framework::tf;
+  if (name == "caching" || name == "expandable") return Framework::torch;
+  return std::nullopt;
+}
+
+// The advised program's allocator: as given, when it is one of its framework's.
+std::string policy_of(const AdviseStudy& study, Framework framework) {
+  if (study.policy.empty()) return default_policy(framework);
+  if (framework_of_policy(study.policy) != framework) {
+    throw Error("advise: --policy " + study.policy + " is not one of " +
+                (framework == Framework::tf ? "TensorFlow's allocators (bfc, growth and their options)"
+                                            : "PyTorch's allocators (caching, expandable and their options)"));
+  }
+  return study.policy;
+}
 
 Subject subject_of(const AdviseStudy& study) {
   std::optional<ModelSpec> model = parse_model_spec(study.workload);
@@ -36,7 +62,7 @@ Subject subject_of(const AdviseStudy& study) {
       throw Error("advise: workload " + study.workload +
                   " is not a model; say which framework runs it with --framework tf or --framework torch");
     }
-    return {std::nullopt, study.workload, *study.framework};
+    return {std::nullopt, study.workload, *study.framework, policy_of(study, *study.framework)};
   }
   if (study.framework && *study.framework != model->options.framework) {
     if (model->names(ModelKey::framework)) {
@@ -46,11 +72,8 @@ Subject subject_of(const AdviseStudy& study) {
     }
     set_model_token(*model, model_token(framework_word(*study.framework)), 0, study.workload);
   }
-  return {model, to_string(*model), model->options.framework};
+  return {model, to_string(*model), model->options.framework, policy_of(study, model->options.framework)};
 }
-
-// The framework's own allocator, as it runs when nothing is set.
-std::string default_policy(Framework framework) { return framework == Framework::tf ? "bfc" : "caching"; }
 
 // `policy` with `key` set to `value` (replaced where the spec has it).
 std::string with_arg(const std::string& policy, const std::string& key, const std::string& value) {
@@ -85,13 +108,6 @@ std::string memory_limit_call(std::int64_t mib) {
 }
 constexpr const char* kGrowthCall = "tf.config.experimental.set_memory_growth(gpu, True)";
 
-// Which framework's settings a co-tenant's policy takes, from its registry name.
-std::optional<Framework> framework_of_policy(const std::string& policy) {
-  const std::string_view name = find_policy(parse_spec(policy).name).name;
-  if (name == "bfc" || name == "growth") return Framework::tf;
-  if (name == "caching" || name == "expandable") return Framework::torch;
-  return std::nullopt;
-}
 
 // A candidate to run: fixed, or the value of one setting searched by bisection.
 struct Plan {
@@ -118,10 +134,13 @@ class Planner {
   Planner(const AdviseStudy& study, const Subject& subject) : study_(study), subject_(subject) {}
 
   std::vector<Plan> plans(std::vector<AdviseNote>& notes) {
-    AdviseCandidate as_is = make_candidate(
-        "as it is",
-        tf() ? "nothing: TensorFlow's default allocator (BFC, preallocating)" : "nothing: PyTorch's default caching allocator",
-        Impact::none, subject_.workload, base_policy());
+    std::string nothing = "nothing: ";
+    if (!study_.policy.empty()) {
+      nothing += "the allocator as it runs now";
+    } else {
+      nothing += tf() ? "TensorFlow's default allocator (BFC, preallocating)" : "PyTorch's default caching allocator";
+    }
+    AdviseCandidate as_is = make_candidate("as it is", nothing, Impact::none, subject_.workload, base_policy());
     as_is.changes = 0;
     add(std::move(as_is));
     if (subject_.framework == Framework::tf) {
@@ -184,7 +203,8 @@ class Planner {
   }
 
  private:
-  std::string base_policy() const { return default_policy(subject_.framework); }
+  std::string base_policy() const { return subject_.policy; }
+  bool runs(std::string_view name) const { return policy_name(base_policy()) == name; }
   bool tf() const { return subject_.framework == Framework::tf; }
 
   std::int64_t effective_batch(const std::string& workload) const {
@@ -211,12 +231,16 @@ class Planner {
   std::int64_t capacity_mib() const { return static_cast<std::int64_t>(study_.device.capacity / 1_MiB); }
 
   void tf_settings() {
-    add(make_candidate("memory growth", std::string(kGrowthCall) + " before the first tensor", Impact::setting,
-                       subject_.workload, "growth"));
+    if (!runs("growth")) {
+      add(make_candidate("memory growth", std::string(kGrowthCall) + " before the first tensor", Impact::setting,
+                         subject_.workload, renamed(base_policy(), "growth")));
+    }
+    // TensorFlow refuses memory growth on a device with a virtual device configuration.
+    const std::string instead = runs("growth") ? "instead of memory growth, " : "";
     add_search(
-        [this](std::int64_t mib) {
-          return make_candidate("memory_limit", memory_limit_call(mib), Impact::setting, subject_.workload,
-                                with_arg(base_policy(), "limit", mib_value(mib)));
+        [this, instead](std::int64_t mib) {
+          return make_candidate("memory_limit", instead + memory_limit_call(mib), Impact::setting, subject_.workload,
+                                with_arg(renamed(base_policy(), "bfc"), "limit", mib_value(mib)));
         },
         {1, capacity_mib(), true, 0});
     const DeviceSpec& device = study_.device;
@@ -233,8 +257,10 @@ class Planner {
   }
 
   void torch_settings() {
-    add(make_candidate("expandable segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", Impact::setting,
-                       subject_.workload, "expandable"));
+    if (!runs("expandable")) {
+      add(make_candidate("expandable segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", Impact::setting,
+                         subject_.workload, renamed(base_policy(), "expandable")));
+    }
     add(make_candidate("max_split_size", "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128", Impact::setting,
                        subject_.workload, with_arg(base_policy(), "max_split_size", "128MiB")));
     add(make_candidate("garbage collection",
@@ -265,7 +291,7 @@ class Planner {
       return candidate;
     };
     if (*framework == Framework::tf) {
-      if (find_policy(parse_spec(given.policy).name).name == "bfc") {
+      if (policy_name(given.policy) == "bfc") {
         add(changed("memory growth in tenant " + std::to_string(tenant), in + kGrowthCall,
                     renamed(given.policy, "growth")));
       }

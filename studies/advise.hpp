@@ -25,6 +25,7 @@ namespace allocsim {
 struct AdviseStudy {
   std::string workload;                // a model workload, or a trace (then --framework is needed)
   std::optional<Framework> framework;  // none: the workload's framework token
+  std::string policy;                  // the allocator it runs with now; empty: the framework's default
   std::vector<TenantChoice> tenants;   // the other processes on the device, after the workload
   DeviceSpec device;
   unsigned threads = 1;
@@ -84,7 +85,8 @@ struct AdviseResults {
 void rank_lines(std::vector<AdviseLine>& lines);
 
 // Error when the workload is neither a model nor a trace, a framework is needed and not
-// given, or --framework contradicts the workload's own token.
+// given, --framework contradicts the workload's own token, or the policy is not one of the
+// framework's allocators.
 AdviseResults run_advise(const AdviseStudy& study);
 
 // One row per line, as_is first, then the ranked lines (columns: advise_columns()).

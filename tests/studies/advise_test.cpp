@@ -163,6 +163,33 @@ TEST_CASE("advise: a second process on a 16 GB card", "[advise]") {
   CHECK(results.lines.front().candidate.impact == Impact::setting);
 }
 
+TEST_CASE("advise: a second process on a 16 GB card, seen from the one with memory growth", "[advise]") {
+  // The second article: the other process preallocates the card under TensorFlow's default
+  // after this one, already on memory growth, started.
+  AdviseStudy study = seed_resnet50();
+  study.workload = "resnet50_tf_b32";
+  study.policy = "growth";
+  study.tenants = {parse_tenant("resnet50_tf_b64@bfc")};
+  const AdviseResults results = run_advise(study);
+  CHECK(results.as_is.candidate.policy == "growth");
+  CHECK_FALSE(results.as_is.fits);
+  const nlohmann::json as_is = run_line(results.as_is.candidate, {"--device", "v100-16gb"});
+  CHECK(as_is["tenants"][0]["first_oom_kind"] == "reservation");
+  check_ranked(results);
+  check_every_line_by_run(results, {"--device", "v100-16gb"});
+  for (const AdviseLine& line : results.lines) CHECK(line.candidate.what != "memory growth");  // it has it
+  const AdviseLine* other = find_line(results, "memory growth in tenant 1");
+  REQUIRE(other);
+  CHECK(other->fits);
+  CHECK(other->candidate.policy == "growth");
+  CHECK(other->candidate.tenants.at(0).policy == "growth");
+  // Its own memory_limit replaces growth: TensorFlow takes one or the other.
+  const AdviseLine* limit = find_line(results, "memory_limit, the smallest");
+  REQUIRE(limit);
+  CHECK(limit->candidate.policy.starts_with("bfc:limit="));
+  CHECK(limit->candidate.change.starts_with("instead of memory growth, tf.config.set_logical_device_configuration("));
+}
+
 TEST_CASE("advise: the other process's limit, a PyTorch job beside a TensorFlow one that preallocates", "[advise]") {
   AdviseStudy study = seed_resnet50();
   study.workload = "resnet50_b64";
@@ -272,6 +299,10 @@ TEST_CASE("advise: the command line teaches, writes CSV, and refuses what it can
   const Outcome trace = cli({"advise", "--workload", "random:n=10"});
   CHECK(trace.status == 2);
   CHECK_THAT(trace.err, Catch::Contains("--framework"));
+  const Outcome other = cli({"advise", "--workload", "resnet50", "--policy", "bfc"});
+  CHECK(other.status == 2);
+  CHECK(one_line(other.err));
+  CHECK_THAT(other.err, Catch::Contains("--policy bfc") && Catch::Contains("PyTorch"));
   const Outcome word = cli({"advise", "--workload", "resnet50", "--framework", "jax"});
   CHECK(word.status == 2);
   CHECK_THAT(word.err, Catch::Contains("jax"));
