@@ -32,7 +32,8 @@ Examples:
 It runs the workload as it is, under --policy or the framework's default allocator
 (TensorFlow: bfc; PyTorch: caching), with the other tenants as given, then one change at a
 time:
-  allocator settings   tf: memory growth, memory_limit (the smallest that fits), the system
+  allocator settings   tf: memory growth, memory_limit (the smallest that fits; in place of
+                       memory growth, which TensorFlow does not take beside it), the system
                        reserve TF_DEVICE_MIN_SYS_MEMORY_IN_MB (the largest that fits);
                        torch: expandable segments, max_split_size_mb:128,
                        garbage_collection_threshold:0.8, set_per_process_memory_fraction
@@ -44,8 +45,9 @@ time:
                        inference only, a smaller optimizer state (Adam -> SGD with momentum,
                        momentum -> plain SGD), activation checkpointing where the zoo models it
 A trace (not a model) gets the allocator and tenant changes only. When no single change
-fits (inference only aside), two at a time are tried too: each setting with each model change, and two model
-changes of different tokens (amp with accumulation); such a line ranks by its larger impact.
+fits (inference only aside), two at a time are tried too: each setting with each model
+change, and two model changes of different tokens (amp with accumulation); such a line
+ranks by its larger impact.
 
 Each line is one run of exactly the specs it shows: `allocsim run --workload W --policy P
 --tenant ...` with the same device replays it. A limit is found by bisection and the line is
