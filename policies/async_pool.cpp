@@ -42,6 +42,7 @@ AsyncPoolPolicy::AsyncPoolPolicy(const Params& params, Device& device)
       threshold_(threshold_of(params, device)),
       follow_events_(params.boolean("follow_event_dependencies")),
       opportunistic_(params.boolean("opportunistic") && !params.boolean("deterministic")),
+      completion_(params.count("completion_ns")),
       internal_(params.boolean("internal_dependencies") && !params.boolean("deterministic")),
       trim_to_(params.bytes("trim_to")),
       cap_(MemoryCap::fraction_of_total(params.number("fraction"), device, "policy async")),
@@ -83,10 +84,10 @@ Allocation AsyncPoolPolicy::allocate(const Request& request) {
 
 std::optional<Block> AsyncPoolPolicy::serve(Bytes size, const Request& request) {
   const Stream stream = stream_of(request.stream);
-  auto chosen = choose(size, stream);
+  auto chosen = choose(size, stream, request.now);
   if (!chosen) {
     if (!grow(size, stream)) return std::nullopt;
-    chosen = choose(size, stream);
+    chosen = choose(size, stream, request.now);
   }
   const auto it = *chosen;
   const Addr addr = it->first;
@@ -95,10 +96,12 @@ std::optional<Block> AsyncPoolPolicy::serve(Bytes size, const Request& request) 
     ++cross_stream_reuses_;
     // Reuse by an inserted wait (or by a dependency the stream already has) leaves the
     // allocating stream ordered after everything the freeing stream did so far.
-    if (reuse_rank(range, stream) == 3) waited(stream, range.stream) = frees_;
+    if (reuse_rank(range, stream, request.now) == 4) waited(stream, range.stream) = frees_;
   }
   erase_free(it);
-  if (range.size > size) add_free(addr + size, FreeRange{range.size - size, range.stream, range.freed});
+  if (range.size > size) {
+    add_free(addr + size, FreeRange{range.size - size, range.stream, range.freed, range.freed_at});
+  }
   chunks_[chunk_of(addr)].live += size;
   allocated_ += size;
   requested_ += request.bytes;
@@ -106,14 +109,15 @@ std::optional<Block> AsyncPoolPolicy::serve(Bytes size, const Request& request) 
   return Block{addr, size, request.bytes, request.id, request.stream};
 }
 
-int AsyncPoolPolicy::reuse_rank(const FreeRange& range, Stream stream) const {
+int AsyncPoolPolicy::reuse_rank(const FreeRange& range, Stream stream, Nanos now) const {
   if (range.freed == 0 || range.stream == stream) return 0;
   if (follow_events_) {
     const auto it = waited_.find({stream, range.stream});
     if (it != waited_.end() && it->second >= range.freed) return 1;
   }
-  if (opportunistic_ && completed(range)) return 2;
-  if (internal_) return 3;
+  if (completed(range)) return 2;
+  if (opportunistic_ && now >= range.freed_at + completion_) return 3;
+  if (internal_) return 4;
   return -1;
 }
 
@@ -125,12 +129,12 @@ bool AsyncPoolPolicy::completed(const FreeRange& range) const {
 
 // The best rule first, then the smallest fitting range, then the lowest address: a scan,
 // since which ranges a stream may use changes with every sync.
-std::optional<AsyncPoolPolicy::Ranges::iterator> AsyncPoolPolicy::choose(Bytes size, Stream stream) {
+std::optional<AsyncPoolPolicy::Ranges::iterator> AsyncPoolPolicy::choose(Bytes size, Stream stream, Nanos now) {
   std::optional<Ranges::iterator> best;
   int best_rank = 0;
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     if (it->second.size < size) continue;
-    const int rank = reuse_rank(it->second, stream);
+    const int rank = reuse_rank(it->second, stream, now);
     if (rank < 0) continue;
     if (!best || rank < best_rank || (rank == best_rank && it->second.size < (*best)->second.size)) {
       best = it;
@@ -150,16 +154,16 @@ bool AsyncPoolPolicy::grow(Bytes size, Stream stream) {
                  chunk);
   reserved_ += bytes;
   peak_reserved_ = std::max(peak_reserved_, reserved_);
-  add_free(segment->addr, FreeRange{bytes, stream, 0});
+  add_free(segment->addr, FreeRange{bytes, stream, 0, 0});
   return true;
 }
 
-void AsyncPoolPolicy::deallocate(const Block& block, Nanos) {
+void AsyncPoolPolicy::deallocate(const Block& block, Nanos now) {
   if (block.size == 0) return;
   chunks_[chunk_of(block.addr)].live -= block.size;
   allocated_ -= block.size;
   requested_ -= block.requested;
-  add_free(block.addr, FreeRange{block.size, stream_of(block.stream), ++frees_});
+  add_free(block.addr, FreeRange{block.size, stream_of(block.stream), ++frees_, now});
 }
 
 // Merges with neighbours of the same chunk on the same stream; the merged range counts as
@@ -173,6 +177,7 @@ void AsyncPoolPolicy::add_free(Addr addr, FreeRange range) {
   if (after != free_.end() && after->first == addr + range.size && mergeable(after->second, after->first)) {
     range.size += after->second.size;
     range.freed = std::max(range.freed, after->second.freed);
+    range.freed_at = std::max(range.freed_at, after->second.freed_at);
     erase_free(after);
   }
   auto next = free_.lower_bound(addr);
@@ -182,6 +187,7 @@ void AsyncPoolPolicy::add_free(Addr addr, FreeRange range) {
       addr = before->first;
       range.size += before->second.size;
       range.freed = std::max(range.freed, before->second.freed);
+      range.freed_at = std::max(range.freed_at, before->second.freed_at);
       erase_free(before);
     }
   }

@@ -11,11 +11,13 @@
 // - a free goes back to the pool tagged with its stream and its place in the order of
 //   frees; a later request on the same stream may reuse it at once, one on another stream
 //   only by a reuse rule, tried in this order: follow_event_dependencies (its stream waited,
-//   through a `wait` sync, for the freeing stream after the free), opportunistic (a host
-//   sync covering the free has happened: "already completed"; the simulator has no GPU
-//   clock, so only a sync completes a free, which keeps replay deterministic),
-//   internal_dependencies (any free, the driver inserting a wait: the two streams then
-//   depend on each other as a `wait` would make them);
+//   through a `wait` sync, for the freeing stream after the free); a host sync covering the
+//   free (the Programming Guide: with opportunistic reuse off "the allocator will still
+//   reuse memory made available when a stream is synchronized with the CPU");
+//   opportunistic (the free has completed on the GPU: the simulator has no GPU clock, so a
+//   free counts as completed `completion_ns` of simulated time after it was made: 0, the
+//   GPU keeping up with the host, by default); internal_dependencies (any free, the driver
+//   inserting a wait: the allocating stream then depends on the freeing one);
 // - at every host synchronisation (device, stream, event) the pool releases wholly free
 //   chunks whose frees have completed, highest address first, while it holds more than
 //   release_threshold (CUDA's default 0: everything unused goes back); cudaMemPoolTrimTo is
@@ -46,7 +48,7 @@ namespace allocsim {
 enum class OomSync : std::uint8_t { none, stream, device };
 
 // One parameter table, three sets of defaults: the raw pool and the two framework presets.
-constexpr std::array<ParamInfo, 11> async_params(std::string_view threshold, std::string_view reuse_extra,
+constexpr std::array<ParamInfo, 12> async_params(std::string_view threshold, std::string_view reuse_extra,
                                                   std::string_view oom_sync, std::string_view one_stream) {
   return {{
       {"granularity", "2MiB", "a new chunk is the request rounded up to this (CUDA leaves it undocumented)"},
@@ -54,8 +56,10 @@ constexpr std::array<ParamInfo, 11> async_params(std::string_view threshold, std
                                        "tf = TensorFlow's memory limit (free memory minus MinSystemMemory)"},
       {"follow_event_dependencies", "true", "cudaMemPoolReuseFollowEventDependencies: reuse another stream's free "
                                             "once this stream waited for it"},
-      {"opportunistic", reuse_extra, "cudaMemPoolReuseAllowOpportunistic: reuse another stream's completed free "
-                                     "(completed = a host sync covered it)"},
+      {"opportunistic", reuse_extra, "cudaMemPoolReuseAllowOpportunistic: reuse another stream's free once it has "
+                                     "completed on the GPU (see completion_ns)"},
+      {"completion_ns", "0", "simulated time after which a free counts as completed on the GPU (opportunistic "
+                             "reuse); 0 = at once"},
       {"internal_dependencies", reuse_extra, "cudaMemPoolReuseAllowInternalDependencies: reuse any free of another "
                                              "stream, inserting a wait"},
       {"trim_to", "0", "cudaMemPoolTrimTo(pool, bytes) at release_cached (empty_cache), after a device sync"},
@@ -99,12 +103,13 @@ class AsyncPoolPolicy final : public Policy {
     Bytes size;
     Stream stream;
     std::uint64_t freed;  // position in the order of frees; 0 = never used, any stream's
+    Nanos freed_at = 0;   // when (simulated time)
   };
   using Ranges = std::map<Addr, FreeRange>;
 
   std::optional<Block> serve(Bytes size, const Request& request);
-  std::optional<Ranges::iterator> choose(Bytes size, Stream stream);
-  int reuse_rank(const FreeRange& range, Stream stream) const;  // -1 = not reusable
+  std::optional<Ranges::iterator> choose(Bytes size, Stream stream, Nanos now);
+  int reuse_rank(const FreeRange& range, Stream stream, Nanos now) const;  // -1 = not reusable
   bool completed(const FreeRange& range) const;
   void add_free(Addr addr, FreeRange range);
   void erase_free(Ranges::iterator it);
@@ -119,6 +124,7 @@ class AsyncPoolPolicy final : public Policy {
   Bytes threshold_;
   bool follow_events_;
   bool opportunistic_;
+  Nanos completion_;
   bool internal_;
   Bytes trim_to_;
   MemoryCap cap_;

@@ -80,45 +80,35 @@ TEST_CASE("release_cached syncs the device and trims to trim_to", "[async]") {
 
 // A block freed on stream 1, then a request on stream 2: which rule lets it reuse the
 // memory, and what must have happened between. Reuse keeps the pool at one chunk.
+enum class Between : std::uint8_t { nothing, wait, host_sync };
 struct ReuseCase {
-  const char* flags;  // the one rule on, or "" for none
-  SyncKind between;   // wait: stream 2 waited for stream 1; stream: the host synced stream 1
-  bool sync_between;
+  const char* on;  // the one rule on ("" for none), and its options
+  Between between;
   bool reuses;
 };
 
 TEST_CASE("each reuse rule across two streams, on and off", "[async]") {
-  const std::string off = "follow_event_dependencies=false,opportunistic=false,internal_dependencies=false";
-  const auto only = [&](const std::string& flag) {
-    std::string flags = off;
-    flags.replace(flags.find(flag + "=false"), flag.size() + 6, flag + "=true");
-    return flags;
-  };
   const ReuseCase cases[] = {
-      {"", SyncKind::wait, false, false},  // all off: never across streams
-      {"", SyncKind::wait, true, false},
-      {"", SyncKind::stream, true, false},
-      {"follow_event_dependencies", SyncKind::wait, true, true},
-      {"follow_event_dependencies", SyncKind::wait, false, false},
-      {"follow_event_dependencies", SyncKind::stream, true, false},  // completed, but no dependency
-      {"opportunistic", SyncKind::stream, true, true},
-      {"opportunistic", SyncKind::wait, false, false},  // not known to be complete
-      {"opportunistic", SyncKind::wait, true, false},
-      {"internal_dependencies", SyncKind::wait, false, true},
+      {"", Between::nothing, false},  // no rule: never across streams without a host sync
+      {"", Between::wait, false},
+      {"", Between::host_sync, true},  // "still reuse memory ... when a stream is synchronized with the CPU"
+      {"follow_event_dependencies=true", Between::wait, true},
+      {"follow_event_dependencies=true", Between::nothing, false},
+      {"opportunistic=true", Between::nothing, true},  // completed at once on the GPU
+      {"opportunistic=true,completion_ns=1000", Between::nothing, false},  // not completed yet
+      {"opportunistic=true,completion_ns=1000", Between::host_sync, true},
+      {"internal_dependencies=true", Between::nothing, true},
   };
   for (const ReuseCase& c : cases) {
-    const std::string flags = std::string(c.flags).empty() ? off : only(c.flags);
-    CAPTURE(flags, name_of(c.between), c.sync_between);
-    Harness harness("async:release_threshold=max," + flags, plain_device(64_MiB));
+    std::string spec = "async:release_threshold=max,follow_event_dependencies=false,opportunistic=false,"
+                       "internal_dependencies=false";
+    if (*c.on != '\0') spec += std::string(",") + c.on;
+    CAPTURE(spec, static_cast<int>(c.between));
+    Harness harness(spec, plain_device(64_MiB));
     const auto first = harness.alloc(1_MiB, 1);
     harness.free(*first);
-    if (c.sync_between) {
-      if (c.between == SyncKind::wait) {
-        sync(harness, SyncKind::wait, 2, 1);
-      } else {
-        sync(harness, c.between, 1);
-      }
-    }
+    if (c.between == Between::wait) sync(harness, SyncKind::wait, 2, 1);
+    if (c.between == Between::host_sync) sync(harness, SyncKind::stream, 1);
     const auto second = harness.alloc(1_MiB, 2);
     CHECK((second->addr == first->addr) == c.reuses);
     CHECK(harness.policy().stats().reserved == (c.reuses ? 2_MiB : 4_MiB));
