@@ -22,9 +22,18 @@
 //   chunks whose frees have completed, highest address first, while it holds more than
 //   release_threshold (CUDA's default 0: everything unused goes back); cudaMemPoolTrimTo is
 //   release_cached (empty_cache), which synchronises the device and trims to `trim_to`.
-// Deviations: the driver's real placement and chunk sizes are unknown (allocations may sit
-// at other offsets); chunks never merge, so a request larger than every chunk's free range
-// grows the pool even when neighbouring chunks are free. A trace without syncs never trims
+// Versions: the pool attributes as CUDA 12 documents them; PyTorch's backend at commit
+// 03459473 (threshold UINT64_MAX, the three reuse attributes set, emptyCache = sync all
+// streams + cudaMemPoolTrimTo(0), no retry on OOM); TensorFlow's allocator as in TF 2.x
+// (threshold = pool size, TF_DETERMINISTIC_ALLOCATOR, the preallocation), its sync and
+// retry once on OOM from XLA's newer gpu_cudamallocasync_allocator.cc.
+// Deviations: PyTorch frees a block used on several streams (record_stream) on a unifying
+// stream after event waits; a trace carries no record_stream, so a block is freed on the
+// stream it was allocated on. The driver's real placement and chunk sizes are unknown
+// (allocations may sit at other offsets); chunks never merge (each is one device
+// allocation, not VMM pages in one range), so a request larger than every chunk's free
+// range grows the pool even when neighbouring chunks are free: reserved bytes are an upper
+// bound on the driver's. A trace without syncs never trims
 // until release_cached or the end: real programs synchronise (loss.item(), a step's end),
 // so replay a trace with its syncs where the recording has them.
 #pragma once

@@ -93,7 +93,7 @@ const std::array kPolicies{
                VmmPolicy::kParams, make<VmmPolicy>},
     PolicyInfo{"async", "cudamallocasync", "CUDA's stream-ordered allocator: cudaMallocAsync on the device's pool",
                "chunks of 2 MiB multiples, best fit; frees reused by stream order and the three reuse rules; "
-               "trimmed to release_threshold (0) at every synchronisation",
+               "trimmed to release_threshold (0) at every host synchronisation",
                AsyncPoolPolicy::kParams, make<AsyncPoolPolicy>},
     PolicyInfo{"torch-async", "", "PyTorch with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "
                "(c10/cuda/CUDAMallocAsyncAllocator.cpp)",
@@ -109,7 +109,8 @@ const std::array kPolicies{
                "one arena in superblocks; address-ordered first fit; up to 1 MiB from per-stream superblocks",
                RmmArenaPolicy::kParams, make_over_upstream<RmmArenaPolicy>},
     PolicyInfo{"rmm-binning", "", "RAPIDS RMM's binning_memory_resource over fixed_size_memory_resource bins",
-               "power-of-two bins of fixed-size blocks in chunks of 128, larger requests to the upstream (rmm-pool)",
+               "power-of-two bins (none unless min_exp, max_exp) of fixed-size blocks in chunks of 128; the rest "
+               "to the upstream",
                RmmBinningPolicy::kParams, make_over_upstream<RmmBinningPolicy>},
     PolicyInfo{"limiting", "rmm-limiting", "RAPIDS RMM's limiting_resource_adaptor",
                "fails a request once the live bytes (aligned to 256) would pass the limit; else the upstream serves it",
