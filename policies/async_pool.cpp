@@ -127,18 +127,32 @@ bool AsyncPoolPolicy::completed(const FreeRange& range) const {
   return it != completed_.end() && it->second >= range.freed;
 }
 
-// The best rule first, then the smallest fitting range, then the lowest address: a scan,
-// since which ranges a stream may use changes with every sync.
+// The best rule first, then the smallest fitting range, then the lowest address. The
+// stream's own frees and never-used ranges (rank 0) are looked up; other streams' frees
+// are scanned, since which of them a stream may use changes with every sync.
 std::optional<AsyncPoolPolicy::Ranges::iterator> AsyncPoolPolicy::choose(Bytes size, Stream stream, Nanos now) {
   std::optional<Ranges::iterator> best;
   int best_rank = 0;
-  for (auto it = free_.begin(); it != free_.end(); ++it) {
-    if (it->second.size < size) continue;
-    const int rank = reuse_rank(it->second, stream, now);
-    if (rank < 0) continue;
-    if (!best || rank < best_rank || (rank == best_rank && it->second.size < (*best)->second.size)) {
+  const auto consider = [&](Ranges::iterator it, int rank) {
+    if (!best || rank < best_rank ||
+        (rank == best_rank && std::pair(it->second.size, it->first) < std::pair((*best)->second.size, (*best)->first))) {
       best = it;
       best_rank = rank;
+    }
+  };
+  const auto own = freed_by_stream_.find(stream);
+  for (const BySize* index : {&never_used_, own == freed_by_stream_.end() ? nullptr : &own->second}) {
+    if (index == nullptr) continue;
+    const auto fit = index->lower_bound({size, 0});
+    if (fit != index->end()) consider(free_.find(fit->second), 0);
+  }
+  if (best) return best;
+  for (const auto& [other, index] : freed_by_stream_) {
+    if (other == stream) continue;
+    for (auto fit = index.lower_bound({size, 0}); fit != index.end(); ++fit) {
+      const auto it = free_.find(fit->second);
+      const int rank = reuse_rank(it->second, stream, now);
+      if (rank >= 0) consider(it, rank);
     }
   }
   return best;
@@ -193,10 +207,12 @@ void AsyncPoolPolicy::add_free(Addr addr, FreeRange range) {
   }
   free_.emplace(addr, range);
   free_sizes_.insert(range.size);
+  size_index(range).emplace(range.size, addr);
 }
 
 void AsyncPoolPolicy::erase_free(Ranges::iterator it) {
   free_sizes_.erase(free_sizes_.find(it->second.size));
+  size_index(it->second).erase({it->second.size, it->first});
   free_.erase(it);
 }
 
@@ -298,7 +314,11 @@ void AsyncPoolPolicy::check() const {
     live += chunks_[i].live;
   }
   if (reserved != reserved_ || live != allocated_) throw Error("policy async: counters disagree with the chunks");
-  if (free_sizes_.size() != free_.size()) throw Error("policy async: size index disagrees with the free ranges");
+  std::size_t indexed = never_used_.size();
+  for (const auto& [stream, index] : freed_by_stream_) indexed += index.size();
+  if (free_sizes_.size() != free_.size() || indexed != free_.size()) {
+    throw Error("policy async: size index disagrees with the free ranges");
+  }
 }
 
 }  // namespace allocsim

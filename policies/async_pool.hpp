@@ -115,6 +115,7 @@ class AsyncPoolPolicy final : public Policy {
     Nanos freed_at = 0;   // when (simulated time)
   };
   using Ranges = std::map<Addr, FreeRange>;
+  using BySize = std::set<std::pair<Bytes, Addr>>;
 
   std::optional<Block> serve(Bytes size, const Request& request);
   std::optional<Ranges::iterator> choose(Bytes size, Stream stream, Nanos now);
@@ -122,6 +123,9 @@ class AsyncPoolPolicy final : public Policy {
   bool completed(const FreeRange& range) const;
   void add_free(Addr addr, FreeRange range);
   void erase_free(Ranges::iterator it);
+  BySize& size_index(const FreeRange& range) {
+    return range.freed == 0 ? never_used_ : freed_by_stream_[range.stream];
+  }
   std::size_t chunk_of(Addr addr) const;
   bool grow(Bytes size, Stream stream);
   void trim(Bytes keep);
@@ -144,6 +148,10 @@ class AsyncPoolPolicy final : public Policy {
 
   std::vector<Chunk> chunks_;  // by address
   Ranges free_;                // every free range of every chunk, by address
+  // The same ranges by (size, address): those freed on each stream, and those never used
+  // (any stream's), so that a stream's own best fit is one lookup.
+  std::map<Stream, BySize> freed_by_stream_;
+  BySize never_used_;
   std::multiset<Bytes> free_sizes_;
   Bytes reserved_ = 0;
   Bytes allocated_ = 0;

@@ -64,7 +64,7 @@ Allocation RmmPoolPolicy::allocate(const Request& request) {
     FreeList other = std::move(it->second);
     it = lists_.erase(it);
     FreeList& mine = lists_[request.stream];
-    for (const auto& [at, block] : other) {
+    for (const auto& [at, block] : other.blocks) {
       free_sizes_.erase(free_sizes_.find(block.size));
       insert(mine, at, block);
     }
@@ -76,7 +76,7 @@ Allocation RmmPoolPolicy::allocate(const Request& request) {
     if (!addr) return std::nullopt;
     // The request takes the front of the new block; the rest joins this stream's list.
     FreeList& mine = lists_[request.stream];
-    const auto grown = mine.find(*addr);
+    const auto grown = mine.blocks.find(*addr);
     const FreeBlock block = grown->second;
     erase(mine, grown);
     if (block.size > size) insert(mine, *addr + size, FreeBlock{block.size - size, false});
@@ -88,11 +88,9 @@ Allocation RmmPoolPolicy::allocate(const Request& request) {
 // The smallest block that fits, the first (lowest address) among equals, split at the
 // front: the rest stays in the same list.
 std::optional<Addr> RmmPoolPolicy::take_best_fit(FreeList& list, Bytes size) {
-  auto best = list.end();
-  for (auto it = list.begin(); it != list.end(); ++it) {
-    if (it->second.size >= size && (best == list.end() || it->second.size < best->second.size)) best = it;
-  }
-  if (best == list.end()) return std::nullopt;
+  const auto fit = list.by_size.lower_bound({size, 0});
+  if (fit == list.by_size.end()) return std::nullopt;
+  const auto best = list.blocks.find(fit->second);
   const Addr addr = best->first;
   const FreeBlock block = best->second;
   erase(list, best);
@@ -123,13 +121,14 @@ void RmmPoolPolicy::deallocate(const Block& block, Nanos) {
 }
 
 void RmmPoolPolicy::insert(FreeList& list, Addr addr, FreeBlock block) {
-  auto next = list.lower_bound(addr);
-  if (next != list.end() && !next->second.head && addr + block.size == next->first) {
+  Blocks& blocks = list.blocks;
+  auto next = blocks.lower_bound(addr);
+  if (next != blocks.end() && !next->second.head && addr + block.size == next->first) {
     block.size += next->second.size;
     erase(list, next);
-    next = list.lower_bound(addr);
+    next = blocks.lower_bound(addr);
   }
-  if (next != list.begin() && !block.head) {
+  if (next != blocks.begin() && !block.head) {
     const auto before = std::prev(next);
     if (before->first + before->second.size == addr) {
       addr = before->first;
@@ -137,21 +136,23 @@ void RmmPoolPolicy::insert(FreeList& list, Addr addr, FreeBlock block) {
       erase(list, before);
     }
   }
-  list.emplace(addr, block);
+  blocks.emplace(addr, block);
+  list.by_size.emplace(block.size, addr);
   free_sizes_.insert(block.size);
 }
 
-void RmmPoolPolicy::erase(FreeList& list, FreeList::iterator it) {
+void RmmPoolPolicy::erase(FreeList& list, Blocks::iterator it) {
   free_sizes_.erase(free_sizes_.find(it->second.size));
-  list.erase(it);
+  list.by_size.erase({it->second.size, it->first});
+  list.blocks.erase(it);
 }
 
 void RmmPoolPolicy::release_cached() {
   for (auto up = upstream_.begin(); up != upstream_.end();) {
     bool released = false;
     for (auto& [stream, list] : lists_) {
-      const auto it = list.find(up->first);
-      if (it == list.end() || it->second.size != up->second.bytes) continue;
+      const auto it = list.blocks.find(up->first);
+      if (it == list.blocks.end() || it->second.size != up->second.bytes) continue;
       erase(list, it);
       device_.free(up->second);
       pool_size_ -= up->second.bytes;
@@ -175,8 +176,8 @@ PolicyInspection RmmPoolPolicy::inspect(Detail detail) const {
   PolicyInspection inspection;
   for (const auto& [addr, segment] : upstream_) {
     for (const auto& [stream, list] : lists_) {
-      const auto it = list.find(addr);
-      if (it != list.end() && it->second.size == segment.bytes) inspection.releasable += segment.bytes;
+      const auto it = list.blocks.find(addr);
+      if (it != list.blocks.end() && it->second.size == segment.bytes) inspection.releasable += segment.bytes;
     }
   }
   inspection.extra = {{"pool_size", pool_size_, Unit::bytes},
@@ -184,7 +185,7 @@ PolicyInspection RmmPoolPolicy::inspect(Detail detail) const {
                       {"blocks_from_other_streams", stolen_, Unit::count}};
   if (detail == Detail::full) {
     std::size_t blocks = 0;
-    for (const auto& [stream, list] : lists_) blocks += list.size();
+    for (const auto& [stream, list] : lists_) blocks += list.blocks.size();
     inspection.state = "RMM pool: pool_size " + format_bytes(pool_size_) + " in " + std::to_string(upstream_.size()) +
                        " upstream blocks, " + std::to_string(blocks) + " free blocks in " +
                        std::to_string(lists_.size()) + " stream lists, largest " + format_bytes(stats().largest_free);
@@ -195,10 +196,11 @@ PolicyInspection RmmPoolPolicy::inspect(Detail detail) const {
 void RmmPoolPolicy::check() const {
   std::map<Addr, FreeBlock> all;
   for (const auto& [stream, list] : lists_) {
-    for (auto it = list.begin(); it != list.end(); ++it) {
+    if (list.by_size.size() != list.blocks.size()) throw Error("policy rmm-pool: a list's size index out of step");
+    for (auto it = list.blocks.begin(); it != list.blocks.end(); ++it) {
       if (it->second.head != upstream_.contains(it->first)) throw Error("policy rmm-pool: wrong head flag");
       const auto next = std::next(it);
-      if (next != list.end() && !next->second.head && it->first + it->second.size == next->first) {
+      if (next != list.blocks.end() && !next->second.head && it->first + it->second.size == next->first) {
         throw Error("policy rmm-pool: two contiguous free blocks not coalesced");
       }
       if (!all.emplace(it->first, it->second).second) throw Error("policy rmm-pool: a block in two lists");

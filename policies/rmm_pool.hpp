@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
@@ -55,11 +56,17 @@ class RmmPoolPolicy final : public Policy {
     Bytes size;
     bool head;  // starts an upstream block: nothing before it merges with it
   };
-  using FreeList = std::map<Addr, FreeBlock>;
+  using Blocks = std::map<Addr, FreeBlock>;
+  // One stream's list: by address as RMM keeps it, and by (size, address) so that its best
+  // fit (the smallest, the lowest address among equals) is one lookup instead of a scan.
+  struct FreeList {
+    Blocks blocks;
+    std::set<std::pair<Bytes, Addr>> by_size;
+  };
 
   std::optional<Addr> take_best_fit(FreeList& list, Bytes size);
   void insert(FreeList& list, Addr addr, FreeBlock block);
-  void erase(FreeList& list, FreeList::iterator it);
+  void erase(FreeList& list, Blocks::iterator it);
   std::optional<Addr> expand(Bytes try_bytes, Bytes min_bytes, Stream stream);
 
   Device& device_;
