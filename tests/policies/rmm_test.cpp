@@ -6,6 +6,8 @@
 
 #include "harness.hpp"
 #include "policies/rmm_pool.hpp"
+#include "sim/engine.hpp"
+#include "workloads/random_trace.hpp"
 
 namespace allocsim::test {
 namespace {
@@ -191,6 +193,35 @@ TEST_CASE("limiting counts aligned request bytes against its limit, not what the
   Harness plain("limiting", plain_device(64_MiB));  // no limit, the device directly
   CHECK(plain.alloc(40_MiB));
   plain.finish();
+}
+
+}  // namespace
+}  // namespace allocsim::test
+
+namespace allocsim::test {
+namespace {
+
+TEST_CASE("composed resources pass the engine's checks: reserved is what the device holds", "[rmm][engine]") {
+  RandomTraceOptions options;
+  options.events = 20'000;
+  options.seed = 11;
+  options.max_bytes = 4_MiB;
+  options.target_live = 64_MiB;
+  options.streams = 3;
+  const auto trace = std::make_shared<const Trace>(make_random_trace(options, "random"));
+  for (const char* spec : {"rmm-binning:min_exp=12,max_exp=20,blocks=8,upstream=[rmm-pool:initial=16MiB]",
+                           "limiting:limit=96MiB,upstream=[rmm-arena:arena_size=256MiB]",
+                           "rmm-pool:upstream=[limiting:limit=512MiB]"}) {
+    CAPTURE(spec);
+    Scenario scenario;
+    scenario.device.capacity = 1_GiB;
+    scenario.check = true;  // policy.check(), and stats against the device, after every event
+    scenario.on_oom = OnOom::continue_run;
+    scenario.tenants.push_back(TenantSpec{trace, spec, 0});
+    const RunResult run = allocsim::run(scenario, make_policy);
+    CHECK(run.tenants[0].events_replayed == trace->events.size());
+    CHECK(run.tenants[0].peak_reserved > 0);
+  }
 }
 
 }  // namespace
