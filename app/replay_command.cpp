@@ -13,8 +13,11 @@
 #include "app/snapshot_arguments.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "sim/report.hpp"
 #include "studies/replay_from_recording.hpp"
+#include "studies/replay_log.hpp"
 #include "studies/sweep_grid.hpp"
+#include "workloads/catalogue.hpp"
 
 namespace allocsim {
 
@@ -26,6 +29,7 @@ constexpr const char* kReplayUsage = R"(allocsim replay: would another allocator
 
 Usage:
   allocsim replay FILE.pickle --policy SPECS [--capacity SIZE] [--cuda-device N] [--csv FILE]
+  allocsim replay LOG.csv [--policy SPECS] [--capacity SIZE] [--csv FILE]
 
 Reads a torch.cuda.memory._dump_snapshot() pickle and replays its trace through each
 policy of SPECS (a comma-separated list, as sweep takes), every one starting from the
@@ -48,8 +52,90 @@ Examples (PYTORCH_CUDA_ALLOC_CONF keys and their specs):
   allocsim replay oom.pickle --policy caching:gc_threshold=0.8,fraction=0.95
                                           garbage_collection_threshold:0.8 (needs a memory fraction)
 
+Any other trace the catalogue reads (an RMM logging_resource_adaptor log, our CSV) replays
+as RMM's REPLAY_BENCHMARK replays a log: each policy from an empty allocator, one request at
+a time in the file's order, on one simulated device (--capacity, default 16 GiB: give the
+memory the logged run had), going on past an OOM as the logged program did. Default policies
+rmm-pool,rmm-arena,rmm-binning,async; the benchmark's own binning is
+rmm-binning:min_exp=18,max_exp=22 and its `pool -s S` is rmm-pool:initial=SGiB,maximum=SGiB.
+Prints per policy what the benchmark cannot: peak reserved and allocated, fragmentation at
+the peak, OOMs, allocator time, and for each `allocate failure` row of the log whether the
+replay failed there too (with the capacity the log ran with, it should).
+  allocsim replay rmm_log.dev0.csv --capacity 32GiB --policy rmm-pool,rmm-arena,rmm-binning,async
+
 Exit status: 0 when the replays ran (an OOM is a result), 2 on bad input.
 )";
+
+// Label column first, one column per side, padded to the widest cell.
+void print_rows(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& cells : rows) {
+    for (std::size_t c = 0; c < cells.size(); ++c) width[c] = std::max(width[c], cells[c].size());
+  }
+  for (const auto& cells : rows) {
+    out << "  ";
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const bool last = c + 1 == cells.size();
+      out << std::left << std::setw(last ? 0 : static_cast<int>(width[c])) << cells[c] << (last ? "" : "   ");
+    }
+    out << '\n';
+  }
+}
+
+std::string percent(double ratio) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(2) << ratio * 100 << " %";
+  return text.str();
+}
+
+void print_log_table(std::ostream& out, const LogReplay& replay) {
+  std::vector<std::vector<std::string>> rows;
+  const auto row = [&](std::string label, auto cell) {
+    std::vector<std::string> cells{std::move(label)};
+    for (const LogReplayOutcome& outcome : replay.outcomes) cells.push_back(cell(outcome, outcome.run.tenants.front()));
+    rows.push_back(std::move(cells));
+  };
+  row("policy", [](const LogReplayOutcome& o, const TenantResult&) { return o.policy; });
+  row("peak reserved", [](const LogReplayOutcome&, const TenantResult& t) { return format_bytes_exact(t.peak_reserved); });
+  row("peak allocated", [](const LogReplayOutcome&, const TenantResult& t) { return format_bytes_exact(t.peak_allocated); });
+  row("fragmentation at peak", [](const LogReplayOutcome&, const TenantResult& t) { return percent(t.fragmentation_at_peak()); });
+  row("OOMs", [](const LogReplayOutcome&, const TenantResult& t) { return std::to_string(t.oom_count); });
+  row("log's failures failed too", [&](const LogReplayOutcome& o, const TenantResult&) {
+    return replay.failures == 0 ? std::string("no failure logged")
+                                : std::to_string(o.failures_reproduced) + " of " + std::to_string(replay.failures);
+  });
+  row("OOMs where the log succeeded", [](const LogReplayOutcome& o, const TenantResult&) { return std::to_string(o.ooms_elsewhere); });
+  row("allocator time", [](const LogReplayOutcome&, const TenantResult& t) { return format_nanos(t.allocator_time); });
+  row("device mallocs", [](const LogReplayOutcome&, const TenantResult& t) { return std::to_string(t.device_mallocs); });
+  print_rows(out, rows);
+  for (const LogReplayOutcome& outcome : replay.outcomes) {
+    const TenantResult& tenant = outcome.run.tenants.front();
+    if (!tenant.ooms.empty()) out << "  first OOM, " << outcome.policy << ": " << describe_oom(tenant.ooms.front()) << '\n';
+  }
+}
+
+int replay_log_command(const std::string& file, const std::vector<std::string>& policy_lists,
+                       const std::optional<Bytes>& capacity, const std::string& csv, std::ostream& out) {
+  std::vector<std::string> policies;
+  for (const std::string& list : policy_lists.empty() ? std::vector<std::string>{"rmm-pool,rmm-arena,rmm-binning,async"}
+                                                      : policy_lists) {
+    for (std::string& item : split_list(list, "--policy")) policies.push_back(std::move(item));
+  }
+  DeviceSpec device;
+  if (capacity) device.capacity = *capacity;
+  const LogReplay replay = replay_log_file(file, policies, device);
+  out << "replay " << file << ": every policy from an empty allocator, in the file's order (" << replay.reader << ")\n"
+      << "  " << replay.events << " events; failed requests in the log: " << replay.failures << "\n"
+      << "  device: " << format_bytes_exact(device.capacity) << (capacity ? ", --capacity" : ", the default (--capacity sets it)")
+      << "\n";
+  print_log_table(out, replay);
+  if (!csv.empty()) {
+    std::vector<RunResult> runs;
+    for (const LogReplayOutcome& outcome : replay.outcomes) runs.push_back(outcome.run);
+    write_file_atomically(csv, [&](std::ostream& stream) { write_csv(stream, runs); });
+  }
+  return 0;
+}
 
 
 // The side-by-side table: a label column, then the recording and one column per policy.
@@ -74,18 +160,7 @@ void print_table(std::ostream& out, const WhatIf& what_if) {
     if (recorded) return "-";
     return o.ooms == 0 ? "yes" : "no";
   });
-  std::vector<std::size_t> width(rows.front().size(), 0);
-  for (const auto& cells : rows) {
-    for (std::size_t c = 0; c < cells.size(); ++c) width[c] = std::max(width[c], cells[c].size());
-  }
-  for (const auto& cells : rows) {
-    out << "  ";
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      const bool last = c + 1 == cells.size();
-      out << std::left << std::setw(last ? 0 : static_cast<int>(width[c])) << cells[c] << (last ? "" : "   ");
-    }
-    out << '\n';
-  }
+  print_rows(out, rows);
   for (const WhatIfOutcome* side : sides) {  // beside the table: a sentence would widen every column
     if (side->first_oom) out << "  first OOM, " << (side == sides.front() ? "recorded" : side->policy) << ": " << *side->first_oom << '\n';
   }
@@ -108,6 +183,8 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   if (!parse_snapshot_arguments(args, description, snapshot, kReplayUsage, "replay needs a snapshot: allocsim replay FILE.pickle --policy SPECS", out)) return 0;
   const std::string& file = snapshot.file;
   const std::optional<int>& cuda_device = snapshot.cuda_device;
+  const bool is_recording = find_reader(file).name == "torch-snapshot";
+  if (!is_recording && cuda_device) throw Error("--cuda-device is for PyTorch snapshots, not " + file);
   std::vector<std::string> policies;
   for (const std::string& list : policy_lists.empty() ? std::vector<std::string>{"caching,expandable"} : policy_lists) {
     for (std::string& item : split_list(list, "--policy")) policies.push_back(std::move(item));
@@ -121,6 +198,8 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   if (!csv.empty() && std::filesystem::weakly_canonical(csv) == std::filesystem::weakly_canonical(file)) {
     throw Error("--csv " + csv + " would overwrite the snapshot it reads");
   }
+
+  if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, out);
 
   const TorchRecording recording = read_torch_recording(file, cuda_device);
   const WhatIf what_if = replay_from_recording(recording, policies, device_capacity);

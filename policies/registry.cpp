@@ -3,13 +3,19 @@
 #include <array>
 #include <string>
 
+#include "policies/async_pool.hpp"
 #include "policies/bfc.hpp"
 #include "policies/buddy.hpp"
 #include "policies/caching.hpp"
+#include "policies/common/upstream.hpp"
 #include "policies/compact.hpp"
 #include "policies/direct.hpp"
+#include "policies/limiting.hpp"
 #include "policies/optimal.hpp"
 #include "policies/placement.hpp"
+#include "policies/rmm_arena.hpp"
+#include "policies/rmm_binning.hpp"
+#include "policies/rmm_pool.hpp"
 #include "policies/vmm.hpp"
 #include "sim/error.hpp"
 #include "sim/sim_device.hpp"
@@ -20,6 +26,15 @@ namespace {
 template <typename P>
 std::unique_ptr<Policy> make(const Params& params, Device& device) {
   return std::make_unique<P>(params, device);
+}
+
+// An RMM resource over the upstream its spec names (`upstream=`), or over the device.
+template <typename P>
+std::unique_ptr<Policy> make_over_upstream(const Params& params, Device& device) {
+  std::unique_ptr<Policy> upstream = make_upstream(params.text("upstream"), device);
+  if (!upstream) return std::make_unique<P>(params, device);
+  return std::make_unique<LayeredPolicy>(std::move(upstream), device,
+                                         [&](Device& over) { return std::make_unique<P>(params, over); });
 }
 
 template <Fit fit>
@@ -76,6 +91,30 @@ const std::array kPolicies{
     PolicyInfo{"vmm", "", "GMLake (ASPLOS'24): CUDA VMM page stitching",
                "a pool of 2 MiB pages; large requests map any free pages into one new virtual range, small ones share pages",
                VmmPolicy::kParams, make<VmmPolicy>},
+    PolicyInfo{"async", "cudamallocasync", "CUDA's stream-ordered allocator: cudaMallocAsync on the device's pool",
+               "chunks of 2 MiB multiples, best fit; frees reused by stream order and the three reuse rules; "
+               "trimmed to release_threshold (0) at every host synchronisation",
+               AsyncPoolPolicy::kParams, make<AsyncPoolPolicy>},
+    PolicyInfo{"torch-async", "", "PyTorch with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "
+               "(c10/cuda/CUDAMallocAsyncAllocator.cpp)",
+               "the async pool never trimmed (threshold max), all reuse rules on; empty_cache syncs and trims to 0",
+               AsyncPoolPolicy::kTorchParams, make<AsyncPoolPolicy>},
+    PolicyInfo{"tf-async", "", "TensorFlow with TF_GPU_ALLOCATOR=cuda_malloc_async (GpuCudaMallocAsyncAllocator)",
+               "the async pool on one stream, kept up to TensorFlow's memory limit; an OOM syncs and retries once",
+               AsyncPoolPolicy::kTensorFlowParams, make<AsyncPoolPolicy>},
+    PolicyInfo{"rmm-pool", "", "RAPIDS RMM's pool_memory_resource (rmm/mr/device/pool_memory_resource.hpp)",
+               "coalescing best fit in per-stream free lists, growing by at least doubling; never gives memory back",
+               RmmPoolPolicy::kParams, make_over_upstream<RmmPoolPolicy>},
+    PolicyInfo{"rmm-arena", "", "RAPIDS RMM's arena_memory_resource (rmm/mr/device/detail/arena.hpp)",
+               "one arena in superblocks; address-ordered first fit; up to 1 MiB from per-stream superblocks",
+               RmmArenaPolicy::kParams, make_over_upstream<RmmArenaPolicy>},
+    PolicyInfo{"rmm-binning", "", "RAPIDS RMM's binning_memory_resource over fixed_size_memory_resource bins",
+               "power-of-two bins (none unless min_exp, max_exp) of fixed-size blocks in chunks of 128; the rest "
+               "to the upstream",
+               RmmBinningPolicy::kParams, make_over_upstream<RmmBinningPolicy>},
+    PolicyInfo{"limiting", "rmm-limiting", "RAPIDS RMM's limiting_resource_adaptor",
+               "fails a request once the live bytes (aligned to 256) would pass the limit; else the upstream serves it",
+               LimitingPolicy::kParams, make<LimitingPolicy>},
 };
 
 }  // namespace

@@ -12,7 +12,7 @@ Breakdown live_breakdown(const Trace& trace, std::size_t event, std::span<const 
   const std::size_t end = std::min(event + 1, trace.events.size());
   for (std::size_t i = 0; i < end; ++i) {
     const Event& e = trace.events[i];
-    if (e.op == Op::release) continue;
+    if (!names_allocation(e.op)) continue;
     if (std::binary_search(skipped.begin(), skipped.end(), e.id)) continue;
     const Bytes bytes = trace.bytes_of(e.id);
     const auto tag = static_cast<std::size_t>(e.tag);

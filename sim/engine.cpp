@@ -140,6 +140,9 @@ class Replay {
       case Op::release:
         run.policy->release_cached();
         break;
+      case Op::sync:
+        run.policy->synchronize(sync_of(event), now);
+        break;
     }
     const Nanos cost = run.device.time_spent() - spent_before;
     run.delay += cost;

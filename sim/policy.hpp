@@ -122,6 +122,9 @@ class Policy {
   virtual PolicyStats stats() const = 0;
   virtual PolicyInspection inspect(Detail) const { return {}; }
   virtual void release_cached() {}  // torch.cuda.empty_cache(): return wholly free segments
+  // The program synchronised (an Op::sync): stream-ordered pools trim and learn which
+  // frees other streams may now reuse. Others ignore it.
+  virtual void synchronize(const Sync&, Nanos) {}
   virtual void prepare(const ReplaySetup&) {}
   virtual void check() const {}
 };

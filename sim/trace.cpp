@@ -72,6 +72,11 @@ void TraceBuilder::release(Nanos time) {
   trace_.events.push_back(Event{time, AllocId{}, 0, Op::release, Tag::other});
 }
 
+void TraceBuilder::sync(Nanos time, const Sync& sync) {
+  check_time(time);
+  trace_.events.push_back(Event{time, sync_id(sync), sync.stream, Op::sync, Tag::other});
+}
+
 bool TraceBuilder::is_live(AllocId id) const {
   const auto index = index_of(id);
   return index < allocations_.size() && allocations_[index].live;

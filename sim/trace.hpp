@@ -46,6 +46,7 @@ class TraceBuilder {
   AllocId alloc(Nanos time, Bytes bytes, Stream stream, Tag tag, std::string_view layer_name);
   void free(Nanos time, AllocId id);
   void release(Nanos time);
+  void sync(Nanos time, const Sync& sync);
 
   bool is_live(AllocId id) const;
   Bytes bytes_of(AllocId id) const { return trace_.bytes_of(id); }

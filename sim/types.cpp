@@ -5,7 +5,8 @@
 namespace allocsim {
 namespace {
 
-constexpr std::array<std::string_view, 3> kOpNames{"alloc", "free", "release"};
+constexpr std::array<std::string_view, 4> kOpNames{"alloc", "free", "release", "sync"};
+constexpr std::array<std::string_view, 4> kSyncKindNames{"device", "stream", "event", "wait"};
 constexpr std::array<std::string_view, kTagCount> kTagNames{
     "weight", "activation", "gradient", "optimizer", "workspace", "input", "temp", "other"};
 
@@ -23,5 +24,9 @@ std::string_view name_of(Op op) { return kOpNames[static_cast<std::size_t>(op)];
 std::string_view name_of(Tag tag) { return kTagNames[static_cast<std::size_t>(tag)]; }
 std::optional<Op> op_from_name(std::string_view name) { return find_name<Op>(kOpNames, name); }
 std::optional<Tag> tag_from_name(std::string_view name) { return find_name<Tag>(kTagNames, name); }
+std::string_view name_of(SyncKind kind) { return kSyncKindNames[static_cast<std::size_t>(kind)]; }
+std::optional<SyncKind> sync_kind_from_name(std::string_view name) {
+  return find_name<SyncKind>(kSyncKindNames, name);
+}
 
 }  // namespace allocsim

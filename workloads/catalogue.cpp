@@ -8,6 +8,7 @@
 
 #include "sim/error.hpp"
 #include "workloads/csv_trace.hpp"
+#include "workloads/rmm_log.hpp"
 #include "workloads/frag_trace.hpp"
 #include "workloads/model/model_spec.hpp"
 #include "workloads/random_trace.hpp"
@@ -33,18 +34,26 @@ Trace read_csv(const std::filesystem::path& path, const LoadOptions& options) {
   if (options.cuda_device) throw Error(path.string() + ": --cuda-device is for PyTorch snapshots, not CSV traces");
   return read_csv_trace_file(path);
 }
+Trace read_rmm(const std::filesystem::path& path, const LoadOptions& options) {
+  if (options.cuda_device) throw Error(path.string() + ": --cuda-device is for PyTorch snapshots, not RMM logs");
+  return read_rmm_log_file(path).trace;
+}
 Trace read_snapshot(const std::filesystem::path& path, const LoadOptions& options) {
   return read_torch_snapshot(path, options);
 }
 
 const std::array kReaders{
     ReaderInfo{"csv", "our trace CSV: header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, "
-               "free or release; a free may leave bytes empty; ids are any text and may be reused after their free; "
-               "'#' starts a comment",
+               "free, release or sync (id column: device, stream, event or wait:S); a free may leave bytes empty; ids "
+               "are any text and may be reused after their free; '#' starts a comment",
                claims_csv_trace, read_csv},
     ReaderInfo{"torch-snapshot", "a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot pickle), converted "
                "by an unpickler that refuses every global",
                claims_torch_snapshot, read_snapshot},
+    ReaderInfo{"rmm-log", "a RAPIDS RMM logging_resource_adaptor CSV (Thread,Time,Action,Pointer,Size,Stream), any "
+               "version; per-thread default streams become one stream per thread; a failed allocate is a request "
+               "freed at once",
+               claims_rmm_log, read_rmm},
 };
 
 // nullopt when the file cannot be opened.

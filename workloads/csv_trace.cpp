@@ -73,7 +73,7 @@ class Reader {
     const Nanos time = number(field(kTime), "time_ns");
     const std::string_view op_text = field(kOp);
     const auto op = op_from_name(op_text);
-    if (!op) throw Error("unknown op '" + std::string(op_text) + "' (alloc, free, release)");
+    if (!op) throw Error("unknown op '" + std::string(op_text) + "' (alloc, free, release, sync)");
     switch (*op) {
       case Op::alloc:
         alloc(time, field(kId), field(kBytes), field(kStream), field(kTag));
@@ -83,6 +83,9 @@ class Reader {
         break;
       case Op::release:
         builder_.release(time);
+        break;
+      case Op::sync:
+        builder_.sync(time, sync(field(kId), field(kStream)));
         break;
     }
   }
@@ -96,19 +99,37 @@ class Reader {
     return *value;
   }
 
+  static Stream stream_number(std::string_view text) {
+    const std::uint64_t stream = text.empty() ? 0 : number(text, "stream");
+    if (stream > 0xffff) throw Error("stream " + std::to_string(stream) + " is over 65535");
+    return static_cast<Stream>(stream);
+  }
+
+  // The id column of a sync names its kind: device, stream, event, or wait:S (the row's
+  // stream waits for an event recorded on stream S).
+  static Sync sync(std::string_view kind_text, std::string_view stream_text) {
+    const auto colon = kind_text.find(':');
+    const auto kind = sync_kind_from_name(kind_text.substr(0, colon));
+    if (!kind || (*kind == SyncKind::wait) != (colon != std::string_view::npos)) {
+      throw Error("sync kind '" + std::string(kind_text) + "' is not device, stream, event or wait:STREAM");
+    }
+    Sync sync{*kind, stream_number(stream_text), 0};
+    if (*kind == SyncKind::wait) sync.waits_for = stream_number(kind_text.substr(colon + 1));
+    return sync;
+  }
+
   void alloc(Nanos time, std::string_view id, std::string_view bytes_text, std::string_view stream_text,
              std::string_view tag_text) {
     if (id.empty()) throw Error("alloc without an id");
     const Bytes bytes = number(bytes_text, "bytes");
-    const std::uint64_t stream = stream_text.empty() ? 0 : number(stream_text, "stream");
-    if (stream > 0xffff) throw Error("stream " + std::to_string(stream) + " is over 65535");
+    const Stream stream = stream_number(stream_text);
     const auto tag = tag_text.empty() ? std::optional<Tag>(Tag::other) : tag_from_name(tag_text);
     if (!tag) {
       throw Error("unknown tag '" + std::string(tag_text) +
                   "' (weight, activation, gradient, optimizer, workspace, input, temp, other)");
     }
     ids_.check_not_live(id);
-    ids_.open(id, builder_.alloc(time, bytes, static_cast<Stream>(stream), *tag));
+    ids_.open(id, builder_.alloc(time, bytes, stream, *tag));
   }
 
   void free(Nanos time, std::string_view id, std::string_view bytes_text) {
@@ -188,6 +209,13 @@ void write_csv_trace(const Trace& trace, std::ostream& out) {
     out << event.time << ',' << name_of(event.op) << ',';
     if (event.op == Op::release) {
       out << ",,,\n";
+      continue;
+    }
+    if (event.op == Op::sync) {
+      const Sync sync = sync_of(event);
+      out << name_of(sync.kind);
+      if (sync.kind == SyncKind::wait) out << ':' << sync.waits_for;
+      out << ",," << sync.stream << ",\n";
       continue;
     }
     out << index_of(event.id) << ',' << trace.bytes_of(event.id) << ',' << event.stream << ',' << name_of(event.tag)

@@ -1,6 +1,8 @@
 // Our trace format, CSV: header `time_ns,op,id,bytes,stream,tag` (stream and tag may be
-// left out), one request a line; `op` is alloc, free or release (empty_cache(): id and
-// bytes empty); a free may leave bytes empty; lines starting with '#' are comments.
+// left out), one request a line; `op` is alloc, free, release (empty_cache(): id and
+// bytes empty) or sync (the id column names the kind: device, stream, event, or wait:S
+// for "this row's stream waits for an event recorded on stream S"; bytes empty); a free
+// may leave bytes empty; lines starting with '#' are comments.
 // Ids are any text; one may be reused after its free (as addresses are). Readers
 // renumber them densely.
 #pragma once

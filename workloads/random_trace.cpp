@@ -47,6 +47,7 @@ RandomTraceOptions random_trace_options(const Params& params) {
   options.max_bytes = params.bytes("max");
   options.target_live = params.bytes("live");
   options.gap = params.count("gap");
+  options.sync_every = params.count("sync_every");
   const std::uint64_t streams = params.count("streams");
   const std::string_view sizes = params.text("sizes");
   const std::string_view order = params.text("order");
@@ -77,6 +78,15 @@ RandomTraceOptions random_trace_options(const Params& params) {
   return options;
 }
 
+namespace {
+
+// The program synchronising now and then (a loss.item() each step), for stream-ordered pools.
+void sync_after(TraceBuilder& builder, const RandomTraceOptions& options, std::uint64_t event, Nanos time) {
+  if (options.sync_every != 0 && (event + 1) % options.sync_every == 0) builder.sync(time, Sync{SyncKind::device, 0, 0});
+}
+
+}  // namespace
+
 Trace make_random_trace(const RandomTraceOptions& options, std::string name) {
   Rng rng(options.seed);
   TraceBuilder builder(TraceInfo{std::move(name), "random"});
@@ -93,12 +103,14 @@ Trace make_random_trace(const RandomTraceOptions& options, std::string name) {
       const AllocId victim = pick_victim(rng, live, options.order);
       live_bytes -= builder.bytes_of(victim);
       builder.free(time, victim);
+      sync_after(builder, options, event, time);
       continue;
     }
     const Bytes bytes = draw_size(rng, options);
     const auto stream = static_cast<Stream>(rng.below(options.streams));
     live.push_back(builder.alloc(time, bytes, stream));
     live_bytes += bytes;
+    sync_after(builder, options, event, time);
   }
   return std::move(builder).finish();
 }

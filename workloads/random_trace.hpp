@@ -25,6 +25,7 @@ struct RandomTraceOptions {
   FreeOrder order = FreeOrder::random;
   Stream streams = 1;
   Nanos gap = 1000;  // between consecutive events
+  std::uint64_t sync_every = 0;  // a device sync after every this many requests; 0 = none
 };
 
 inline constexpr std::array kRandomTraceParams{
@@ -37,6 +38,7 @@ inline constexpr std::array kRandomTraceParams{
     ParamInfo{"order", "random", "which live block a free picks: random (memoryless lifetimes), fifo or lifo"},
     ParamInfo{"streams", "1", "requests spread uniformly over this many streams"},
     ParamInfo{"gap", "1000", "nanoseconds between consecutive events"},
+    ParamInfo{"sync_every", "0", "a device synchronisation after every this many requests (not counted in n); 0 = none"},
 };
 
 RandomTraceOptions random_trace_options(const Params& params);  // throws on bad values

@@ -45,7 +45,7 @@ void sweep(const Trace& trace, const Items& items, Visit visit) {
   std::vector<std::uint32_t> position(items.count());
   for (const Event& event : trace.events) {
     const std::uint32_t i = index_of(event.id);
-    if (event.op == Op::release || items.size[i] == 0) continue;
+    if (!names_allocation(event.op) || items.size[i] == 0) continue;
     if (event.op == Op::alloc) {
       visit(i, live);
       position[i] = static_cast<std::uint32_t>(live.size());
@@ -130,7 +130,7 @@ Bytes online_fit(const Trace& trace, const Items& items, bool first, std::vector
   Bytes top = 0;
   for (const Event& event : trace.events) {
     const std::uint32_t i = index_of(event.id);
-    if (event.op == Op::release || items.size[i] == 0) continue;
+    if (!names_allocation(event.op) || items.size[i] == 0) continue;
     const Bytes size = items.size[i];
     if (event.op == Op::free) {
       free.add(Range{offset[i], size});
@@ -257,7 +257,7 @@ std::optional<std::string> find_plan_conflict(const Trace& trace, const OfflineP
   std::map<Bytes, std::uint32_t> live;  // offset -> id, of live non-empty allocations
   for (const Event& event : trace.events) {
     const std::uint32_t i = index_of(event.id);
-    if (event.op == Op::release || plan.size[i] == 0) continue;
+    if (!names_allocation(event.op) || plan.size[i] == 0) continue;
     if (event.op == Op::free) {
       live.erase(plan.offset[i]);
       continue;

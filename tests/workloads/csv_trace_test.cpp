@@ -58,7 +58,7 @@ TEST_CASE("a malformed CSV trace is one error naming file and line", "[csv]") {
   CHECK_THROWS_WITH(read(header + "0,alloc,a,ten,0,other\n"), "t.csv:2: bytes 'ten' is not a non-negative integer");
   CHECK_THROWS_WITH(read(header + "0,alloc,a,-5,0,other\n"), "t.csv:2: bytes '-5' is not a non-negative integer");
   CHECK_THROWS_WITH(read(header + "x,alloc,a,5,0,other\n"), "t.csv:2: time_ns 'x' is not a non-negative integer");
-  CHECK_THROWS_WITH(read(header + "0,malloc,a,5,0,other\n"), "t.csv:2: unknown op 'malloc' (alloc, free, release)");
+  CHECK_THROWS_WITH(read(header + "0,malloc,a,5,0,other\n"), "t.csv:2: unknown op 'malloc' (alloc, free, release, sync)");
   CHECK_THROWS_WITH(read(header + "0,alloc,a,5,0,weights\n"), Catch::StartsWith("t.csv:2: unknown tag 'weights'"));
   CHECK_THROWS_WITH(read(header + "0,alloc,a,5,70000,other\n"), "t.csv:2: stream 70000 is over 65535");
   CHECK_THROWS_WITH(read(header + "0,alloc,a,5,,\n1,free,77,,,\n"), "t.csv:3: free of id 77, which is not live");
@@ -73,6 +73,42 @@ TEST_CASE("a malformed CSV trace is one error naming file and line", "[csv]") {
   CHECK_THROWS_WITH(read(header), "t.csv: empty trace: no events");
   CHECK_THROWS_WITH(read("# only a comment\n"), "t.csv: empty trace: no header and no events");
   CHECK_THROWS_WITH(read_csv_trace_file("/nonexistent/t.csv"), "/nonexistent/t.csv: cannot open");
+}
+
+}  // namespace
+}  // namespace allocsim
+
+namespace allocsim {
+namespace {
+
+TEST_CASE("a CSV trace reads and writes syncs: device, stream, event and wait", "[csv][sync]") {
+  const std::string text =
+      "time_ns,op,id,bytes,stream,tag\n"
+      "0,alloc,a,1024,1,other\n"
+      "1,free,a,1024,1,other\n"
+      "2,sync,wait:1,,2,\n"
+      "3,sync,stream,,1,\n"
+      "4,sync,event,,2,\n"
+      "5,sync,device,,,\n";
+  std::istringstream in(text);
+  const Trace trace = read_csv_trace(in, "t.csv");
+  REQUIRE(trace.events.size() == 6);
+  CHECK(trace.allocations() == 1);
+  CHECK(trace.events[2].op == Op::sync);
+  CHECK(sync_of(trace.events[2]) == Sync{SyncKind::wait, 2, 1});
+  CHECK(sync_of(trace.events[3]) == Sync{SyncKind::stream, 1, 0});
+  CHECK(sync_of(trace.events[4]) == Sync{SyncKind::event, 2, 0});
+  CHECK(sync_of(trace.events[5]) == Sync{SyncKind::device, 0, 0});
+  std::ostringstream out;
+  write_csv_trace(trace, out);
+  CHECK(out.str() ==
+        "time_ns,op,id,bytes,stream,tag\n0,alloc,0,1024,1,other\n1,free,0,1024,1,other\n2,sync,wait:1,,2,\n"
+        "3,sync,stream,,1,\n4,sync,event,,2,\n5,sync,device,,0,\n");
+  std::istringstream bad("time_ns,op,id,bytes,stream,tag\n0,sync,host,,0,\n");
+  CHECK_THROWS_WITH(read_csv_trace(bad, "t.csv"), "t.csv:2: sync kind 'host' is not device, stream, event or wait:STREAM");
+  std::istringstream no_stream("time_ns,op,id,bytes,stream,tag\n0,sync,wait,,0,\n");
+  CHECK_THROWS_WITH(read_csv_trace(no_stream, "t.csv"),
+                    "t.csv:2: sync kind 'wait' is not device, stream, event or wait:STREAM");
 }
 
 }  // namespace

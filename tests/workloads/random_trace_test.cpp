@@ -74,3 +74,35 @@ TEST_CASE("fifo and lifo orders give the lifetimes they name", "[random]") {
 
 }  // namespace
 }  // namespace allocsim
+
+namespace allocsim {
+namespace {
+
+TEST_CASE("random:sync_every adds device syncs between the same requests", "[random][sync]") {
+  RandomTraceOptions options;
+  options.events = 100;
+  options.seed = 3;
+  const Trace plain = make_random_trace(options, "plain");
+  options.sync_every = 10;
+  const Trace synced = make_random_trace(options, "synced");
+  std::vector<Event> requests;
+  std::size_t syncs = 0;
+  for (const Event& event : synced.events) {
+    if (event.op == Op::sync) {
+      ++syncs;
+      CHECK(sync_of(event).kind == SyncKind::device);
+    } else {
+      requests.push_back(event);
+    }
+  }
+  CHECK(syncs == 10);
+  REQUIRE(requests.size() == plain.events.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    CHECK(requests[i].id == plain.events[i].id);
+    CHECK(requests[i].op == plain.events[i].op);
+  }
+  CHECK(synced.events[10].op == Op::sync);  // after the tenth request
+}
+
+}  // namespace
+}  // namespace allocsim

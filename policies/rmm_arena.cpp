@@ -1,0 +1,253 @@
+#include "policies/rmm_arena.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+namespace {
+
+constexpr Bytes kRmmAlignment = 256;
+constexpr Bytes kSuperblockMinimum = 1_MiB;
+
+bool handled_by_global(Bytes size) { return size > kSuperblockMinimum; }
+
+}  // namespace
+
+RmmArenaPolicy::RmmArenaPolicy(const Params& params, Device& device)
+    : device_(device), whole_device_(params.text("arena_size") == "free") {
+  const std::string_view size = params.text("arena_size");
+  const Bytes bytes = whole_device_ ? device.available() : size == "half" ? device.available() / 2 : params.bytes("arena_size");
+  arena_size_ = align_down(bytes, kRmmAlignment);
+  if (!whole_device_ && arena_size_ < kSuperblockMinimum) {
+    throw Error("policy rmm-arena: arena_size " + format_bytes_exact(arena_size_) +
+                " is smaller than the 1 MiB minimum superblock");
+  }
+}
+
+RmmArenaPolicy::~RmmArenaPolicy() {
+  if (upstream_) device_.free(*upstream_);
+}
+
+bool RmmArenaPolicy::fits(const Superblock& superblock, Bytes size) {
+  return std::any_of(superblock.free.begin(), superblock.free.end(), [&](const auto& block) { return block.second >= size; });
+}
+
+Allocation RmmArenaPolicy::allocate(const Request& request) {
+  if (!upstream_) {
+    if (whole_device_) arena_size_ = align_down(device_.available(), kRmmAlignment);  // free memory now
+    if (arena_size_ < kSuperblockMinimum) return std::nullopt;
+    upstream_ = device_.malloc(arena_size_);
+    if (!upstream_) return std::nullopt;
+    global_.emplace(upstream_->addr, Superblock{arena_size_, {{upstream_->addr, arena_size_}}});
+    note_free(arena_size_);
+  }
+  const Bytes size = align_up(request.bytes, kRmmAlignment);
+  if (size == 0) return Block{0, 0, 0, request.id, request.stream};
+  auto addr = try_allocate(size, request.stream);
+  if (!addr) {
+    defragment();
+    addr = try_allocate(size, request.stream);
+  }
+  if (!addr) return std::nullopt;
+  allocated_ += size;
+  return Block{*addr, size, request.bytes, request.id, request.stream};
+}
+
+std::optional<Addr> RmmArenaPolicy::try_allocate(Bytes size, Stream stream) {
+  if (handled_by_global(size)) {
+    auto node = global_first_fit(size);
+    if (!node) return std::nullopt;
+    const Addr addr = take_first_fit(node->mapped(), size);
+    global_.insert(std::move(*node));
+    return addr;
+  }
+  Superblocks& arena = arenas_[stream];
+  for (auto& [start, superblock] : arena) {
+    if (fits(superblock, size)) return take_first_fit(superblock, size);
+  }
+  auto node = global_first_fit(size);  // global_arena::acquire
+  if (!node) return std::nullopt;
+  const Addr addr = take_first_fit(node->mapped(), size);
+  arena.insert(std::move(*node));
+  return addr;
+}
+
+// The first superblock that fits, taken out of the global set; an empty one big enough to
+// leave a superblock behind is split, its tail put back.
+std::optional<RmmArenaPolicy::Superblocks::node_type> RmmArenaPolicy::global_first_fit(Bytes size) {
+  const auto it = std::find_if(global_.begin(), global_.end(), [&](const auto& entry) { return fits(entry.second, size); });
+  if (it == global_.end()) return std::nullopt;
+  auto node = global_.extract(it);
+  const Bytes min_size = std::max(kSuperblockMinimum, size);
+  Superblock& superblock = node.mapped();
+  if (empty(superblock) && superblock.size >= min_size + kSuperblockMinimum) {
+    const Addr start = node.key();
+    const Bytes tail = superblock.size - min_size;
+    forget_free(superblock.size);
+    superblock = Superblock{min_size, {{start, min_size}}};
+    note_free(min_size);
+    global_.emplace(start + min_size, Superblock{tail, {{start + min_size, tail}}});
+    note_free(tail);
+  }
+  return node;
+}
+
+Addr RmmArenaPolicy::take_first_fit(Superblock& superblock, Bytes size) {
+  const auto it = std::find_if(superblock.free.begin(), superblock.free.end(),
+                               [&](const auto& block) { return block.second >= size; });
+  const Addr addr = it->first;
+  const Bytes block = it->second;
+  superblock.free.erase(it);
+  forget_free(block);
+  if (block > size) {
+    superblock.free.emplace(addr + size, block - size);
+    note_free(block - size);
+  }
+  return addr;
+}
+
+void RmmArenaPolicy::give_back(Superblock& superblock, Addr addr, Bytes size) {
+  auto next = superblock.free.lower_bound(addr);
+  if (next != superblock.free.end() && addr + size == next->first) {
+    size += next->second;
+    forget_free(next->second);
+    next = superblock.free.erase(next);
+  }
+  if (next != superblock.free.begin()) {
+    const auto before = std::prev(next);
+    if (before->first + before->second == addr) {
+      addr = before->first;
+      size += before->second;
+      forget_free(before->second);
+      superblock.free.erase(before);
+    }
+  }
+  superblock.free.emplace(addr, size);
+  note_free(size);
+}
+
+// global_arena::coalesce: an empty superblock merges with contiguous empty neighbours.
+void RmmArenaPolicy::coalesce_global(Superblocks::node_type node) {
+  Addr start = node.key();
+  Superblock merged = std::move(node.mapped());
+  if (empty(merged)) {
+    const auto next = global_.lower_bound(start);
+    if (next != global_.end() && empty(next->second) && start + merged.size == next->first) {
+      forget_free(next->second.size);
+      forget_free(merged.size);
+      merged = Superblock{merged.size + next->second.size, {{start, merged.size + next->second.size}}};
+      note_free(merged.size);
+      global_.erase(next);
+    }
+    const auto after = global_.lower_bound(start);
+    if (after != global_.begin()) {
+      const auto before = std::prev(after);
+      if (empty(before->second) && before->first + before->second.size == start) {
+        forget_free(before->second.size);
+        forget_free(merged.size);
+        const Bytes total = before->second.size + merged.size;
+        start = before->first;
+        merged = Superblock{total, {{start, total}}};
+        note_free(total);
+        global_.erase(before);
+      }
+    }
+  }
+  global_.emplace(start, std::move(merged));
+}
+
+bool RmmArenaPolicy::deallocate_from(Superblocks& set, Addr addr, Bytes size, bool global) {
+  auto it = set.upper_bound(addr);
+  if (it == set.begin()) return false;
+  --it;
+  if (addr + size > it->first + it->second.size) return false;
+  give_back(it->second, addr, size);
+  if (global && empty(it->second)) coalesce_global(global_.extract(it));
+  return true;
+}
+
+void RmmArenaPolicy::deallocate(const Block& block, Nanos) {
+  if (block.size == 0) return;
+  allocated_ -= block.size;
+  if (handled_by_global(block.size) && deallocate_from(global_, block.addr, block.size, true)) return;
+  if (deallocate_from(arenas_[block.stream], block.addr, block.size, false)) return;
+  for (auto& [stream, arena] : arenas_) {  // deallocate_from_other_arena
+    if (stream != block.stream && deallocate_from(arena, block.addr, block.size, false)) return;
+  }
+  if (deallocate_from(global_, block.addr, block.size, true)) return;
+  throw Error("policy rmm-arena: free of a block in no superblock");
+}
+
+void RmmArenaPolicy::defragment() {
+  ++defragments_;
+  for (auto& [stream, arena] : arenas_) {
+    while (!arena.empty()) coalesce_global(arena.extract(arena.begin()));
+  }
+}
+
+void RmmArenaPolicy::release_cached() {
+  if (!upstream_ || allocated_ != 0) return;
+  global_.clear();
+  arenas_.clear();
+  free_sizes_.clear();
+  device_.free(*upstream_);
+  upstream_.reset();
+}
+
+PolicyStats RmmArenaPolicy::stats() const {
+  return PolicyStats{.allocated = allocated_,
+                     .reserved = upstream_ ? upstream_->bytes : 0,
+                     .largest_free = free_sizes_.empty() ? 0 : *free_sizes_.rbegin(),
+                     .limit = arena_size_};
+}
+
+PolicyInspection RmmArenaPolicy::inspect(Detail detail) const {
+  PolicyInspection inspection;
+  if (upstream_ && allocated_ == 0) inspection.releasable = upstream_->bytes;
+  std::size_t held = 0;
+  for (const auto& [stream, arena] : arenas_) held += arena.size();
+  inspection.extra = {{"global_superblocks", global_.size(), Unit::count},
+                      {"stream_superblocks", held, Unit::count},
+                      {"defragments", defragments_, Unit::count}};
+  if (detail == Detail::full) {
+    inspection.state = "RMM arena: " + format_bytes(arena_size_) + ", " + std::to_string(global_.size()) +
+                       " global superblocks, " + std::to_string(held) + " held by " + std::to_string(arenas_.size()) +
+                       " stream arenas, largest free block " + format_bytes(stats().largest_free);
+  }
+  return inspection;
+}
+
+void RmmArenaPolicy::check() const {
+  if (!upstream_) {
+    if (!global_.empty() || allocated_ != 0) throw Error("policy rmm-arena: blocks without an arena");
+    return;
+  }
+  std::map<Addr, const Superblock*> all;
+  for (const auto& [addr, superblock] : global_) all.emplace(addr, &superblock);
+  for (const auto& [stream, arena] : arenas_) {
+    for (const auto& [addr, superblock] : arena) {
+      if (!all.emplace(addr, &superblock).second) throw Error("policy rmm-arena: a superblock held twice");
+    }
+  }
+  Addr expected = upstream_->addr;
+  Bytes free = 0;
+  std::size_t blocks = 0;
+  for (const auto& [addr, superblock] : all) {
+    if (addr != expected) throw Error("policy rmm-arena: superblocks do not tile the arena");
+    expected = addr + superblock->size;
+    Addr end = addr;
+    for (const auto& [at, size] : superblock->free) {
+      if (at < end || at + size > addr + superblock->size) throw Error("policy rmm-arena: a free block out of place");
+      end = at + size;
+      free += size;
+      ++blocks;
+    }
+  }
+  if (expected != upstream_->addr + upstream_->bytes) throw Error("policy rmm-arena: superblocks do not cover the arena");
+  if (free + allocated_ != upstream_->bytes) throw Error("policy rmm-arena: free + allocated != arena size");
+  if (blocks != free_sizes_.size()) throw Error("policy rmm-arena: size index out of step");
+}
+
+}  // namespace allocsim

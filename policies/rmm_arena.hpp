@@ -1,0 +1,83 @@
+// rmm-arena: RAPIDS RMM's arena_memory_resource (rmm/mr/device/detail/arena.hpp and
+// arena_memory_resource.hpp at HEAD 5d50a37b; ../shared/reference/allocators.md 4.3).
+// - one upstream allocation (arena_size aligned down to 256 B) cut into superblocks, kept
+//   in address order; it never grows;
+// - sizes round up to 256 B (RMM_ARENA_USE_SIZE_CLASSES is off by default);
+// - over 1 MiB: the global arena directly: the first superblock (by address) with a free
+//   block that fits; an empty one of at least max(1 MiB, size) + 1 MiB is split, its front
+//   taken; then first fit inside it; the superblock stays global;
+// - up to 1 MiB: the stream's arena (RMM's per-stream arena; per-thread arenas are for the
+//   per-thread default stream, which a trace does not have): first fit over its
+//   superblocks, else a superblock acquired from the global arena the same way;
+// - a free coalesces inside its superblock; a global superblock that becomes empty merges
+//   with empty neighbours; a stream's superblock stays with the stream even when empty;
+// - on failure: defragment (every stream arena gives all its superblocks back to the
+//   global arena) and retry once.
+// Deviations: the arena is taken at the first request, not at construction, and by default
+// it is all free memory, as RMM's replay benchmark sizes it to the simulated device (RMM's
+// own default, half the free memory, is arena_size=half); release_cached
+// gives the whole arena back once nothing is live (RMM only in the destructor).
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "sim/device.hpp"
+#include "sim/policy.hpp"
+#include "sim/spec.hpp"
+
+namespace allocsim {
+
+class RmmArenaPolicy final : public Policy {
+ public:
+  static constexpr std::array kParams{
+      ParamInfo{"arena_size", "free", "bytes of the one upstream allocation; free = all free memory at the first "
+                                      "request (the replay benchmark's -s); half = RMM's own default"},
+      ParamInfo{"upstream", "cuda", "the resource it takes memory from: cuda (the device) or a policy spec in [...]"},
+  };
+
+  RmmArenaPolicy(const Params& params, Device& device);
+  ~RmmArenaPolicy() override;
+
+  Allocation allocate(const Request& request) override;
+  void deallocate(const Block& block, Nanos now) override;
+  PolicyStats stats() const override;
+  PolicyInspection inspect(Detail detail) const override;
+  void release_cached() override;
+  void check() const override;
+
+ private:
+  struct Superblock {
+    Bytes size = 0;
+    std::map<Addr, Bytes> free;  // free blocks by address
+  };
+  using Superblocks = std::map<Addr, Superblock>;  // by address
+
+  std::optional<Addr> try_allocate(Bytes size, Stream stream);
+  std::optional<Superblocks::node_type> global_first_fit(Bytes size);
+  Addr take_first_fit(Superblock& superblock, Bytes size);
+  void give_back(Superblock& superblock, Addr addr, Bytes size);
+  void coalesce_global(Superblocks::node_type node);
+  bool deallocate_from(Superblocks& set, Addr addr, Bytes size, bool global);
+  void defragment();
+  static bool empty(const Superblock& superblock) {
+    return superblock.free.size() == 1 && superblock.free.begin()->second == superblock.size;
+  }
+  static bool fits(const Superblock& superblock, Bytes size);
+  void note_free(Bytes size) { free_sizes_.insert(size); }
+  void forget_free(Bytes size) { free_sizes_.erase(free_sizes_.find(size)); }
+
+  Device& device_;
+  bool whole_device_;  // arena_size=free: measured at the first request
+  Bytes arena_size_;
+  std::optional<Segment> upstream_;  // the arena, once taken
+  Superblocks global_;
+  std::map<Stream, Superblocks> arenas_;
+  std::multiset<Bytes> free_sizes_;  // every free block of every superblock
+  Bytes allocated_ = 0;
+  std::uint64_t defragments_ = 0;
+};
+
+}  // namespace allocsim

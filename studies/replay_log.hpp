@@ -1,0 +1,45 @@
+// allocsim replay of a trace that is no PyTorch recording (an RMM log, our CSV): every
+// policy replays it from an empty allocator on the same simulated device, as RMM's
+// REPLAY_BENCHMARK replays a log (one event at a time, in the log's global order), and
+// reports what that benchmark does not: peak reserved, fragmentation and OOMs per
+// policy, and allocator time. Where the log says an allocation failed, the replay checks
+// that it fails there too.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/device.hpp"
+#include "sim/result.hpp"
+#include "sim/trace.hpp"
+
+namespace allocsim {
+
+struct LogReplayOutcome {
+  std::string policy;
+  RunResult run;  // one tenant
+  std::size_t failures_reproduced = 0;  // the log's failed requests that failed here too
+  std::size_t ooms_elsewhere = 0;       // requests the log served and this replay did not
+};
+
+struct LogReplay {
+  std::string reader;  // which catalogue reader read the file
+  std::size_t events = 0;
+  std::size_t failures = 0;  // failed requests in the log
+  DeviceSpec device;
+  std::vector<LogReplayOutcome> outcomes;  // one per policy, in the order given
+};
+
+// Contract: every policy replays `trace` on `device` with --on-oom continue (a log goes on
+// past a failed request, so the replay does too); `failure_events` are the alloc events
+// the log says failed (each is freed at once in the trace when it is served). Throws Error
+// on a bad spec.
+LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_events,
+                     std::span<const std::string> policies, const DeviceSpec& device);
+
+// The file through the catalogue (an RMM log keeps its failure rows), then replay_log.
+LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device);
+
+}  // namespace allocsim
