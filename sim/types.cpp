@@ -7,7 +7,7 @@ namespace {
 
 constexpr std::array<std::string_view, 3> kOpNames{"alloc", "free", "release"};
 constexpr std::array<std::string_view, kTagCount> kTagNames{
-    "weight", "activation", "gradient", "optimizer", "workspace", "input", "temp", "other"};
+    "weight", "activation", "gradient", "optimizer", "workspace", "input", "temp", "other", "runtime"};
 
 template <typename Enum, std::size_t N>
 std::optional<Enum> find_name(const std::array<std::string_view, N>& names, std::string_view name) {
@@ -23,5 +23,11 @@ std::string_view name_of(Op op) { return kOpNames[static_cast<std::size_t>(op)];
 std::string_view name_of(Tag tag) { return kTagNames[static_cast<std::size_t>(tag)]; }
 std::optional<Op> op_from_name(std::string_view name) { return find_name<Op>(kOpNames, name); }
 std::optional<Tag> tag_from_name(std::string_view name) { return find_name<Tag>(kTagNames, name); }
+
+std::string tag_names() {
+  std::string text;
+  for (const std::string_view name : kTagNames) text += (text.empty() ? "" : ", ") + std::string(name);
+  return text;
+}
 
 }  // namespace allocsim

@@ -104,8 +104,7 @@ class Reader {
     if (stream > 0xffff) throw Error("stream " + std::to_string(stream) + " is over 65535");
     const auto tag = tag_text.empty() ? std::optional<Tag>(Tag::other) : tag_from_name(tag_text);
     if (!tag) {
-      throw Error("unknown tag '" + std::string(tag_text) +
-                  "' (weight, activation, gradient, optimizer, workspace, input, temp, other)");
+      throw Error("unknown tag '" + std::string(tag_text) + "' (" + tag_names() + ")");
     }
     ids_.check_not_live(id);
     ids_.open(id, builder_.alloc(time, bytes, static_cast<Stream>(stream), *tag));
