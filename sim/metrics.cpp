@@ -109,7 +109,7 @@ const std::array kMetrics{
              if (!t.peak_step) return {};
              return std::uint64_t{*t.peak_step};
            }},
-    Metric{"steps", Unit::count, "training steps in the trace; empty for a trace without steps",
+    Metric{"trace_steps", Unit::count, "training steps in the trace (the sweep's steps column is the point's); empty without steps",
            [](R, T t) -> MetricValue {
              if (t.steps == 0) return {};
              return std::uint64_t{t.steps};

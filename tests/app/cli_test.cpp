@@ -75,11 +75,11 @@ TEST_CASE("cli: a model run says which step its peak is in, in the table, CSV an
   std::string header, row;
   std::getline(csv_in, header);
   std::getline(csv_in, row);
-  CHECK_THAT(header, Catch::EndsWith(",peak_runtime_bytes,peak_step,steps,first_oom_step") ||
-                         Catch::Contains(",peak_runtime_bytes,peak_step,steps,first_oom_step,"));
+  CHECK_THAT(header, Catch::EndsWith(",peak_runtime_bytes,peak_step,trace_steps,first_oom_step") ||
+                         Catch::Contains(",peak_runtime_bytes,peak_step,trace_steps,first_oom_step,"));
   const auto document = nlohmann::json::parse(std::ifstream(json));
   CHECK(document["tenants"][0]["peak_step"] == 2);
-  CHECK(document["tenants"][0]["steps"] == 2);
+  CHECK(document["tenants"][0]["trace_steps"] == 2);
   // Two cuBLAS workspaces of 32 MiB (a plain device counts as sm_90) are alive at the peak.
   CHECK(document["tenants"][0]["peak_runtime_bytes"] == 64_MiB);
   const Outcome first = cli({"run", "--workload", "seed_cnn_b2_steps1", "--policy", "caching"});

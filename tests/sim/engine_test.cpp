@@ -75,7 +75,7 @@ TEST_CASE("the run says which step its peak and its first OOM are in", "[engine]
   write_csv(csv, {&fails, 1});
   const std::string text = csv.str();
   const std::string header = text.substr(0, text.find('\n'));
-  CHECK_THAT(header, Catch::Contains(",end_time_ns,peak_runtime_bytes,peak_step,steps,first_oom_step"));
+  CHECK_THAT(header, Catch::Contains(",end_time_ns,peak_runtime_bytes,peak_step,trace_steps,first_oom_step"));
   // The first step's peak (1 KiB, event 0 or 2) is the peak of the replayed prefix.
   CHECK(fails.tenants[0].peak_step == 1);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 
 #include <catch2/catch.hpp>
 
@@ -164,6 +165,14 @@ const std::vector<std::string> kSweep{"sweep",    "--workload", "seed_cnn,seed_c
 std::vector<std::string> with(std::vector<std::string> args, std::initializer_list<std::string> more) {
   args.insert(args.end(), more);
   return args;
+}
+
+TEST_CASE("sweep: every column name is its own (a metric never repeats a point column)", "[sweep]") {
+  for (const bool timing : {false, true}) {
+    const std::vector<std::string> columns = sweep_base_columns(timing);
+    const std::set<std::string> distinct(columns.begin(), columns.end());
+    CHECK(distinct.size() == columns.size());
+  }
 }
 
 TEST_CASE("sweep: one tidy CSV, the same bytes for 1 and 2 threads", "[sweep]") {
