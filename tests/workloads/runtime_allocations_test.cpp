@@ -121,6 +121,8 @@ TEST_CASE("ddp: NCCL buffers, the weights' broadcast, then buckets holding every
   }
   CHECK(wide < count);
   CHECK(runtime_allocs(load_workload("resnet50_b2_nows_ddp_infer")).size() == 1);  // DDP is for training
+  CHECK_THROWS_WITH(load_workload("resnet50_b2_ddp_tf"), Catch::Contains("PyTorch's"));
+  CHECK_THROWS_WITH(load_workload("resnet50_b2_benchmark_tf"), Catch::Contains("PyTorch's"));
 }
 
 TEST_CASE("benchmark: each convolution shape and pass tries one im2col-sized workspace in step 1", "[model][runtime]") {

@@ -40,6 +40,10 @@ class Lowering {
     if (options.batch < 1 || options.accumulation < 1 || options.steps < 1) {
       throw Error("workload " + model.name + ": batch, accumulation and steps must be at least 1");
     }
+    if (tf_ && (options.benchmark || options.ddp_bucket_mib > 0)) {
+      throw Error("workload " + model.name + ": benchmark and ddp are PyTorch's (cudnn.benchmark, "
+                  "DistributedDataParallel), not tf's");
+    }
     activation_bytes_ = options.precision == Precision::fp32 ? 4 : 2;
     const std::size_t ops = boost::num_vertices(graph_);
     storage_of_.assign(ops, kNone);

@@ -39,8 +39,8 @@ constexpr std::array kTokens{
     ModelToken{"torch", false, ModelKey::framework, num(Framework::torch), "PyTorch eager, the default", ""},
     ModelToken{"tf", false, ModelKey::framework, num(Framework::tf), "TensorFlow 2 / Keras style", ""},
     ModelToken{"noruntime", false, ModelKey::runtime, 0,
-               "none of the framework's own allocations (torch: two cuBLAS workspaces, 8.1 MiB each or 32 MiB on "
-               "sm_90; tf allocates its own outside the allocator)",
+               "no cuBLAS workspaces, the runtime allocations every torch run has (two, 8.1 MiB each or 32 MiB on "
+               "sm_90; tf's are outside its allocator)",
                ""},
     ModelToken{"benchmark", false, ModelKey::benchmark, 1,
                "cudnn.benchmark=True: each convolution shape's first run tries a workspace of its im2col size (an "
