@@ -42,6 +42,15 @@ int workloads_command(std::ostream& out) {
         << built.parameter_tensors() << " tensors\n";
   }
   out << "    tokens: " << model_spec_tokens() << "\n";
+  out << "    A model workload replays two training steps unless stepsN says otherwise: the warm-up, in which\n"
+         "    the optimizer makes its state, and one in the steady state, where a training job's memory peaks.\n"
+         "    The run says which step its peak (peak_step) and its first OOM are in; maxbatch, sweep and advise\n"
+         "    search the same two steps. steps1 asks for the first step alone.\n"
+         "    Under torch, the trace holds what PyTorch allocates besides the model, tagged runtime: a cuBLAS\n"
+         "    workspace for the forward thread's handle and one for autograd's backward thread (8.1 MiB each, or\n"
+         "    32 MiB on sm_90: the device's architecture picks it; noruntime leaves them out), and with ddp or\n"
+         "    benchmark what those add. Under tf none: TensorFlow's cuBLAS and cuDNN handles allocate outside\n"
+         "    its allocator, from the memory it leaves to the system.\n";
   out << "\n  a trace file: any path with a '/' or ending in .csv or .pickle, read by the first reader that\n"
          "  knows its content (else its extension):\n";
   for (const ReaderInfo& reader : all_readers()) out << "    " << reader.name << ": " << reader.summary << '\n';

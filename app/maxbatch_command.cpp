@@ -34,7 +34,10 @@ For each policy: the search doubles the batch to the first OOM, bisects, then tr
 neighbours on each side; an OOM below the answer or a fit above it is reported as "not
 monotone". Then the peak and fragmentation at that batch, a least-squares line through the
 peaks of every batch that ran (peak allocated = a + b x batch, with its residual), and the
-same search with amp and with gradient accumulation (batch per micro-batch x steps).
+same search with amp and with gradient accumulation (batch per micro-batch x micro-batches).
+Every batch replays the warm-up step and one steady-state step (optimizer state exists,
+kept gradients persist), so the answer is the largest batch that survives iteration 2 and
+on; give the workload steps1 for the first step alone.
 )";
 
 struct MaxBatchOptions {

@@ -116,7 +116,10 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
       recordings.push_back(workload);
     }
     auto& trace = traces[workload];
-    if (!trace) trace = std::make_shared<const Trace>(load_workload(workload, LoadOptions{options.cuda_device}));
+    if (!trace) {
+      trace = std::make_shared<const Trace>(
+          load_workload(workload, LoadOptions{options.cuda_device, scenario.device.compute_capability}));
+    }
     scenario.tenants.push_back(TenantSpec{trace, policy, 0});
   }
 

@@ -33,7 +33,10 @@ Lists are comma separated; numbers and sizes also take ranges: a:b doubles from 
 a:b:s steps by s (1:1024 is 1,2,4..1024; 1:1024,3:768 adds the midpoints). A spec keeps
 its own commas: bfc:growth=true,limit=4GiB,caching is two policies. --policy all is
 every registered policy. The model options become workload tokens (resnet50 with
---batch 64 --precision amp is resnet50_amp_b64).
+--batch 64 --precision amp is resnet50_amp_b64). A model workload replays its warm-up
+step and one steady-state step unless --steps (or a stepsN token) says otherwise, so each
+point's peak is what a training job reaches from its second iteration on; --steps 1 is the
+first step alone. --batch is per micro-batch under --accumulation.
 
 Examples:
   allocsim sweep --workload resnet50 --batch 1:1024 --policy bfc,growth,caching --capacity 16GiB,80GiB --precision fp32,amp --csv sweep.csv

@@ -83,7 +83,9 @@ class Replay {
     for (TenantRun& run : tenants_) {
       if (run.result.peak_allocated > 0) {
         run.result.at_peak = live_breakdown(run.trace, run.result.peak_event, run.skipped);
+        run.result.peak_step = step_of(run.trace.info, run.result.peak_event);
       }
+      run.result.steps = run.trace.info.step_starts.size();
     }
     if (scenario_.check && device_.used() != baseline_used_) {
       throw Error("check: " + format_bytes(device_.used() - baseline_used_) +
@@ -203,7 +205,7 @@ class Replay {
     const OomContext context{bytes, live_requested_, run.requested, device_.capacity() - baseline_used_,
                              device_.available(), run.policy->stats(), inspection.releasable};
     TenantResult& result = run.result;
-    const OomRecord record{tenant, index, now, bytes, classify_oom(context), context,
+    const OomRecord record{tenant, index, step_of(run.trace.info, index), now, bytes, classify_oom(context), context,
                            result.oom_count == 0 ? std::move(inspection.state) : std::string()};
     ++result.oom_count;
     ++result.ooms_by_kind[static_cast<std::size_t>(record.kind)];

@@ -101,6 +101,24 @@ const std::array kMetrics{
     Metric{"peak_other_bytes", Unit::bytes, "... tagged other", peak_tag_bytes<Tag::other>, false},
     Metric{"end_time_ns", Unit::nanos, "simulated time of the tenant's last event, allocator delays included",
            [](R, T t) -> MetricValue { return t.end_time; }},
+    Metric{"peak_runtime_bytes", Unit::bytes, "... tagged runtime (the framework's own: cuBLAS workspaces, DDP buckets)",
+           peak_tag_bytes<Tag::runtime>, false},
+    Metric{"peak_step", Unit::count, "the training step (1 = the warm-up) in which allocated bytes peaked; empty "
+           "for a trace without steps",
+           [](R, T t) -> MetricValue {
+             if (!t.peak_step) return {};
+             return std::uint64_t{*t.peak_step};
+           }},
+    Metric{"trace_steps", Unit::count, "training steps in the trace (the sweep's steps column is the point's); empty without steps",
+           [](R, T t) -> MetricValue {
+             if (t.steps == 0) return {};
+             return std::uint64_t{t.steps};
+           }, false},
+    Metric{"first_oom_step", Unit::count, "the step of the first OOM",
+           [](R, T t) -> MetricValue {
+             if (!t.first_oom() || !t.first_oom()->step) return {};
+             return std::uint64_t{*t.first_oom()->step};
+           }, false},
 };
 
 std::string fixed(const char* format, double value, const char* suffix) {

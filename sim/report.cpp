@@ -37,6 +37,14 @@ nlohmann::json to_json(const MetricValue& value) {
   return nullptr;
 }
 
+// ", step 2 of 2 (steady state)": which step of a trace with steps the peak is in.
+std::string describe_step(const TenantResult& tenant) {
+  if (!tenant.peak_step) return {};
+  std::string text = ", step " + std::to_string(*tenant.peak_step) + " of " + std::to_string(tenant.steps);
+  if (tenant.steps > 1) text += *tenant.peak_step == 1 ? " (the warm-up)" : " (steady state)";
+  return text;
+}
+
 }  // namespace
 
 std::string csv_field(const std::string& text) {
@@ -86,8 +94,9 @@ std::string describe_oom(const OomRecord& oom) {
                                      : std::string("other tenants or the pool's limit"));
       break;
   }
-  return "OOM at event " + std::to_string(oom.event) + " of tenant " + std::to_string(oom.tenant) + " (t = " +
-         format_nanos(oom.time) + "): " + format_bytes(oom.bytes) + " requested, " + std::string(name_of(oom.kind)) +
+  const std::string step = oom.step ? "step " + std::to_string(*oom.step) + ", " : std::string();
+  return "OOM at event " + std::to_string(oom.event) + " of tenant " + std::to_string(oom.tenant) + " (" + step +
+         "t = " + format_nanos(oom.time) + "): " + format_bytes(oom.bytes) + " requested, " + std::string(name_of(oom.kind)) +
          ": " + why;
 }
 
@@ -125,7 +134,8 @@ void write_table(std::ostream& out, const RunResult& run) {
   }
   for (const TenantResult& tenant : run.tenants) {
     if (const std::string breakdown = describe_breakdown(tenant.at_peak); !breakdown.empty()) {
-      out << "tenant " << tenant.index << " at its peak (event " << tenant.peak_event << "): " << breakdown << '\n';
+      out << "tenant " << tenant.index << " at its peak (event " << tenant.peak_event << describe_step(tenant)
+          << "): " << breakdown << '\n';
     }
   }
   for (const TenantResult& tenant : run.tenants) {
@@ -181,6 +191,7 @@ void write_json(std::ostream& out, const RunResult& run) {
     for (const OomRecord& oom : tenant.ooms) {
       const OomContext& c = oom.context;
       object["ooms"].push_back({{"event", oom.event},
+                                {"step", oom.step ? nlohmann::json(*oom.step) : nlohmann::json(nullptr)},
                                 {"time_ns", oom.time},
                                 {"bytes", oom.bytes},
                                 {"kind", name_of(oom.kind)},

@@ -15,6 +15,7 @@ namespace allocsim {
 struct OomRecord {
   std::size_t tenant;
   std::size_t event;  // index in the tenant's trace
+  std::optional<std::size_t> step;  // the training step it happened in, for a trace with steps
   Nanos time;
   Bytes bytes;        // requested
   OomKind kind;
@@ -37,6 +38,8 @@ struct TenantResult {
   Bytes reserved_at_peak = 0;
   Bytes largest_free_at_peak = 0;
   Breakdown at_peak;  // what was alive then, by tag and layer
+  std::optional<std::size_t> peak_step;  // the training step of peak_event (1 = warm-up)
+  std::size_t steps = 0;                 // training steps in the trace, 0 without steps
   std::uint64_t device_mallocs = 0;
   std::uint64_t device_frees = 0;
   std::uint64_t device_failed_mallocs = 0;

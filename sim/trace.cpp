@@ -7,7 +7,18 @@
 
 namespace allocsim {
 
+std::optional<std::size_t> step_of(const TraceInfo& info, std::size_t event) {
+  if (info.step_starts.empty()) return std::nullopt;
+  const auto after = std::upper_bound(info.step_starts.begin(), info.step_starts.end(), event);
+  return static_cast<std::size_t>(std::max<std::ptrdiff_t>(after - info.step_starts.begin(), 1));
+}
+
 TraceBuilder::TraceBuilder(TraceInfo info) { trace_.info = std::move(info); }
+
+void TraceBuilder::begin_step() {
+  std::vector<std::size_t>& starts = trace_.info.step_starts;
+  starts.push_back(starts.empty() ? 0 : trace_.events.size());
+}
 
 void TraceBuilder::reserve(std::size_t events) {
   trace_.events.reserve(events);

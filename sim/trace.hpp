@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/types.hpp"
@@ -12,9 +14,17 @@
 namespace allocsim {
 
 struct TraceInfo {
+  TraceInfo(std::string name = {}, std::string source = {}) : name(std::move(name)), source(std::move(source)) {}
+
   std::string name;    // the workload spec or file it came from
   std::string source;  // how it was made: "csv", "random", ...
+  // The first event of each training step, ascending; the first step starts at event 0
+  // (setup is part of it, as in a real process's first iteration). Empty: no steps.
+  std::vector<std::size_t> step_starts;
 };
+
+// The step (1-based) that event `event` belongs to; nullopt for a trace without steps.
+std::optional<std::size_t> step_of(const TraceInfo& info, std::size_t event);
 
 // Contract (established by TraceBuilder, relied on by the engine):
 // - ids are dense 0..allocations()-1, each allocated exactly once, in order of first use;
@@ -47,6 +57,8 @@ class TraceBuilder {
   void free(Nanos time, AllocId id);
   void release(Nanos time);
   void sync(Nanos time, const Sync& sync);
+  // The next event begins a training step (the first step always begins at event 0).
+  void begin_step();
 
   bool is_live(AllocId id) const;
   Bytes bytes_of(AllocId id) const { return trace_.bytes_of(id); }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "sim/units.hpp"
@@ -20,13 +21,18 @@ using Stream = std::uint16_t;
 enum class Op : std::uint8_t { alloc, free, release, sync };
 // Whether an event of this op names an allocation (its id and bytes mean something).
 constexpr bool names_allocation(Op op) { return op == Op::alloc || op == Op::free; }
-enum class Tag : std::uint8_t { weight, activation, gradient, optimizer, workspace, input, temp, other };
-constexpr int kTagCount = 8;
+// Appended, never reordered: a tag's number is its meaning in traces already written.
+// runtime: what the framework allocates besides the model (cuBLAS workspaces, cuDNN
+// benchmark trials, DDP buckets), through the same allocator.
+enum class Tag : std::uint8_t { weight, activation, gradient, optimizer, workspace, input, temp, other, runtime };
+constexpr int kTagCount = 9;
 
 std::string_view name_of(Op op);
 std::string_view name_of(Tag tag);
 std::optional<Op> op_from_name(std::string_view name);
 std::optional<Tag> tag_from_name(std::string_view name);
+// "weight, activation, ...": every tag's name in order, for messages and help.
+std::string tag_names();
 
 // What an Op::sync waited for, as CUDA's calls do:
 // - device: cudaDeviceSynchronize, the host waits for every stream;

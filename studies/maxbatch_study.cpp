@@ -113,7 +113,7 @@ MaxBatchResults run_maxbatch(const MaxBatchStudy& study) {
           set_model_token(spec, model_token("b"), batch, study.workload);
           Scenario scenario;
           scenario.device = row.device;
-          scenario.tenants.push_back(TenantSpec{traces.get(to_string(spec)), row.policy, 0});
+          scenario.tenants.push_back(TenantSpec{traces.get(to_string(spec), row.device.compute_capability), row.policy, 0});
           return probe(run(scenario, make_policy), batch);
         },
         study.limit, study.neighbours);

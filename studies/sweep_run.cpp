@@ -58,16 +58,20 @@ bool read_record(std::istream& in, std::vector<std::string>& cells, bool& comple
 
 }  // namespace
 
-std::shared_ptr<const Trace> TraceCache::get(const std::string& spec) {
+std::shared_ptr<const Trace> TraceCache::get(const std::string& spec, int compute_capability) {
   std::shared_ptr<Entry> entry;
   {
     const std::lock_guard lock(mutex_);
-    std::shared_ptr<Entry>& slot = entries_[spec];
+    std::shared_ptr<Entry>& slot = entries_[{spec, compute_capability}];
     if (!slot) slot = std::make_shared<Entry>();
     entry = slot;
   }
   // Other threads wanting the same trace wait here; a failed load is retried by the next.
-  std::call_once(entry->once, [&] { entry->trace = std::make_shared<const Trace>(load_workload(spec)); });
+  std::call_once(entry->once, [&] { 
+    LoadOptions options;
+    options.compute_capability = compute_capability;
+    entry->trace = std::make_shared<const Trace>(load_workload(spec, options));
+  });
   return entry->trace;
 }
 
@@ -81,7 +85,7 @@ std::vector<std::string> sweep_base_columns(bool timing) {
 
 std::vector<SweepRow> run_sweep_point(const SweepPoint& point, TraceCache& traces, bool timing) {
   Scenario scenario = point.scenario;
-  for (std::size_t i = 0; i < scenario.tenants.size(); ++i) scenario.tenants[i].trace = traces.get(point.workloads[i]);
+  for (std::size_t i = 0; i < scenario.tenants.size(); ++i) scenario.tenants[i].trace = traces.get(point.workloads[i], scenario.device.compute_capability);
   const RunResult result = run(scenario, make_policy);
   std::vector<SweepRow> rows;
   for (const TenantResult& tenant : result.tenants) {

@@ -27,10 +27,11 @@ struct SweepRow {
   std::vector<std::pair<std::string, std::string>> extras;  // a policy's statistics: column, value
 };
 
-// Loads each workload spec once and shares it between the points and threads that use it.
+// Loads each workload spec once per device architecture (a model workload's cuBLAS
+// workspace depends on it) and shares it between the points and threads that use it.
 class TraceCache {
  public:
-  std::shared_ptr<const Trace> get(const std::string& spec);
+  std::shared_ptr<const Trace> get(const std::string& spec, int compute_capability);
 
  private:
   struct Entry {
@@ -38,7 +39,7 @@ class TraceCache {
     std::shared_ptr<const Trace> trace;
   };
   std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Entry>> entries_;  // by workload spec
+  std::map<std::pair<std::string, int>, std::shared_ptr<Entry>> entries_;  // by workload spec and architecture
 };
 
 // The header's fixed part: parameter columns, then the metric columns.

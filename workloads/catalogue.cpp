@@ -93,7 +93,8 @@ const ReaderInfo& find_reader(std::string_view path) {
 Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
   if (names_a_file(spec_text)) return find_reader(spec_text).load(std::string(spec_text), options);
   if (options.cuda_device) throw Error("--cuda-device is for PyTorch snapshots, not the workload '" + std::string(spec_text) + "'");
-  if (const auto model = parse_model_spec(spec_text)) {
+  if (auto model = parse_model_spec(spec_text)) {
+    model->options.compute_capability = options.compute_capability;
     return lower_model(model->build(), model->options, std::string(spec_text));
   }
   const Spec spec = parse_spec(spec_text);

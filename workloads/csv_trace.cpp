@@ -125,8 +125,7 @@ class Reader {
     const Stream stream = stream_number(stream_text);
     const auto tag = tag_text.empty() ? std::optional<Tag>(Tag::other) : tag_from_name(tag_text);
     if (!tag) {
-      throw Error("unknown tag '" + std::string(tag_text) +
-                  "' (weight, activation, gradient, optimizer, workspace, input, temp, other)");
+      throw Error("unknown tag '" + std::string(tag_text) + "' (" + tag_names() + ")");
     }
     ids_.check_not_live(id);
     ids_.open(id, builder_.alloc(time, bytes, stream, *tag));

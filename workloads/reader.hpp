@@ -19,6 +19,7 @@ enum class Claim : std::uint8_t { no, by_name, by_content };
 // What a reader may be told beside the path.
 struct LoadOptions {
   std::optional<int> cuda_device;  // a PyTorch snapshot's device (none: the only one with a trace)
+  int compute_capability = 90;     // of the device a model workload runs on (DeviceSpec's)
 };
 
 struct ReaderInfo {

@@ -62,6 +62,30 @@ TEST_CASE("cli: a run prints the table and writes CSV, JSON and a timeline", "[c
   CHECK(header == "time_ns,tenant,event,allocated_bytes,reserved_bytes,device_used_bytes");
 }
 
+TEST_CASE("cli: a model run says which step its peak is in, in the table, CSV and JSON", "[cli][steady]") {
+  TempDir dir;
+  const std::string csv = dir.file("out.csv");
+  const std::string json = dir.file("out.json");
+  // seed_cnn with momentum: the buffers made at step 1's end are live all through step 2.
+  const Outcome run = cli({"run", "--workload", "seed_cnn_b2", "--policy", "caching", "--csv", csv, "--json", json});
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  CHECK_THAT(run.out, Catch::Contains("peak_step ") && Catch::Contains(", step 2 of 2 (steady state)): "));
+  std::ifstream csv_in(csv);
+  std::string header, row;
+  std::getline(csv_in, header);
+  std::getline(csv_in, row);
+  CHECK_THAT(header, Catch::EndsWith(",peak_runtime_bytes,peak_step,trace_steps,first_oom_step") ||
+                         Catch::Contains(",peak_runtime_bytes,peak_step,trace_steps,first_oom_step,"));
+  const auto document = nlohmann::json::parse(std::ifstream(json));
+  CHECK(document["tenants"][0]["peak_step"] == 2);
+  CHECK(document["tenants"][0]["trace_steps"] == 2);
+  // Two cuBLAS workspaces of 32 MiB (a plain device counts as sm_90) are alive at the peak.
+  CHECK(document["tenants"][0]["peak_runtime_bytes"] == 64_MiB);
+  const Outcome first = cli({"run", "--workload", "seed_cnn_b2_steps1", "--policy", "caching"});
+  CHECK_THAT(first.out, Catch::Contains(", step 1 of 1): "));
+}
+
 TEST_CASE("cli: tenants share a device", "[cli]") {
   const Outcome run = cli({"--capacity", "16KiB", "--tenant", "random:n=10,min=1KiB,max=1KiB,live=1KiB@bestfit",
                            "--tenant", "random:n=10,seed=2,min=4KiB,max=4KiB,live=1KiB@direct"});

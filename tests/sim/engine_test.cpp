@@ -49,6 +49,37 @@ TEST_CASE("peaks, lower bound and fragmentation at the peak, by hand", "[engine]
   CHECK(run.peak_device == 5_KiB);
 }
 
+TEST_CASE("the run says which step its peak and its first OOM are in", "[engine]") {
+  // Step 1 holds 1 KiB at most; step 2 keeps 1 KiB (optimizer state, say) and asks for 2 KiB
+  // more: 3 KiB on a 2 KiB device fails in step 2. With 4 KiB the peak (3 KiB) is in step 2.
+  const auto two_steps = [] {
+    TraceBuilder builder({"steps", "test"});
+    builder.begin_step();
+    builder.free(1, builder.alloc(0, 1_KiB));
+    builder.alloc(2, 1_KiB);  // kept
+    builder.begin_step();
+    builder.free(4, builder.alloc(3, 2_KiB));
+    return share(std::move(builder));
+  };
+  const RunResult fits = allocsim::run(one_tenant(4_KiB, two_steps(), "direct"), make_policy);
+  CHECK(fits.tenants[0].steps == 2);
+  CHECK(fits.tenants[0].peak_step == 2);
+  const RunResult fails = allocsim::run(one_tenant(2_KiB, two_steps(), "direct"), make_policy);
+  REQUIRE(fails.tenants[0].first_oom());
+  CHECK(fails.tenants[0].first_oom()->event == 3);
+  CHECK(fails.tenants[0].first_oom()->step == 2);
+  std::ostringstream table;
+  write_table(table, fails);
+  CHECK_THAT(table.str(), Catch::Contains("OOM at event 3 of tenant 0 (step 2, t = "));
+  std::ostringstream csv;
+  write_csv(csv, {&fails, 1});
+  const std::string text = csv.str();
+  const std::string header = text.substr(0, text.find('\n'));
+  CHECK_THAT(header, Catch::Contains(",end_time_ns,peak_runtime_bytes,peak_step,trace_steps,first_oom_step"));
+  // The first step's peak (1 KiB, event 0 or 2) is the peak of the replayed prefix.
+  CHECK(fails.tenants[0].peak_step == 1);
+}
+
 TEST_CASE("the seed article's OOM: free bytes in holes, no block large enough", "[engine]") {
   // 8 blocks of 1 KiB fill an 8 KiB device; every other one is freed: 4 KiB free in
   // 1 KiB holes, and a 3 KiB request fails.

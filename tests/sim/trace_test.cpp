@@ -3,6 +3,8 @@
 #include "sim/error.hpp"
 #include "sim/trace.hpp"
 
+#include <vector>
+
 namespace allocsim {
 namespace {
 
@@ -24,6 +26,23 @@ TEST_CASE("a trace numbers allocations densely and records the live lower bound"
   CHECK(trace.events[2].stream == 3);  // a free carries its allocation's stream and tag
   CHECK(trace.events[2].tag == Tag::weight);
   CHECK(trace.events[4].op == Op::release);
+}
+
+TEST_CASE("a trace knows its steps: the first begins at event 0, step_of finds the rest", "[trace]") {
+  TraceBuilder builder({"steps", "test"});
+  const AllocId weight = builder.alloc(0, 100, 0, Tag::weight);  // setup: part of step 1
+  builder.begin_step();
+  builder.free(1, builder.alloc(1, 10));                          // events 1, 2
+  builder.begin_step();
+  builder.free(2, builder.alloc(2, 10));                          // events 3, 4
+  builder.free(3, weight);                                        // event 5
+  const Trace trace = std::move(builder).finish();
+  CHECK(trace.info.step_starts == std::vector<std::size_t>{0, 3});
+  CHECK(step_of(trace.info, 0) == 1);
+  CHECK(step_of(trace.info, 2) == 1);
+  CHECK(step_of(trace.info, 3) == 2);
+  CHECK(step_of(trace.info, 5) == 2);
+  CHECK_FALSE(step_of(TraceInfo{"no steps", "test"}, 0).has_value());
 }
 
 TEST_CASE("trace validation names the bad event", "[trace]") {

@@ -9,6 +9,8 @@
 #include "policies/registry.hpp"
 #include "app/cli.hpp"
 #include "studies/maxbatch.hpp"
+#include "studies/maxbatch_study.hpp"
+#include "sim/device_presets.hpp"
 #include "sim/engine.hpp"
 #include "sim/trace.hpp"
 
@@ -143,6 +145,26 @@ TEST_CASE("maxbatch: the command's answer fits and the next batch does not", "[m
   CHECK(ooms(std::to_string(std::stoll(batch) + 1)));
   CHECK(cli({"maxbatch", "--workload", "random", "--policy", "direct"}).first == 2);
   CHECK(cli({"maxbatch", "--workload", "seed_cnn", "--policy", "nosuch"}).first == 2);
+}
+
+TEST_CASE("maxbatch: bert_large_adamw's steady-state largest batch is below its first step's", "[maxbatch][steady]") {
+  // Issue 14: the first step alone fits batches that fail at iteration 2, once AdamW's
+  // moments (2.5 GiB) exist. The default replays both steps; steps1 the first alone.
+  const auto largest = [](const std::string& workload) {
+    MaxBatchStudy study;
+    study.workload = workload;
+    study.policies = {"caching"};
+    study.devices = {device_spec("v100-16gb")};
+    study.neighbours = 1;
+    study.threads = 2;
+    const MaxBatchResults results = run_maxbatch(study);
+    REQUIRE(results.rows.front().found.largest);
+    return *results.rows.front().found.largest;
+  };
+  const std::int64_t steady = largest("bert_large_adamw");
+  const std::int64_t first = largest("bert_large_adamw_steps1");
+  INFO("steady " << steady << ", first step " << first);
+  CHECK(steady < first);
 }
 
 }  // namespace

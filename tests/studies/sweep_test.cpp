@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 
 #include <catch2/catch.hpp>
 
@@ -109,7 +110,7 @@ TEST_CASE("sweep: the cross product, batch innermost, every spec checked first",
   CHECK(points[23].workload == "seed_cnn_amp_b4");
   CHECK(points[23].policy == "caching");
   REQUIRE(points[13].leading.size() == sweep_columns().size());
-  CHECK(points[13].leading == std::vector<std::string>{"13", "seed_cnn", "2", "", "amp", "momentum", "1", "1", "train", "stop"});
+  CHECK(points[13].leading == std::vector<std::string>{"13", "seed_cnn", "2", "", "amp", "momentum", "1", "2", "train", "stop"});
 
   options.policies = {"all"};
   options.model_axes["batch"] = "8";
@@ -166,6 +167,14 @@ std::vector<std::string> with(std::vector<std::string> args, std::initializer_li
   return args;
 }
 
+TEST_CASE("sweep: every column name is its own (a metric never repeats a point column)", "[sweep]") {
+  for (const bool timing : {false, true}) {
+    const std::vector<std::string> columns = sweep_base_columns(timing);
+    const std::set<std::string> distinct(columns.begin(), columns.end());
+    CHECK(distinct.size() == columns.size());
+  }
+}
+
 TEST_CASE("sweep: one tidy CSV, the same bytes for 1 and 2 threads", "[sweep]") {
   const TempDir folder;
   const Outcome one = cli(with(kSweep, {"--threads", "1", "--csv", folder.file("one.csv")}));
@@ -184,7 +193,7 @@ TEST_CASE("sweep: one tidy CSV, the same bytes for 1 and 2 threads", "[sweep]") 
   for (const Metric& metric : metrics()) {
     CHECK((rows[0].find(std::string(",").append(metric.name).append(",")) != std::string::npos) == !is_wall_clock(metric));
   }
-  CHECK(rows[1].starts_with("0,seed_cnn,1,,fp32,momentum,1,1,train,stop,seed_cnn_fp32_b1,bfc,sim,67108864,"));
+  CHECK(rows[1].starts_with("0,seed_cnn,1,,fp32,momentum,1,2,train,stop,seed_cnn_fp32_b1,bfc,sim,67108864,"));
   CHECK(rows[224].starts_with("223,seed_cnn_dw,64,,amp,"));
   CHECK(csv.find(",capacity,") != std::string::npos);       // some point ran out of memory
   CHECK(csv.find("num_allocs") != std::string::npos);       // BFC's own statistics

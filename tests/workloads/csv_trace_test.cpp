@@ -40,6 +40,14 @@ TEST_CASE("a CSV trace reads with comments, reused ids, optional columns and rel
   CHECK(minimal.events[0].time == 3);
 }
 
+TEST_CASE("a CSV trace knows the runtime tag, appended after the others", "[csv]") {
+  const Trace trace = read("time_ns,op,id,bytes,stream,tag\n0,alloc,w,8519680,0,runtime\n");
+  CHECK(trace.events[0].tag == Tag::runtime);
+  CHECK(static_cast<int>(Tag::other) == 7);  // codes already written keep their meaning
+  CHECK(name_of(Tag::runtime) == "runtime");
+  CHECK_THROWS_WITH(read("time_ns,op,id,bytes,stream,tag\n0,alloc,w,1,0,nosuch\n"), Catch::EndsWith("temp, other, runtime)"));
+}
+
 TEST_CASE("a CSV trace round-trips through the writer", "[csv]") {
   const Trace trace = read("time_ns,op,id,bytes,stream,tag\n0,alloc,a,1,2,input\n1,release,,,,\n3,free,a,,,\n");
   std::ostringstream out;

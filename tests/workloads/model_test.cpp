@@ -385,6 +385,7 @@ TEST_CASE("saved tensors outlive the backward of every op that saved them", "[mo
   LoweringOptions options;
   options.batch = 2;
   options.workspace = false;
+  options.steps = 1;
   const Trace trace = lower_model(model, options, "resnet50");
   const Lifetimes life = lifetimes(trace);
   const std::size_t forward = first_alloc(trace, Tag::input);
@@ -445,7 +446,7 @@ TEST_CASE("one ResNet-50 backward makes the gradient allocations of ref 4.4", "[
   //   maxpool: grad_input                                                     1
   //   residual junctions: one out-of-place sum per bottleneck                16
   //                                                                  total  337
-  const Trace trace = load_workload("resnet50_b2_nows_sgd");
+  const Trace trace = load_workload("resnet50_b2_nows_sgd_steps1");
   CHECK(count_allocs(trace, Tag::gradient) == 337);
   // The sums (ref: "16 calls = one per bottleneck") are for the block inputs: the stem's
   // maxpool output and the 15 block outputs that feed another block. The trace names a
@@ -463,9 +464,9 @@ TEST_CASE("one ResNet-50 backward makes the gradient allocations of ref 4.4", "[
 // ---- 5. gradient accumulation ---------------------------------------------------------
 
 TEST_CASE("gradient accumulation keeps activation memory at the micro-batch's", "[model]") {
-  const Bytes micro = of(peak_by_tag(load_workload("resnet50_b8")), Tag::activation);
-  const Trace accumulated = load_workload("resnet50_b8_acc4");
-  const Bytes full = of(peak_by_tag(load_workload("resnet50_b32")), Tag::activation);
+  const Bytes micro = of(peak_by_tag(load_workload("resnet50_b8_steps1")), Tag::activation);
+  const Trace accumulated = load_workload("resnet50_b8_acc4_steps1");
+  const Bytes full = of(peak_by_tag(load_workload("resnet50_b32_steps1")), Tag::activation);
   CHECK(static_cast<double>(of(peak_by_tag(accumulated), Tag::activation)) ==
         Approx(static_cast<double>(micro)).epsilon(0.01));
   // Activations scale with the batch: b8 holds about a quarter of b32's.
@@ -536,18 +537,19 @@ TEST_CASE("a model spec sets the batch and picks the longest model name", "[mode
 }
 
 TEST_CASE("every spec token sets its option", "[model]") {
-  const auto spec = parse_model_spec("resnet50_b64_amp_adam_acc4_steps2_infer_nows_keepgrad_fused");
+  const auto spec = parse_model_spec("resnet50_b64_amp_adam_acc4_steps3_infer_nows_keepgrad_fused");
   REQUIRE(spec);
   CHECK(spec->options.batch == 64);
   CHECK(spec->options.precision == Precision::amp);
   CHECK(spec->options.optimizer == Optimizer::adam);
   CHECK(spec->options.accumulation == 4);
-  CHECK(spec->options.steps == 2);
+  CHECK(spec->options.steps == 3);
   CHECK_FALSE(spec->options.training);
   CHECK_FALSE(spec->options.workspace);
   CHECK_FALSE(spec->options.set_to_none);
   CHECK(spec->options.fused);
-  // Defaults (PyTorch 2.x training): B = 32, fp32, momentum, set_to_none, workspaces.
+  // Defaults (PyTorch 2.x training): B = 32, fp32, momentum, set_to_none, workspaces; the
+  // warm-up step and one in the steady state (issue 14: steady state is the default).
   const auto plain = parse_model_spec("resnet50");
   REQUIRE(plain);
   CHECK(plain->options.batch == 32);
@@ -557,7 +559,7 @@ TEST_CASE("every spec token sets its option", "[model]") {
   CHECK(plain->options.training);
   CHECK(plain->options.workspace);
   CHECK(plain->options.accumulation == 1);
-  CHECK(plain->options.steps == 1);
+  CHECK(plain->options.steps == 2);
 }
 
 TEST_CASE("an unknown token is an error that lists the valid ones", "[model]") {
@@ -647,8 +649,8 @@ std::size_t allocs_by_layer_suffix(const Trace& trace, std::string_view suffix, 
 }
 
 TEST_CASE("tf style: ReLU and residual adds write new tensors, PyTorch's work in place", "[model]") {
-  const Trace torch = load_workload("resnet50_b2_nows");
-  const Trace tf = load_workload("resnet50_b2_nows_tf");
+  const Trace torch = load_workload("resnet50_b2_nows_steps1");
+  const Trace tf = load_workload("resnet50_b2_nows_tf_steps1");
   // ResNet-50 has 49 ReLU applications (stem 1 + 16 blocks x 3) and 16 residual adds.
   CHECK(allocs_by_layer_suffix(torch, "relu", Tag::activation) == 0);
   // "relu": the stem's and each block's last (1 + 16); "relu1", "relu2": inside each block.
@@ -673,8 +675,8 @@ TEST_CASE("tf style: MaxPool keeps no int64 indices", "[model]") {
     }
     return count;
   };
-  CHECK(indices(load_workload("resnet50_b2_nows")) == 1);
-  CHECK(indices(load_workload("resnet50_b2_nows_tf")) == 0);
+  CHECK(indices(load_workload("resnet50_b2_nows_steps1")) == 1);
+  CHECK(indices(load_workload("resnet50_b2_nows_tf_steps1")) == 0);
 }
 
 TEST_CASE("tf style: gradients die after apply_gradients, with no foreach temporaries", "[model]") {

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "sim/error.hpp"
+#include "workloads/model/runtime_allocations.hpp"
 
 namespace allocsim {
 namespace {
@@ -38,6 +40,10 @@ class Lowering {
     if (options.batch < 1 || options.accumulation < 1 || options.steps < 1) {
       throw Error("workload " + model.name + ": batch, accumulation and steps must be at least 1");
     }
+    if (tf_ && (options.benchmark || options.ddp_bucket_mib > 0)) {
+      throw Error("workload " + model.name + ": benchmark and ddp are PyTorch's (cudnn.benchmark, "
+                  "DistributedDataParallel), not tf's");
+    }
     activation_bytes_ = options.precision == Precision::fp32 ? 4 : 2;
     const std::size_t ops = boost::num_vertices(graph_);
     storage_of_.assign(ops, kNone);
@@ -58,7 +64,10 @@ class Lowering {
 
   Trace run() && {
     allocate_weights();
+    if (options_.training && options_.ddp_bucket_mib > 0) wrap_in_ddp();
     for (int step = 0; step < options_.steps; ++step) {
+      step_ = step;
+      builder_.begin_step();
       for (int micro = 0; micro < options_.accumulation; ++micro) {
         new_batch();
         if (options_.training && micro == 0) zero_grad();
@@ -133,6 +142,53 @@ class Lowering {
       }
     }
   }
+  // ---- the framework's own allocations (runtime_allocations.hpp) -----------------------
+  bool traces_runtime() const { return options_.runtime && !tf_; }
+
+  // A cuBLAS call on a thread whose handle has no workspace yet makes one, kept.
+  void cublas_call(Node node, bool& has_workspace) {
+    const OpKind kind = op(node).kind;
+    if (has_workspace || !traces_runtime() || (kind != OpKind::linear && kind != OpKind::matmul)) return;
+    alloc(cublas_workspace_bytes(options_.compute_capability), Tag::runtime, "cublas_workspace");
+    has_workspace = true;
+  }
+
+  // benchmark: the first step's first run of each convolution shape and pass searches its
+  // algorithms in one trial workspace, freed before the chosen one is made.
+  void benchmark_trial(Node node, ConvPass pass) {
+    if (!options_.benchmark || step_ != 0) return;
+    const ModelOp& conv = op(node);
+    const Node input = inputs_of(node).front();
+    auto shape = std::make_tuple(static_cast<int>(pass), op(input).shape, conv.shape, conv.params.front());
+    if (std::find(benchmarked_.begin(), benchmarked_.end(), shape) != benchmarked_.end()) return;
+    benchmarked_.push_back(std::move(shape));
+    std::int64_t positions = 1;
+    for (std::size_t d = 1; d < conv.shape.size(); ++d) positions *= conv.shape[d];
+    const Bytes trial = cudnn_benchmark_trial_bytes(conv.params.front(), conv.channels(), positions, options_.batch,
+                                                    activation_bytes_);
+    if (trial > 0) free(alloc(trial, Tag::runtime, conv.name));
+  }
+
+  // DistributedDataParallel(model) after the weights are on the device: its first
+  // collective creates the NCCL communicator, the weights are broadcast from rank 0 in
+  // coalesced pieces, then the Reducer makes its buckets.
+  void wrap_in_ddp() {
+    alloc(kNcclBuffersEstimate, Tag::runtime, "nccl_buffers");
+    std::vector<Bytes> parameters;
+    for (auto weight = weights_.rbegin(); weight != weights_.rend(); ++weight) {
+      parameters.push_back(builder_.bytes_of(weight->second));
+    }
+    Bytes total = 0;
+    for (const Bytes bytes : parameters) total += bytes;
+    for (Bytes left = total; left > 0;) {
+      const Bytes piece = std::min(left, kDdpBroadcastBucketBytes);
+      free(alloc(piece, Tag::runtime, "ddp_broadcast"));
+      left -= piece;
+    }
+    const Bytes cap = static_cast<Bytes>(options_.ddp_bucket_mib) * 1_MiB;
+    for (const Bytes bucket : ddp_bucket_bytes(parameters, cap)) alloc(bucket, Tag::runtime, "ddp_bucket");
+  }
+
   // ---- persistent state -------------------------------------------------------------
   void allocate_weights() {
     for (const Node node : boost::make_iterator_range(boost::vertices(graph_))) {
@@ -208,6 +264,7 @@ class Lowering {
   }
 
   void workspace(Node node, Bytes input_bytes, Bytes output_bytes, ConvPass pass) {
+    benchmark_trial(node, pass);  // the search runs whether or not the chosen algorithm needs a workspace
     if (!options_.workspace) return;
     const Bytes bytes = conv_workspace_bytes(op(node), input_bytes, output_bytes, pass);
     if (bytes == 0) return;
@@ -242,6 +299,7 @@ class Lowering {
     for (const Node node : boost::make_iterator_range(boost::vertices(graph_))) {
       const ModelOp& o = op(node);
       const std::vector<Node> inputs = inputs_of(node);
+      cublas_call(node, forward_cublas_);
       dtype_[node] = output_dtype(node, inputs);
       read_as_[node].clear();
       const Bytes out_bytes = output_bytes(node);
@@ -539,6 +597,7 @@ class Lowering {
     for (const Node node : order) {
       const ModelOp& o = op(node);
       if (!requires_grad_[node]) continue;  // the batch, the attention mask
+      cublas_call(node, backward_cublas_);  // on autograd's device thread: a handle of its own
       const std::vector<Node> inputs = inputs_of(node);
       const Bytes in_bytes = inputs.empty() ? 0 : batch_bytes(op(inputs[0]).elements(), activation_bytes_);
       int grad_out = grad_of_[node];
@@ -725,6 +784,11 @@ class Lowering {
   TraceBuilder builder_;
   Bytes activation_bytes_ = 4;
   Nanos time_ = 0;
+  int step_ = 0;
+  bool forward_cublas_ = false;   // the main thread's cuBLAS handle has its workspace
+  bool backward_cublas_ = false;  // autograd's device thread's handle has its workspace
+  // Convolution shapes and passes benchmark mode has searched: (pass, input, output, weight).
+  std::vector<std::tuple<int, std::vector<std::int64_t>, std::vector<std::int64_t>, std::int64_t>> benchmarked_;
 
   std::vector<std::pair<Node, AllocId>> weights_;     // every parameter tensor, in order
   std::vector<std::optional<AllocId>> grads_;         // .grad of each, when it exists

@@ -24,16 +24,25 @@ enum class Optimizer : std::uint8_t { sgd, momentum, adam, adamw };
 enum class Framework : std::uint8_t { torch, tf };
 
 struct LoweringOptions {
-  std::int64_t batch = 32;        // per micro-batch
+  std::int64_t batch = 32;        // per micro-batch: a step of accN runs N of them
   Precision precision = Precision::fp32;
   Optimizer optimizer = Optimizer::momentum;
   bool fused = false;             // fused optimizer: no foreach temporaries
   bool set_to_none = true;        // zero_grad(set_to_none=True), PyTorch 2.x's default
   bool training = true;           // false: forward under no_grad, nothing saved
   int accumulation = 1;           // micro-batches per optimizer step
-  int steps = 1;
+  // A training job's memory peaks from its second step on (optimizer state is made in the
+  // first, kept gradients persist): the default replays the warm-up and one steady step.
+  int steps = 2;
   bool workspace = true;          // cuDNN convolution workspaces
   Framework framework = Framework::torch;
+  // What the framework allocates besides the model, through the same allocator (Tag::runtime;
+  // workloads/model/runtime_allocations.hpp): PyTorch's cuBLAS workspaces. TensorFlow's
+  // cuBLAS and cuDNN handles allocate outside its allocator, so tf traces none.
+  bool runtime = true;
+  bool benchmark = false;         // torch.backends.cudnn.benchmark: trial workspaces in the first step
+  std::int64_t ddp_bucket_mib = 0;  // DistributedDataParallel's bucket_cap_mb; 0: no DDP
+  int compute_capability = 90;    // of the device it runs on (the cuBLAS workspace's size); not a token
 
   friend bool operator==(const LoweringOptions&, const LoweringOptions&) = default;
 };

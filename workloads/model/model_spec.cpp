@@ -12,7 +12,7 @@ constexpr auto num(auto value) { return static_cast<std::int64_t>(value); }
 
 // Display order for help; the canonical spelling's order is ModelKey's.
 constexpr std::array kTokens{
-    ModelToken{"b", true, ModelKey::batch, 0, "batch per step, default 32", "batch"},
+    ModelToken{"b", true, ModelKey::batch, 0, "samples per micro-batch (per step without accN), default 32", "batch"},
     ModelToken{"s", true, ModelKey::sequence, 0,
                "tokens per sample, transformers only: default 128 for bert, 1024 for gpt2", "sequence"},
     ModelToken{"fp32", false, ModelKey::precision, num(Precision::fp32), "fp32 throughout, the default", "precision"},
@@ -27,14 +27,30 @@ constexpr std::array kTokens{
     ModelToken{"adamw", false, ModelKey::optimizer, num(Optimizer::adamw), "AdamW", "optimizer"},
     ModelToken{"fused", false, ModelKey::fused, 1, "fused optimizer: no foreach temporaries", ""},
     ModelToken{"keepgrad", false, ModelKey::keepgrad, 1, "zero_grad without set_to_none", ""},
-    ModelToken{"acc", true, ModelKey::accumulation, 0, "micro-batches per step", "accumulation"},
-    ModelToken{"steps", true, ModelKey::steps, 0, "optimizer steps", "steps"},
+    ModelToken{"acc", true, ModelKey::accumulation, 0, "micro-batches of bN per optimizer step", "accumulation"},
+    ModelToken{"steps", true, ModelKey::steps, 0,
+               "optimizer steps, default 2: the warm-up (optimizer state made) and one in the steady state; "
+               "steps1 for the first alone",
+               "steps"},
     ModelToken{"train", false, ModelKey::mode, 1, "a training step, the default (a sweep word, not a token)", "mode",
                false},
     ModelToken{"infer", false, ModelKey::mode, 0, "forward only, under no_grad", "mode"},
     ModelToken{"nows", false, ModelKey::workspace, 0, "no cuDNN workspace", ""},
     ModelToken{"torch", false, ModelKey::framework, num(Framework::torch), "PyTorch eager, the default", ""},
     ModelToken{"tf", false, ModelKey::framework, num(Framework::tf), "TensorFlow 2 / Keras style", ""},
+    ModelToken{"noruntime", false, ModelKey::runtime, 0,
+               "no cuBLAS workspaces, the runtime allocations every torch run has (two, 8.1 MiB each or 32 MiB on "
+               "sm_90; tf's are outside its allocator)",
+               ""},
+    ModelToken{"benchmark", false, ModelKey::benchmark, 1,
+               "cudnn.benchmark=True: each convolution shape's first run tries a workspace of its im2col size (an "
+               "estimate), freed after",
+               ""},
+    ModelToken{"ddp", false, ModelKey::ddp, 25,
+               "DistributedDataParallel: NCCL buffers (an estimate, 16 MiB), the weights broadcast, gradient buckets "
+               "of bucket_cap_mb=25 (1 MiB first)",
+               ""},
+    ModelToken{"ddp", true, ModelKey::ddp, 0, "the same with bucket_cap_mb=N", ""},
 };
 
 // Batches, steps and micro-batches beyond this make traces no machine holds.
@@ -64,6 +80,9 @@ std::int64_t get(const ModelSpec& spec, ModelKey key) {
     case ModelKey::keepgrad: return o.set_to_none ? 0 : 1;
     case ModelKey::workspace: return o.workspace ? 1 : 0;
     case ModelKey::framework: return num(o.framework);
+    case ModelKey::runtime: return o.runtime ? 1 : 0;
+    case ModelKey::benchmark: return o.benchmark ? 1 : 0;
+    case ModelKey::ddp: return o.ddp_bucket_mib;
     case ModelKey::batch: return o.batch;
   }
   return 0;
@@ -104,6 +123,9 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
     case ModelKey::keepgrad: o.set_to_none = value == 0; break;
     case ModelKey::workspace: o.workspace = value != 0; break;
     case ModelKey::framework: o.framework = static_cast<Framework>(value); break;
+    case ModelKey::runtime: o.runtime = value != 0; break;
+    case ModelKey::benchmark: o.benchmark = value != 0; break;
+    case ModelKey::ddp: positive(); o.ddp_bucket_mib = value; break;
   }
   spec.given |= 1u << static_cast<unsigned>(token.key);
 }

@@ -1,6 +1,6 @@
 // The spec grammar for zoo workloads: MODEL[_token...], e.g. resnet50_b64,
-// resnet50_b256_amp, resnet50_b32_adam_acc4_steps2, seed_cnn_dw_b8_infer,
-// bert_base_s512_b8, gpt2_s1024_b4_acc4.
+// resnet50_b256_amp, resnet50_b32_adam_acc4_steps3, seed_cnn_dw_b8_infer,
+// bert_base_s512_b8, gpt2_s1024_b4_acc4, bert_large_adamw_steps1 (the first step alone).
 //
 // Every token is one row of model_tokens(): the parser, the help text and the sweep's
 // model axes (--batch, --precision, ...) all read that table. Adding a token is a row
@@ -21,7 +21,8 @@ namespace allocsim {
 // What a token sets. The order is the canonical spelling's: to_string writes the keys a
 // spec names in this order, batch last (the order the sweep has always appended them).
 enum class ModelKey : std::uint8_t {
-  precision, optimizer, sequence, accumulation, steps, mode, fused, keepgrad, workspace, framework, batch
+  precision, optimizer, sequence, accumulation, steps, mode, fused, keepgrad, workspace, framework, runtime, benchmark,
+  ddp, batch
 };
 constexpr std::size_t kModelKeys = static_cast<std::size_t>(ModelKey::batch) + 1;
 
