@@ -429,9 +429,9 @@ class Planner {
 RunResult replay(const AdviseCandidate& candidate, const DeviceSpec& device, TraceCache& traces) {
   Scenario scenario;
   scenario.device = device;
-  scenario.tenants.push_back(TenantSpec{traces.get(candidate.workload), candidate.policy, 0});
+  scenario.tenants.push_back(TenantSpec{traces.get(candidate.workload, device.compute_capability), candidate.policy, 0});
   for (const TenantChoice& tenant : candidate.tenants) {
-    scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload), tenant.policy, 0});
+    scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload, device.compute_capability), tenant.policy, 0});
   }
   return run(scenario, make_policy);
 }
