@@ -91,8 +91,8 @@ std::string describe_oom(const OomRecord& oom) {
       break;
   }
   return "OOM at event " + std::to_string(oom.event) + " of tenant " + std::to_string(oom.tenant) + " (t = " +
-         format_nanos(oom.time) + "): " + format_bytes(oom.bytes) + (oom.at_start ? " for its CUDA context" : "") +
-         " requested, " + std::string(name_of(oom.request_kind)) + ": " + why;
+         format_nanos(oom.time) + "): " + format_bytes(oom.bytes) +
+         (oom.at_start ? " requested for its CUDA context, " : " requested, ") + std::string(name_of(oom.request_kind)) + ": " + why;
 }
 
 void write_table(std::ostream& out, const RunResult& run) {

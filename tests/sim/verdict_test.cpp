@@ -103,6 +103,26 @@ TEST_CASE("a tenant's context is given back when it crashes", "[verdict][tenants
   CHECK(run.peak_device == 2_GiB);
 }
 
+TEST_CASE("a process whose CUDA context does not fit fails at its start", "[verdict][tenants]") {
+  // 1 GiB card, 600 MiB contexts: the second process cannot even create its context.
+  Scenario scenario;
+  scenario.device = card(1_GiB, 600_MiB);
+  scenario.check = true;
+  scenario.tenants.push_back(TenantSpec{one_block(1_MiB, 0, 10'000), "direct", 0});
+  scenario.tenants.push_back(TenantSpec{one_block(1_MiB, 0), "direct", 100});
+  const RunResult run = allocsim::run(scenario, make_policy);
+  const TenantResult& second = run.tenants[1];
+  REQUIRE(second.first_oom());
+  CHECK(second.first_oom()->at_start);
+  CHECK(second.first_oom()->bytes == 600_MiB);
+  CHECK(second.events_replayed == 0);
+  CHECK(second.context == 0);
+  const Verdict verdict = verdict_of(run, second);
+  CHECK(verdict.context_failed);
+  CHECK_THAT(describe_verdict(verdict, "sim"), Catch::Contains("could not create its CUDA context (600 MiB)"));
+  CHECK_THAT(describe_oom(*second.first_oom()), Catch::Contains("600 MiB requested for its CUDA context"));
+}
+
 TEST_CASE("bfc takes what is free when its process starts: start order decides who fits", "[verdict][tenants]") {
   // A 16 GiB card. Tenant 0, TensorFlow's default, needs 3 GiB; tenant 1 (direct) needs 2.5 GiB.
   Scenario scenario;
