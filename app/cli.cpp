@@ -28,9 +28,12 @@ Examples:
   allocsim --workload random:n=100000,seed=7 --policy bestfit
   allocsim --workload trace.csv --policy direct --capacity 8GiB --on-oom continue
   allocsim --device v100-16gb --tenant random:live=10GiB@bestfit --tenant random:seed=2,live=2GiB@direct
+  allocsim --capacity 16GiB --tenant resnet50_b64@bfc@start=2s --tenant resnet50_b32@growth   (B starts first)
   allocsim --workload random --policy bestfit:region=4GiB --csv out.csv --json out.json --timeline t.csv
 
-Sizes take binary or SI units: 4096, 512MiB, 16GiB, 1.5GB.
+Sizes take binary or SI units: 4096, 512MiB, 16GiB, 1.5GB. Times: 0, 250us, 500ms, 2s.
+The table opens with a verdict per tenant: fits, or why not over the whole run (capacity:
+no allocator fits; reservation: what holds the bytes; fragmentation), then the metrics.
 Exit status: 0 when the run completed (an OOM is a result, reported in the output), 2 on bad input.
 )";
 

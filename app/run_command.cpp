@@ -50,8 +50,9 @@ po::options_description run_options(RunOptions& options) {
        "what to replay: a generator spec (see `allocsim workloads`) or a trace .csv")
       ("policy,p", po::value(&options.policy)->value_name("SPEC"),
        "the allocator: name[:key=value,...] (see `allocsim policies`)")
-      ("tenant,t", po::value(&options.tenants)->value_name("WORKLOAD@POLICY")->composing(),
-       "one more process on the same device; repeat for several")
+      ("tenant,t", po::value(&options.tenants)->value_name("WORKLOAD@POLICY[@start=TIME]")->composing(),
+       "one more process on the same device, with its own CUDA context; repeat for several. start=TIME "
+       "(0, 500ms, 2s) is when it starts: TensorFlow's bfc takes what is free then, so the order matters")
       ("on-oom", po::value(&options.on_oom)->value_name("stop|continue"),
        "stop: the tenant crashes at its first OOM (default); continue: count the OOM, skip the request")
       ("csv", po::value(&options.csv)->value_name("FILE"), "one CSV row per tenant (columns in README)")
@@ -104,7 +105,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   const std::vector<TenantChoice> tenants = tenant_specs(options);
   for (const TenantChoice& tenant : tenants) check_policy_spec(tenant.policy);  // before any long trace load
   std::vector<std::string> recordings;  // PyTorch snapshots among the workloads, said so above the table
-  for (auto [workload, policy] : tenants) {
+  for (auto [workload, policy, start] : tenants) {
     if (values.count("batch")) {
       std::optional<ModelSpec> model = parse_model_spec(workload);
       if (options.batch < 1 || !model) throw Error("--batch needs a batch of 1 or more and a model workload");
@@ -120,7 +121,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
       trace = std::make_shared<const Trace>(
           load_workload(workload, LoadOptions{options.cuda_device, scenario.device.compute_capability}));
     }
-    scenario.tenants.push_back(TenantSpec{trace, policy, 0});
+    scenario.tenants.push_back(TenantSpec{trace, policy, start});
   }
 
   if (!options.save_trace.empty()) {

@@ -68,8 +68,8 @@ po::options_description sweep_options(SweepCliOptions& o) {
       ("help,h", "this help")
       ("workload,w", po::value(&s.workloads)->value_name("SPECS")->composing(), "workload specs (repeatable)")
       ("policy,p", po::value(&s.policies)->value_name("SPECS")->composing(), "policy specs, or all (repeatable)")
-      ("tenant,t", po::value(&s.tenants)->value_name("WORKLOAD@POLICY")->composing(),
-       "another process on the device at every point (repeatable)")
+      ("tenant,t", po::value(&s.tenants)->value_name("WORKLOAD@POLICY[@start=TIME]")->composing(),
+       "another process on the device at every point, with its own CUDA context, started at TIME (repeatable)")
       ("param", po::value(&s.params)->value_name("KEY=LIST")->composing(),
        "an option of a generator workload, swept (repeatable): --param seed=1:8:1 --param live=1GiB:4GiB")
       ("on-oom", po::value(&s.on_oom)->value_name("stop,continue"), "what an OOM does (default stop)")

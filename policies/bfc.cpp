@@ -21,21 +21,21 @@ bool entry_less(Bytes size_a, Addr ptr_a, Bytes size_b, Addr ptr_b) {
 }
 
 // gpu_device.cc's SingleVirtualDeviceMemoryLimit, and gpu_helpers.cc's fraction of total.
-Bytes compute_limit(const Params& params, const Device& device) {
-  if (params.text("limit") != "auto") return params.bytes("limit");
+BfcPolicy::Limit compute_limit(const Params& params, const Device& device) {
+  if (params.text("limit") != "auto") return {params.bytes("limit"), LimitKind::memory_limit, 0};
   const MemoryCap fraction = MemoryCap::fraction_of_total(params.number("fraction"), device, "policy bfc");
   const Bytes available = device.available();
-  Bytes limit = available;
+  BfcPolicy::Limit limit{available, LimitKind::device, 0};
   if (fraction.capped()) {
-    limit = fraction.bytes();
+    limit = {fraction.bytes(), LimitKind::fraction, 0};
   } else if (const Bytes reserve = tf_min_system_memory(available, device.compute_capability() / 10);
-             reserve < limit) {
-    limit -= reserve;
+             reserve < available) {
+    limit = {available - reserve, LimitKind::system_reserve, reserve};
   }
   // gpu_system_memory_size_in_mb is applied last, and only when it fits.
   if (params.text("reserve") != "auto") {
     const Bytes reserve = params.bytes("reserve");
-    if (reserve <= available) limit = available - reserve;
+    if (reserve <= available) limit = {available - reserve, LimitKind::system_reserve, reserve};
   }
   return limit;
 }
@@ -63,7 +63,8 @@ Bytes tf_min_system_memory(Bytes available, int cc_major) {
 
 BfcPolicy::BfcPolicy(const Params& params, Device& device)
     : device_(device),
-      limit_(compute_limit(params, device)),
+      limit_rule_(compute_limit(params, device)),
+      limit_(limit_rule_.bytes),
       growth_(params.boolean("growth")),
       gc_(params.boolean("gc")) {
   const double frag_fraction = params.number("frag_fraction");
@@ -124,6 +125,7 @@ std::uint32_t BfcPolicy::use_chunk(Fit fit, Bytes rounded, const Request& reques
   }
   Chunk& used = chunks_[chunk];
   used.in_use = true;
+  touch(used.ptr + used.size);
   used.requested = request.bytes;
   const std::size_t id = index_of(request.id);
   if (id >= chunk_of_.size()) chunk_of_.resize(std::max(id + 1, chunk_of_.size() * 2), kNone);
@@ -205,7 +207,8 @@ bool BfcPolicy::extend(Bytes rounded) {
   pool_bytes_ += bytes;
   peak_pool_bytes_ = std::max(peak_pool_bytes_, pool_bytes_);
   const std::uint32_t chunk = chunks_.add(Chunk{segment->addr, bytes, 0, kNone, kNone, false});
-  regions_.push_back(Region{*segment, chunk});
+  regions_.push_back(Region{*segment, chunk, segment->addr});
+  never_touched_ += bytes;
   insert_into_bin(chunk);
   return true;
 }
@@ -231,6 +234,7 @@ void BfcPolicy::free_regions_wholly_free() {
     if (!wholly_free(region)) return false;
     remove_from_bin(region.first_chunk);
     chunks_.remove(region.first_chunk);
+    never_touched_ -= region.segment.addr + region.segment.bytes - region.touched_end;
     device_.free(region.segment);
     pool_bytes_ -= region.segment.bytes;
     return true;
@@ -266,8 +270,27 @@ PolicyStats BfcPolicy::stats() const {
   return PolicyStats{.allocated = bytes_in_use_,
                      .reserved = pool_bytes_,
                      .largest_free = largest_free,
-                     .limit = limit_};
+                     .limit = limit_,
+                     .limit_kind = limit_rule_.kind,
+                     .withheld = limit_rule_.withheld,
+                     .never_touched = never_touched_};
 }
+
+// A chunk is carved from the low end of a free one, so what blocks have covered in a
+// region is one stretch from its start: everything after its end is untouched.
+void BfcPolicy::touch(Addr end) {
+  for (auto region = regions_.rbegin(); region != regions_.rend(); ++region) {  // the newest first
+    if (region->segment.addr < end && end <= region->segment.addr + region->segment.bytes) {
+      if (end > region->touched_end) {
+        never_touched_ -= end - region->touched_end;
+        region->touched_end = end;
+      }
+      return;
+    }
+  }
+}
+
+Bytes BfcPolicy::rounded_size(Bytes requested) const { return requested == 0 ? 0 : rounded_bytes(requested); }
 
 PolicyInspection BfcPolicy::inspect(Detail detail) const {
   Bytes releasable = 0;

@@ -58,6 +58,13 @@ constexpr std::array<ParamInfo, 7> bfc_params(std::string_view growth, std::stri
 
 class BfcPolicy final : public Policy {
  public:
+  // The most the pool may reserve, and the rule that set it.
+  struct Limit {
+    Bytes bytes;
+    LimitKind kind;
+    Bytes withheld;  // system_reserve: the reserve left on the device
+  };
+
   static constexpr auto kTensorFlowParams = bfc_params("false", "0", "true");
   static constexpr auto kGrowthParams = bfc_params("true", "0", "true");
   static constexpr auto kJaxParams = bfc_params("false", "0.75", "false");
@@ -73,6 +80,7 @@ class BfcPolicy final : public Policy {
   void check() const override;
   PolicyInspection inspect(Detail detail) const override;
   void prepare(const ReplaySetup& setup) override;
+  Bytes rounded_size(Bytes requested) const override;
 
  private:
   std::vector<PolicyStat> extra_stats() const;
@@ -93,6 +101,7 @@ class BfcPolicy final : public Policy {
   struct Region {
     Segment segment;
     std::uint32_t first_chunk;
+    Addr touched_end;  // the end of the highest block ever carved from it
   };
   // A bin is a vector sorted by (size, address): bins stay short in practice, and a
   // binary search plus a small move beats a tree by several times.
@@ -116,8 +125,10 @@ class BfcPolicy final : public Policy {
   std::pair<std::size_t, std::vector<BinEntry>::iterator> bin_position(const Chunk& chunk);
   void insert_into_bin(std::uint32_t chunk);
   void remove_from_bin(std::uint32_t chunk);
+  void touch(Addr end);  // a block now ends at `end`: its region is touched up to there
 
   Device& device_;
+  Limit limit_rule_;
   Bytes limit_;
   bool growth_;
   bool gc_;
@@ -135,6 +146,7 @@ class BfcPolicy final : public Policy {
 
   std::uint64_t num_allocs_ = 0;
   Bytes bytes_in_use_ = 0;
+  Bytes never_touched_ = 0;  // of pool_bytes_: past every region's touched_end
   Bytes peak_bytes_in_use_ = 0;
   Bytes largest_alloc_size_ = 0;
   Bytes pool_bytes_ = 0;

@@ -38,6 +38,7 @@ class BuddyPolicy final : public Policy {
   PolicyStats stats() const override;
   PolicyInspection inspect(Detail detail) const override;
   void release_cached() override;
+  Bytes rounded_size(Bytes requested) const override { return requested == 0 ? 0 : size_of(order_of(requested)); }
   void check() const override;
 
  private:

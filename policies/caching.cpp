@@ -487,7 +487,8 @@ PolicyStats CachingPolicy::stats() const {
   return PolicyStats{.allocated = allocated_,
                      .reserved = reserved_,
                      .largest_free = largest_cached(),
-                     .limit = cap_.bytes()};
+                     .limit = cap_.bytes(),
+                     .limit_kind = cap_.capped() ? LimitKind::fraction : LimitKind::device};
 }
 
 // Keys order by stream, then size: each stream's largest block is the last key before the

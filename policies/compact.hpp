@@ -56,6 +56,7 @@ class CompactPolicy final : public Policy {
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
   void release_cached() override;
+  Bytes rounded_size(Bytes requested) const override { return requested == 0 ? 0 : align_up(requested, kBlockAlignment); }
   void check() const override;
   PolicyInspection inspect(Detail detail) const override;
   void prepare(const ReplaySetup& setup) override;

@@ -20,6 +20,7 @@ namespace allocsim {
 
 class DirectPolicy final : public Policy {
  public:
+  Bytes rounded_size(Bytes requested) const override { return align_up(requested, granularity_); }
   static constexpr std::array<ParamInfo, 0> kParams{};
 
   DirectPolicy(const Params& params, Device& device);

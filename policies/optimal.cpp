@@ -73,6 +73,7 @@ PolicyInspection OptimalPolicy::inspect(Detail detail) const {
   }
   const Bytes reserved = arena_ ? arena_->bytes : 0;
   inspection.releasable = allocated_ == 0 ? reserved : 0;
+  inspection.planned_reserve = plan_->arena;
   inspection.extra = {PolicyStat{"plan_arena_bytes", plan_->arena, Unit::bytes},
                       PolicyStat{"plan_aligned_lower_bound_bytes", plan_->aligned_lower_bound, Unit::bytes},
                       PolicyStat{"plan_overlapping_pairs", plan_->pairs, Unit::count}};

@@ -40,6 +40,9 @@ class OptimalPolicy final : public Policy {
   void deallocate(const Block& block, Nanos now) override;
   PolicyStats stats() const override;
   void release_cached() override;
+  Bytes rounded_size(Bytes requested) const override {
+    return unplanned_ ? unplanned_->rounded_size(requested) : align_up(requested, options_.alignment);
+  }
   void check() const override;
   PolicyInspection inspect(Detail detail) const override;
 

@@ -47,6 +47,7 @@ class PlacementPolicy final : public Policy {
   PolicyStats stats() const override;
   PolicyInspection inspect(Detail detail) const override;
   void release_cached() override;
+  Bytes rounded_size(Bytes requested) const override { return requested == 0 ? 0 : align_up(requested, alignment_); }
   void check() const override;
 
  private:

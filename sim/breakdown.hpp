@@ -17,6 +17,12 @@ struct Breakdown {
   std::size_t event = 0;                           // just after this event
   std::array<Bytes, kTagCount> by_tag{};           // requested bytes alive, by tag
   std::vector<std::pair<std::string, Bytes>> top_layers;  // the largest first; empty without layers
+
+  Bytes total() const {  // requested bytes alive, every tag
+    Bytes bytes = 0;
+    for (Bytes tag_bytes : by_tag) bytes += tag_bytes;
+    return bytes;
+  }
 };
 
 // `skipped`: allocations the replay dropped at an OOM (sorted), which were never live.

@@ -35,7 +35,7 @@ struct CostModel {
 struct DeviceSpec {
   std::string name = "sim";
   Bytes capacity = 16_GiB;        // total memory, as cudaMemGetInfo reports it
-  Bytes context_overhead = 0;     // taken by the CUDA context before any allocation
+  Bytes context_overhead = 0;     // taken by each process's CUDA context before its first allocation
   Bytes granularity = 1;          // a malloc is charged whole pages of this size
   int compute_capability = 90;    // a plain device counts as a current (sm_90) card
   CostModel cost;
@@ -87,6 +87,11 @@ class Device {
   virtual void unmap(Addr, Bytes) { no_vmm(); }
   // major * 10 + minor (90 for sm_90): TensorFlow's memory reserve depends on it.
   virtual int compute_capability() const = 0;
+  // A process's CUDA context, taken when a tenant starts and given back when it exits;
+  // false when it does not fit. A real device already has the context of the one process
+  // that replays every tenant: by default nothing is charged.
+  virtual bool open_context() { return true; }
+  virtual void close_context() {}
 
   // What cudaMemGetInfo would call free.
   Bytes available() const { return capacity() - used(); }

@@ -20,6 +20,22 @@ struct LiveBlock {
   Bytes size = kNotLive;
 };
 
+// The most bytes alive at once over the whole trace, each request sized as `policy`
+// rounds it: what no placement of this policy can go below.
+Bytes rounded_lower_bound(const Trace& trace, const Policy& policy) {
+  Bytes live = 0;
+  Bytes peak = 0;
+  for (const Event& event : trace.events) {
+    if (event.op == Op::alloc) {
+      live += policy.rounded_size(trace.bytes_of(event.id));
+      peak = std::max(peak, live);
+    } else if (event.op == Op::free) {
+      live -= policy.rounded_size(trace.bytes_of(event.id));
+    }
+  }
+  return peak;
+}
+
 struct TenantRun final : MoveListener {
   TenantRun(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
       : spec(tenant_spec), trace(*tenant_spec.trace), device(shared_device, peak_used), live(trace.allocations()) {}
@@ -34,13 +50,17 @@ struct TenantRun final : MoveListener {
     block.addr = move.to;
   }
 
-  bool finished() const { return policy == nullptr || next == trace.events.size(); }
-  Nanos next_time() const { return trace.events[next].time + spec.start + delay; }
+  // A tenant starts (its context, then its policy) at spec.start, before its first event.
+  bool finished() const { return started && (policy == nullptr || next == trace.events.size()); }
+  Nanos next_time() const { return started ? trace.events[next].time + spec.start + delay : spec.start; }
 
   const TenantSpec& spec;
   const Trace& trace;
   MeteredDevice device;
   std::unique_ptr<Policy> policy;
+  bool started = false;
+  bool context_open = false;
+  Bytes needs = 0;  // rounded_lower_bound, computed at the first OOM
   std::vector<LiveBlock> live;  // by AllocId
   std::size_t next = 0;
   Nanos delay = 0;  // allocator time so far: every later event happens this much later
@@ -54,13 +74,12 @@ class Replay {
  public:
   Replay(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
          std::span<Observer* const> observers)
-      : device_(device), scenario_(scenario), observers_(observers), baseline_used_(device.used()),
+      : device_(device), scenario_(scenario), make_policy_(make_policy), observers_(observers),
+        baseline_used_(device.used()),
         peak_used_(baseline_used_) {
     for (const TenantSpec& spec : scenario.tenants) {
       if (!spec.trace) throw Error("tenant without a trace");
       TenantRun& run = tenants_.emplace_back(spec, device_, peak_used_);
-      run.policy = make_policy(spec.policy, run.device);
-      run.policy->prepare(ReplaySetup{spec.trace->allocations(), spec.trace.get(), &run});
       run.result.index = tenants_.size() - 1;
       run.result.workload = spec.trace->info.name;
       run.result.policy = spec.policy;
@@ -70,6 +89,12 @@ class Replay {
   }
 
   RunResult run() {
+    // A policy made late could not say its spec is bad: every one is tried first, on a
+    // device of its own, so that a bad spec fails before anything runs.
+    for (TenantRun& run : tenants_) {
+      SimDevice trial(scenario_.device);
+      make_policy_(run.spec.policy, trial);
+    }
     const auto wall_start = std::chrono::steady_clock::now();
     if (tenants_.size() == 1) {
       while (!tenants_.front().finished()) step(0);  // no merging to do
@@ -93,6 +118,7 @@ class Replay {
     }
     RunResult result;
     result.device = scenario_.device;
+    result.before_start = baseline_used_;
     result.peak_device = peak_used_;
     result.replay_seconds = wall.count();
     for (TenantRun& run : tenants_) {
@@ -117,8 +143,22 @@ class Replay {
     return best;
   }
 
+  // A process starts: the driver creates its CUDA context, then the framework its
+  // allocator, which sees what the device has free now (TensorFlow sizes its pool by it).
+  void start(TenantRun& run, std::size_t tenant) {
+    run.started = true;
+    run.context_open = device_.open_context();
+    peak_used_ = std::max(peak_used_, device_.used());
+    if (run.context_open) contexts_ += scenario_.device.context_overhead;
+    run.result.context = run.context_open ? scenario_.device.context_overhead : 0;
+    run.policy = make_policy_(run.spec.policy, run.device);
+    run.policy->prepare(ReplaySetup{run.trace.allocations(), &run.trace, &run});
+    if (!run.context_open) out_of_memory(run, tenant, 0, scenario_.device.context_overhead, run.spec.start);
+  }
+
   void step(std::size_t tenant) {
     TenantRun& run = tenants_[tenant];
+    if (!run.started) return start(run, tenant);
     const std::size_t index = run.next++;
     const Event& event = run.trace.events[index];
     // A free touches its allocation's state, written long ago and out of cache by now: the
@@ -185,7 +225,9 @@ class Replay {
       result.peak_allocated = run.allocated;
       result.peak_event = index;
       result.reserved_at_peak = run.device.reserved();
-      result.largest_free_at_peak = run.policy->stats().largest_free;
+      const PolicyStats stats = run.policy->stats();
+      result.largest_free_at_peak = stats.largest_free;
+      result.never_touched_at_peak = stats.never_touched;
     }
   }
 
@@ -200,18 +242,38 @@ class Replay {
     live.size = kNotLive;
   }
 
+  // What the device gives `run` now, and who holds the rest.
+  TenantShare share_of(const TenantRun& run) const {
+    TenantShare share{device_.capacity(), baseline_used_, contexts_, {}};
+    for (const TenantRun& other : tenants_) {
+      if (&other == &run || !other.policy) continue;
+      share.others.push_back(TenantHolding{other.result.index, other.device.reserved(), other.requested});
+    }
+    return share;
+  }
+
   void out_of_memory(TenantRun& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now) {
-    PolicyInspection inspection = run.policy->inspect(run.result.oom_count == 0 ? Detail::full : Detail::counters);
-    const OomContext context{bytes, live_requested_, run.requested, device_.capacity() - baseline_used_,
-                             device_.available(), run.policy->stats(), inspection.releasable};
+    const bool first = run.result.oom_count == 0;
+    PolicyInspection inspection = run.policy->inspect(first ? Detail::full : Detail::counters);
+    if (first) {
+      run.needs = rounded_lower_bound(run.trace, *run.policy);
+      run.result.needs = run.needs;
+      run.result.planned_reserve = inspection.planned_reserve;
+    }
+    TenantShare share = share_of(run);
+    const Bytes usable = share.capacity - std::min(share.capacity, share.before_start + share.contexts);
+    OomContext context{bytes,    live_requested_,     run.requested,           usable, device_.available(),
+                       run.policy->stats(), inspection.releasable, run.needs, std::move(share)};
     TenantResult& result = run.result;
-    const OomRecord record{tenant, index, step_of(run.trace.info, index), now, bytes, classify_oom(context), context,
-                           result.oom_count == 0 ? std::move(inspection.state) : std::string()};
+    const OomKind kind = classify_over_run(context);
+    const OomKind request_kind = classify_oom(context);
+    OomRecord record{tenant, index, step_of(run.trace.info, index), now, bytes, kind, request_kind, !run.context_open,
+                     std::move(context), first ? std::move(inspection.state) : std::string()};
     ++result.oom_count;
     ++result.ooms_by_kind[static_cast<std::size_t>(record.kind)];
-    if (result.ooms.size() < kMaxOomRecords) result.ooms.push_back(record);
     for (Observer* observer : observers_) observer->on_oom(record);
-    if (scenario_.on_oom == OnOom::stop) {
+    if (result.ooms.size() < kMaxOomRecords) result.ooms.push_back(std::move(record));
+    if (scenario_.on_oom == OnOom::stop || !run.context_open) {
       finish(run);
     } else {
       run.skipped.push_back(run.trace.events[index].id);
@@ -245,6 +307,11 @@ class Replay {
     run.policy->release_cached();
     run.policy.reset();
     run.live = {};
+    if (run.context_open) {
+      device_.close_context();
+      contexts_ -= scenario_.device.context_overhead;
+      run.context_open = false;
+    }
   }
 
   void check(TenantRun& run, std::size_t index) {
@@ -269,11 +336,13 @@ class Replay {
 
   Device& device_;
   const Scenario& scenario_;
+  const PolicyFactory& make_policy_;
   std::span<Observer* const> observers_;
   std::deque<TenantRun> tenants_;  // a deque: each policy holds a reference into its TenantRun
   Bytes baseline_used_;
   Bytes peak_used_;
   Bytes live_requested_ = 0;  // every tenant's
+  Bytes contexts_ = 0;        // the contexts of the running tenants
 };
 
 }  // namespace
@@ -285,7 +354,7 @@ RunResult run_on(Device& device, const Scenario& scenario, const PolicyFactory& 
 }
 
 RunResult run(const Scenario& scenario, const PolicyFactory& make_policy, std::span<Observer* const> observers) {
-  SimDevice device(scenario.device);
+  SimDevice device(scenario.device, Contexts::per_open);
   return run_on(device, scenario, make_policy, observers);
 }
 

@@ -25,6 +25,8 @@ class ForwardingDevice : public Device {
   void map(Addr at, std::span<const Segment> pages) override { upstream_.map(at, pages); }
   void unmap(Addr at, Bytes bytes) override { upstream_.unmap(at, bytes); }
   int compute_capability() const override { return upstream_.compute_capability(); }
+  bool open_context() override { return upstream_.open_context(); }
+  void close_context() override { upstream_.close_context(); }
 
  protected:
   Device& upstream() const { return upstream_; }

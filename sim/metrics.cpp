@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "sim/verdict.hpp"
+
 namespace allocsim {
 namespace {
 
@@ -32,9 +34,10 @@ const std::array kMetrics{
            [](R, T t) -> MetricValue { return t.peak_reserved; }},
     Metric{"live_lower_bound_bytes", Unit::bytes, "peak of live requested bytes over the whole trace: no policy needs less",
            [](R, T t) -> MetricValue { return t.live_lower_bound; }},
-    Metric{"overhead_vs_lower_bound", Unit::ratio, "peak reserved / live lower bound - 1; empty when an OOM stopped the replay",
+    Metric{"overhead_vs_lower_bound", Unit::ratio, "peak reserved / live lower bound - 1; empty when any request failed",
            [](R, T t) -> MetricValue {
-             if (t.events_replayed < t.events) return {};  // the peak of a prefix says nothing against the whole
+             // The peak of a prefix, or of a run that skipped requests, says nothing against the whole.
+             if (t.oom_count > 0 || t.events_replayed < t.events) return {};
              return t.overhead_vs_lower_bound();
            }},
     Metric{"fragmentation_at_peak", Unit::ratio, "1 - allocated / reserved when allocated bytes peaked",
@@ -119,6 +122,40 @@ const std::array kMetrics{
              if (!t.first_oom() || !t.first_oom()->step) return {};
              return std::uint64_t{*t.first_oom()->step};
            }, false},
+    Metric{"verdict", Unit::text, "fits, or why not over the whole run: capacity, fragmentation, reservation, hang",
+           [](R r, T t) -> MetricValue { return std::string(verdict_word(verdict_of(r, t))); }, false},
+    Metric{"needs_at_least_bytes", Unit::bytes, "live bytes the trace needs, with the policy's rounding when a request failed",
+           [](R r, T t) -> MetricValue { return verdict_of(r, t).needs; }, false},
+    Metric{"device_gives_bytes", Unit::bytes, "what the device gives this process: at the first OOM, else alone on it",
+           [](R r, T t) -> MetricValue { return verdict_of(r, t).gives; }, false},
+    Metric{"held_by", Unit::text, "at the first OOM, what held the rest: KIND[N]=BYTES;... (tenant, own_cache, "
+                                  "system_reserve, memory_limit, fraction, contexts)",
+           [](R r, T t) -> MetricValue {
+             std::string out;
+             for (const Holder& holder : verdict_of(r, t).holders) {
+               if (!out.empty()) out += ';';
+               out += name_of(holder.kind);
+               if (holder.kind == HolderKind::other_tenant) out += std::to_string(holder.tenant);
+               out += '=';
+               out += std::to_string(holder.bytes);
+             }
+             return out;
+           }, false},
+    Metric{"first_oom_request_kind", Unit::text, "the first OOM judged at its request alone (first_oom_kind judges the whole run)",
+           [](R, T t) -> MetricValue {
+             if (!t.first_oom()) return {};
+             return std::string(name_of(t.first_oom()->request_kind));
+           }, false},
+    Metric{"reserved_unused_bytes", Unit::bytes, "at the allocated peak, reserved bytes in no live block",
+           [](R, T t) -> MetricValue { return t.reserved_unused_at_peak(); }},
+    Metric{"rounding_waste_bytes", Unit::bytes, "at the allocated peak, what the policy's rounding added to live requests",
+           [](R, T t) -> MetricValue { return t.rounding_waste_at_peak(); }},
+    Metric{"cached_free_bytes", Unit::bytes, "of reserved_unused_bytes: free memory blocks had used before",
+           [](R, T t) -> MetricValue { return t.cached_free_at_peak(); }},
+    Metric{"never_touched_bytes", Unit::bytes, "of reserved_unused_bytes: memory no block had used yet (a preallocated pool)",
+           [](R, T t) -> MetricValue { return t.never_touched_at_peak; }},
+    Metric{"fragmentation_of_touched", Unit::ratio, "1 - allocated / (reserved - never touched) at the allocated peak",
+           [](R, T t) -> MetricValue { return t.fragmentation_of_touched_at_peak(); }},
 };
 
 std::string fixed(const char* format, double value, const char* suffix) {

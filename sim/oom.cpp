@@ -10,6 +10,26 @@ std::string_view name_of(OomKind kind) {
   return kNames[static_cast<std::size_t>(kind)];
 }
 
+Bytes TenantShare::others_reserved() const {
+  Bytes bytes = 0;
+  for (const TenantHolding& other : others) bytes += other.reserved;
+  return bytes;
+}
+
+Bytes TenantShare::others_live() const {
+  Bytes bytes = 0;
+  for (const TenantHolding& other : others) bytes += other.live;
+  return bytes;
+}
+
+namespace {
+Bytes less(Bytes from, Bytes taken) { return from > taken ? from - taken : 0; }
+}  // namespace
+
+Bytes TenantShare::gives() const { return less(capacity, before_start + contexts + others_reserved()); }
+
+Bytes TenantShare::could_give() const { return less(capacity, before_start + contexts + others_live()); }
+
 Bytes oom_headroom(const OomContext& context) {
   // The policy's own limit caps what the device's free bytes can do for it.
   const Bytes limit = context.policy.limit;
@@ -28,6 +48,14 @@ OomKind classify_oom(const OomContext& context) {
   const Bytes own_free = reserved - context.policy.allocated;
   if (headroom + own_free >= context.request) return OomKind::fragmentation;
   return OomKind::reservation;
+}
+
+OomKind classify_over_run(const OomContext& context) {
+  const OomKind request_kind = classify_oom(context);
+  const Bytes needs = std::max(context.needs, context.own_live_requested + context.request);
+  if (needs > context.share.could_give()) return OomKind::capacity;
+  if (request_kind == OomKind::capacity) return OomKind::reservation;  // the policy's own limit, not the device
+  return request_kind;
 }
 
 }  // namespace allocsim

@@ -48,12 +48,23 @@ class MoveListener {
   virtual void moved(const Move& move) = 0;
 };
 
+// What a policy's limit is, so that a verdict can name what holds the bytes it leaves.
+enum class LimitKind : std::uint8_t {
+  device,          // no limit of its own: what the device has free
+  memory_limit,    // exact bytes (TensorFlow's memory_limit)
+  fraction,        // a fraction of the device's total (per_process_gpu_memory_fraction, ...)
+  system_reserve,  // the free memory at start less a reserve (TensorFlow's MinSystemMemory)
+};
+
 // Cheap counters, O(log n) at most: the engine reads them at every new peak.
 struct PolicyStats {
   Bytes allocated = 0;     // sum of live block sizes
   Bytes reserved = 0;      // bytes held from the device
   Bytes largest_free = 0;  // the largest block servable now without calling the device
   Bytes limit = 0;         // most it may ever reserve (a memory_limit), 0 = the device
+  LimitKind limit_kind = LimitKind::device;
+  Bytes withheld = 0;      // system_reserve: the reserve the limit leaves on the device
+  Bytes never_touched = 0; // reserved bytes no block has ever covered (a preallocated pool's unused part)
 };
 
 struct PolicyStat {
@@ -71,6 +82,7 @@ struct PolicyInspection {
   Bytes releasable = 0;           // bytes release_cached() would give back now
   std::vector<PolicyStat> extra;  // the policy's own statistics (extra output columns)
   std::string state;              // Detail::full only: a few lines for a person
+  Bytes planned_reserve = 0;      // an offline planner: the reserve its plan needs (0 = no plan)
 };
 
 // What the engine tells a policy once, before the first request of a replay. A policy
@@ -114,6 +126,7 @@ struct Allocation {
 //   trace leaves live before it destroys a policy).
 // - stats() is cheap; stats().reserved equals the bytes of the segments it holds.
 // - check() throws allocsim::Error when an invariant is broken; it may take O(n).
+// - rounded_size(bytes) <= the size of every block allocate returns for `bytes`.
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -125,6 +138,9 @@ class Policy {
   // The program synchronised (an Op::sync): stream-ordered pools trim and learn which
   // frees other streams may now reuse. Others ignore it.
   virtual void synchronize(const Sync&, Nanos) {}
+  // The smallest block this policy gives a request of `requested` bytes: its rounding,
+  // without what placement adds. The verdict's lower bound sums these over the trace.
+  virtual Bytes rounded_size(Bytes requested) const { return requested; }
   virtual void prepare(const ReplaySetup&) {}
   virtual void check() const {}
 };

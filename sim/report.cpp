@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/metrics.hpp"
+#include "sim/verdict.hpp"
 
 namespace allocsim {
 namespace {
@@ -78,7 +79,7 @@ std::string describe_oom(const OomRecord& oom) {
   const OomContext& c = oom.context;
   const Bytes pool_free = c.policy.reserved - c.policy.allocated;
   std::string why;
-  switch (oom.kind) {
+  switch (oom.request_kind) {
     case OomKind::capacity:
       why = "live bytes " + format_bytes(c.live_requested) + " + this request exceed the usable " +
             format_bytes(c.usable) + (c.policy.limit != 0 ? " or the policy's limit " + format_bytes(c.policy.limit) : "");
@@ -89,18 +90,23 @@ std::string describe_oom(const OomRecord& oom) {
       break;
     case OomKind::reservation:
       why = "only " + format_bytes(oom_headroom(c)) + " it may take from the device and " + format_bytes(pool_free) +
-            " in the pool; the rest is held by " +
-            (c.releasable > 0 ? "this policy's cache (" + format_bytes(c.releasable) + ")"
-                                     : std::string("other tenants or the pool's limit"));
+            " in the pool; the rest is held by ";
+      if (const std::vector<Holder> holders = holders_at(c); holders.empty()) {
+        why += "nobody it could name";
+      } else {
+        why += describe_holders(holders);
+      }
       break;
   }
   const std::string step = oom.step ? "step " + std::to_string(*oom.step) + ", " : std::string();
   return "OOM at event " + std::to_string(oom.event) + " of tenant " + std::to_string(oom.tenant) + " (" + step +
-         "t = " + format_nanos(oom.time) + "): " + format_bytes(oom.bytes) + " requested, " + std::string(name_of(oom.kind)) +
+         "t = " + format_nanos(oom.time) + "): " + format_bytes(oom.bytes) +
+         (oom.at_start ? " requested for its CUDA context, " : " requested, ") + std::string(name_of(oom.request_kind)) +
          ": " + why;
 }
 
 void write_table(std::ostream& out, const RunResult& run) {
+  for (const TenantResult& tenant : run.tenants) out << describe_verdict(verdict_of(run, tenant), run.device.name);
   // A grid of strings first, so that every column can be padded to its widest cell.
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header{""};
@@ -187,6 +193,19 @@ void write_json(std::ostream& out, const RunResult& run) {
     nlohmann::json object;
     for (const Metric& metric : metrics()) object[std::string(metric.name)] = to_json(metric.get(run, tenant));
     for (const PolicyStat& stat : tenant.extra) object[stat.name] = stat.value;
+    const Verdict verdict = verdict_of(run, tenant);
+    nlohmann::json holders = nlohmann::json::array();
+    for (const Holder& holder : verdict.holders) {
+      nlohmann::json entry{{"kind", name_of(holder.kind)}, {"bytes", holder.bytes}};
+      if (holder.kind == HolderKind::other_tenant) entry["tenant"] = holder.tenant;
+      holders.push_back(std::move(entry));
+    }
+    object["verdict_detail"] = {{"verdict", verdict_word(verdict)},
+                                {"needs_bytes", verdict.needs},
+                                {"gives_bytes", verdict.gives},
+                                {"could_give_bytes", verdict.could_give},
+                                {"holders", std::move(holders)},
+                                {"text", describe_verdict(verdict, run.device.name)}};
     object["ooms"] = nlohmann::json::array();
     for (const OomRecord& oom : tenant.ooms) {
       const OomContext& c = oom.context;
@@ -195,6 +214,8 @@ void write_json(std::ostream& out, const RunResult& run) {
                                 {"time_ns", oom.time},
                                 {"bytes", oom.bytes},
                                 {"kind", name_of(oom.kind)},
+                                {"request_kind", name_of(oom.request_kind)},
+                                {"at_start", oom.at_start},
                                 {"live_requested_bytes", c.live_requested},
                                 {"usable_bytes", c.usable},
                                 {"device_available_bytes", c.device_available},

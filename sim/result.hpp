@@ -18,7 +18,9 @@ struct OomRecord {
   std::optional<std::size_t> step;  // the training step it happened in, for a trace with steps
   Nanos time;
   Bytes bytes;        // requested
-  OomKind kind;
+  OomKind kind;          // judged over the whole run (classify_over_run)
+  OomKind request_kind;  // judged at this request alone (classify_oom)
+  bool at_start;         // the process could not create its CUDA context: `bytes` is the context
   OomContext context;
   std::string policy_state;  // the policy's own account, for the first OOM of a tenant only
 };
@@ -30,6 +32,9 @@ struct TenantResult {
   std::size_t events = 0;           // in the trace
   std::size_t events_replayed = 0;  // fewer when an OOM stopped the tenant
   Bytes live_lower_bound = 0;
+  Bytes needs = 0;            // the lower bound with the policy's rounding; computed at the first OOM, else 0
+  Bytes planned_reserve = 0;  // an offline planner's reserve for the whole trace, at the first OOM
+  Bytes context = 0;          // this tenant's CUDA context, charged when it started
   Bytes peak_requested = 0;
   Bytes peak_allocated = 0;
   Bytes peak_reserved = 0;
@@ -37,6 +42,7 @@ struct TenantResult {
   std::size_t peak_event = 0;
   Bytes reserved_at_peak = 0;
   Bytes largest_free_at_peak = 0;
+  Bytes never_touched_at_peak = 0;  // of reserved_at_peak: bytes no block had covered yet
   Breakdown at_peak;  // what was alive then, by tag and layer
   std::optional<std::size_t> peak_step;  // the training step of peak_event (1 = warm-up)
   std::size_t steps = 0;                 // training steps in the trace, 0 without steps
@@ -56,6 +62,13 @@ struct TenantResult {
   double fragmentation_at_peak() const;
   double external_fragmentation_at_peak() const;
   double overhead_vs_lower_bound() const;
+  // The moment allocated bytes peaked, split: what the policy's rounding added to the
+  // requested bytes, and the free part of its reserve, cached (touched before) or never touched.
+  Bytes rounding_waste_at_peak() const;
+  Bytes reserved_unused_at_peak() const { return reserved_at_peak - peak_allocated; }
+  Bytes cached_free_at_peak() const { return reserved_unused_at_peak() - never_touched_at_peak; }
+  // 1 - allocated / (reserved less never touched): fragmentation of the memory the policy used.
+  double fragmentation_of_touched_at_peak() const;
   const OomRecord* first_oom() const { return ooms.empty() ? nullptr : &ooms.front(); }
 };
 
@@ -63,6 +76,7 @@ constexpr std::size_t kMaxOomRecords = 1000;
 
 struct RunResult {
   DeviceSpec device;
+  Bytes before_start = 0;     // device bytes gone before any tenant started (a real GPU's own context)
   Bytes peak_device = 0;      // device bytes in use at the worst moment, context included
   double replay_seconds = 0;  // wall time of the whole replay
   std::size_t events_replayed = 0;

@@ -5,7 +5,7 @@
 #include "sim/error.hpp"
 
 namespace allocsim {
-SimDevice::SimDevice(DeviceSpec spec) : spec_(std::move(spec)) {
+SimDevice::SimDevice(DeviceSpec spec, Contexts contexts) : spec_(std::move(spec)), contexts_(contexts) {
   if (spec_.granularity == 0) throw Error("device " + spec_.name + ": granularity must be at least 1 byte");
   if (spec_.granularity > spec_.capacity) {
     throw Error("device " + spec_.name + ": granularity " + format_bytes(spec_.granularity) + " exceeds capacity " +
@@ -16,7 +16,18 @@ SimDevice::SimDevice(DeviceSpec spec) : spec_(std::move(spec)) {
                 " exceeds capacity " + format_bytes(spec_.capacity));
   }
   if (!(spec_.cost.copy_bytes_per_ns > 0)) throw Error("device " + spec_.name + ": copy bandwidth must be positive");
+  if (contexts_ == Contexts::one_at_construction) stats_.used.add(spec_.context_overhead);
+}
+
+bool SimDevice::open_context() {
+  if (contexts_ == Contexts::one_at_construction) return true;
+  if (spec_.context_overhead > spec_.capacity - stats_.used.current) return false;
   stats_.used.add(spec_.context_overhead);
+  return true;
+}
+
+void SimDevice::close_context() {
+  if (contexts_ == Contexts::per_open) stats_.used.sub(spec_.context_overhead);
 }
 
 std::optional<Segment> SimDevice::take(Bytes bytes, const char* call) {

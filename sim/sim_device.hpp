@@ -24,9 +24,14 @@ struct DeviceStats {
   Counter physical;  // bytes of physical memory (create_physical), as charged
 };
 
+// Who pays for CUDA contexts: the one process that owns this device object, charged at
+// construction (a policy on its own device, as tests drive one), or each tenant the
+// engine starts (open_context), as each process on a shared card has its own.
+enum class Contexts : std::uint8_t { one_at_construction, per_open };
+
 class SimDevice final : public Device {
  public:
-  explicit SimDevice(DeviceSpec spec);
+  explicit SimDevice(DeviceSpec spec, Contexts contexts = Contexts::one_at_construction);
 
   std::optional<Segment> malloc(Bytes bytes) override;
   void free(Segment segment) override;
@@ -46,6 +51,10 @@ class SimDevice final : public Device {
   void map(Addr at, std::span<const Segment> pages) override;
   void unmap(Addr at, Bytes bytes) override;
   int compute_capability() const override { return spec_.compute_capability; }
+  // Contexts::per_open: charges spec().context_overhead (false when it does not fit);
+  // one_at_construction: the one context is there already, nothing more is charged.
+  bool open_context() override;
+  void close_context() override;
 
   const DeviceSpec& spec() const { return spec_; }
   const DeviceStats& stats() const { return stats_; }
@@ -56,6 +65,7 @@ class SimDevice final : public Device {
   void give_back(Segment segment);
 
   DeviceSpec spec_;
+  Contexts contexts_;
   DeviceStats stats_;
   Addr next_addr_ = 1_GiB;  // address 0 stays invalid
   Nanos elapsed_ = 0;

@@ -2,6 +2,8 @@
 
 #include <array>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -107,6 +109,32 @@ std::string format_address(Addr addr) {
   char text[2 + 16 + 1];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(addr));
   return text;
+}
+
+Nanos parse_nanos(std::string_view text) {
+  const auto fail = [&](std::string_view why) -> Nanos {
+    throw Error("bad time '" + std::string(text) + "': " + std::string(why) + " (examples: 0, 500ms, 2.5s, 10us)");
+  };
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || !std::isfinite(value)) return fail("not a number");
+  if (value < 0 || text.front() == '-') return fail("negative");
+  const std::string unit = lowercase(std::string_view(end, static_cast<std::size_t>(text.data() + text.size() - end)));
+  double factor = 0;
+  if (unit.empty() || unit == "ns") {
+    factor = 1;
+  } else if (unit == "us") {
+    factor = 1e3;
+  } else if (unit == "ms") {
+    factor = 1e6;
+  } else if (unit == "s") {
+    factor = 1e9;
+  } else {
+    return fail("unknown unit '" + unit + "' (ns, us, ms, s)");
+  }
+  const double nanos = std::round(value * factor);
+  if (nanos > static_cast<double>(Nanos{1} << 62)) return fail("too large");
+  return static_cast<Nanos>(nanos);
 }
 
 }  // namespace allocsim

@@ -46,4 +46,8 @@ std::string format_nanos(Nanos nanos);
 // Throws Error naming the text when it is not a whole number of bytes under 2^64.
 Bytes parse_bytes(std::string_view text);
 
+// Accepts "0", "250ns", "10us", "1.5ms", "2s" (a bare number is nanoseconds). Throws
+// Error naming the text when it is negative, not a number, or past 2^62 ns (146 years).
+Nanos parse_nanos(std::string_view text);
+
 }  // namespace allocsim

@@ -45,11 +45,22 @@ std::vector<DeviceSpec> chosen_devices(const DeviceChoice& choice) {
 }
 
 TenantChoice parse_tenant(const std::string& text) {
-  const auto at = text.rfind('@');
-  if (at == std::string::npos || at == 0 || at + 1 == text.size()) {
-    throw Error("--tenant '" + text + "' is not WORKLOAD@POLICY");
+  static constexpr std::string_view kStart = "@start=";
+  std::string rest = text;
+  Nanos start = 0;
+  if (const auto option = rest.rfind(kStart); option != std::string::npos) {
+    try {
+      start = parse_nanos(std::string_view(rest).substr(option + kStart.size()));
+    } catch (const Error& error) {
+      throw Error("--tenant '" + text + "': " + error.what());
+    }
+    rest.resize(option);
   }
-  return TenantChoice{text.substr(0, at), text.substr(at + 1)};
+  const auto at = rest.rfind('@');
+  if (at == std::string::npos || at == 0 || at + 1 == rest.size()) {
+    throw Error("--tenant '" + text + "' is not WORKLOAD@POLICY or WORKLOAD@POLICY@start=TIME");
+  }
+  return TenantChoice{rest.substr(0, at), rest.substr(at + 1), start};
 }
 
 DeviceSpec chosen_device(const DeviceChoice& choice) {

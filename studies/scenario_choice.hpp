@@ -26,9 +26,11 @@ std::vector<DeviceSpec> chosen_devices(const DeviceChoice& choice);
 struct TenantChoice {
   std::string workload;
   std::string policy;
+  Nanos start = 0;  // when the process starts, on the simulated clock
 };
 
-// "WORKLOAD@POLICY" (the last '@' splits: a path may hold one); Error when either is empty.
+// "WORKLOAD@POLICY" or "WORKLOAD@POLICY@start=TIME" (the last '@' before them splits: a
+// path may hold one); Error when either is empty or the time is bad.
 TenantChoice parse_tenant(const std::string& text);
 
 // The one device of a command that runs one scenario; Error when the choice names several.

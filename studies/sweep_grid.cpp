@@ -359,8 +359,8 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
               point.scenario.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
               point.scenario.tenants.push_back(TenantSpec{nullptr, policy, 0});
               point.workloads.push_back(point.workload);
-              for (const auto& [tenant_workload, tenant_policy] : tenants) {
-                point.scenario.tenants.push_back(TenantSpec{nullptr, tenant_policy, 0});
+              for (const auto& [tenant_workload, tenant_policy, tenant_start] : tenants) {
+                point.scenario.tenants.push_back(TenantSpec{nullptr, tenant_policy, tenant_start});
                 point.workloads.push_back(tenant_workload);
               }
               point.leading.push_back(std::to_string(point.index));

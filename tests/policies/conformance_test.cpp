@@ -45,6 +45,22 @@ TEST_CASE("every policy hands out distinct, aligned, non-overlapping blocks", "[
   harness.finish();
 }
 
+TEST_CASE("every policy's rounded_size is no more than the blocks it hands out", "[conformance]") {
+  // The verdict's lower bound sums rounded_size over the trace: it must never exceed a block.
+  const std::string policy = any_policy();
+  CAPTURE(policy);
+  Harness harness(policy, plain_device(256_MiB));
+  for (Bytes bytes : {Bytes{0}, Bytes{1}, Bytes{255}, Bytes{256}, Bytes{257}, Bytes{513}, Bytes{4097}, 1_MiB + 1,
+                      3_MiB + 1, 21_MiB}) {
+    CAPTURE(bytes);
+    const auto block = harness.alloc(bytes);
+    REQUIRE(block);
+    CHECK(harness.policy().rounded_size(bytes) <= block->size);
+    CHECK(harness.policy().rounded_size(bytes) >= bytes);
+  }
+  harness.finish();
+}
+
 TEST_CASE("every policy reuses freed memory, and an OOM leaves live blocks alone", "[conformance]") {
   const std::string policy = any_policy();
   CAPTURE(policy);

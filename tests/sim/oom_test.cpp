@@ -14,7 +14,7 @@ struct PolicyAtOom {
 OomContext context(Bytes request, Bytes live, Bytes available, PolicyAtOom policy) {
   const PolicyStats stats{.allocated = policy.allocated, .reserved = policy.reserved,
                           .largest_free = policy.largest_free, .limit = policy.limit};
-  return OomContext{request, live, live, 8_GiB, available, stats, policy.releasable};
+  return OomContext{request, live, live, 8_GiB, available, stats, policy.releasable, 0, {}};
 }
 
 TEST_CASE("an OOM is capacity when the live bytes could never fit", "[oom]") {
