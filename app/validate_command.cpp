@@ -8,6 +8,7 @@
 #include "app/parse_options.hpp"
 #include "policies/registry.hpp"
 #include "real_gpu/validation.hpp"
+#include "studies/scenario_choice.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/cost_profile.hpp"
 #include "sim/error.hpp"
@@ -100,8 +101,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   options.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
   options.device.cap = cap.empty() ? 0 : parse_bytes(cap);
   if (!cap.empty() && options.device.cap == 0) throw Error("--cap must be more than 0 bytes");
-  options.device.granularity = parse_bytes(granularity);
-  if (options.device.granularity == 0) throw Error("--granularity must be at least 1 byte");
+  options.device.granularity = parse_granularity(granularity);
   options.device.source = segments == "vmm" ? SegmentSource::vmm : SegmentSource::malloc;
   if (!profile.empty()) options.cost = load_cost_profile(profile).cost;
   choice.host_memory = parse_bytes(host_memory);
