@@ -12,6 +12,7 @@
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "sim/metrics.hpp"
+#include "sim/output_paths.hpp"
 #include "sim/report.hpp"
 #include "studies/maxbatch_study.hpp"
 #include "studies/sweep_grid.hpp"
@@ -132,7 +133,9 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   study.neighbours = o.neighbours;
   study.accumulation = o.accumulation;
   study.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  check_output_folder(o.csv);
+  OutputPaths paths;
+  paths.output("--csv", o.csv);
+  paths.check();
   const MaxBatchResults results = run_maxbatch(study);
 
   const std::size_t variants = results.variants.size();

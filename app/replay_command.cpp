@@ -13,6 +13,7 @@
 #include "app/snapshot_arguments.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "sim/output_paths.hpp"
 #include "studies/replay_from_recording.hpp"
 #include "studies/sweep_grid.hpp"
 
@@ -117,10 +118,10 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
     device_capacity = parse_bytes(*capacity);
     if (*device_capacity == 0) throw Error("--capacity must be more than 0 bytes");
   }
-  check_output_folder(csv);
-  if (!csv.empty() && std::filesystem::weakly_canonical(csv) == std::filesystem::weakly_canonical(file)) {
-    throw Error("--csv " + csv + " would overwrite the snapshot it reads");
-  }
+  OutputPaths paths;
+  paths.input("the snapshot", file);
+  paths.output("--csv", csv);
+  paths.check();
 
   const TorchRecording recording = read_torch_recording(file, cuda_device);
   const WhatIf what_if = replay_from_recording(recording, policies, device_capacity);

@@ -16,8 +16,10 @@
 #include "app/ranks.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "sim/output_paths.hpp"
 #include "studies/sweep_grid.hpp"
 #include "studies/sweep_run.hpp"
+#include "workloads/catalogue.hpp"
 
 namespace allocsim {
 namespace {
@@ -101,9 +103,16 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
     return 0;
   }
   if (options.resume && options.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
-  check_output_folder(options.csv);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<SweepPoint> points = expand_sweep(options.sweep);
+  OutputPaths paths;  // the --resume file is the output itself, read first
+  for (const SweepPoint& point : points) {
+    for (const std::string& workload : point.workloads) {
+      if (names_a_file(workload)) paths.input("--workload", workload);
+    }
+  }
+  paths.output("--csv", options.csv);
+  paths.check();
   const std::vector<std::string> extras = probe_extra_columns(points);
   const std::unique_ptr<Ranks> ranks = make_ranks();
   const bool root = ranks->rank() == 0;

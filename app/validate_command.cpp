@@ -12,6 +12,7 @@
 #include "sim/atomic_file.hpp"
 #include "sim/cost_profile.hpp"
 #include "sim/error.hpp"
+#include "sim/output_paths.hpp"
 #include "workloads/catalogue.hpp"
 
 namespace allocsim {
@@ -107,6 +108,16 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   choice.host_memory = parse_bytes(host_memory);
   // Cheap input first: a typo fails before the GPU is opened or a model is lowered.
   check_policy_spec(policy);
+  std::filesystem::create_directories(out_dir);
+  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, segments, choice.backend);
+  const std::string table = stem.string() + ".csv";
+  const std::string calls = stem.string() + ".calls.csv";
+  OutputPaths paths;
+  if (names_a_file(workload)) paths.input("--workload", workload);
+  paths.input("--device-profile", profile);
+  paths.output("the comparison", table);
+  paths.output("the device calls", calls);
+  paths.check();
   const auto trace = std::make_shared<const Trace>(load_workload(workload));
 
   const std::unique_ptr<DeviceApi> api = open(choice);
@@ -114,10 +125,6 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   const std::vector<Comparison> rows = compare(validation);
   write_comparison_table(out, validation, rows);
 
-  std::filesystem::create_directories(out_dir);
-  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, segments, choice.backend);
-  const std::string table = stem.string() + ".csv";
-  const std::string calls = stem.string() + ".calls.csv";
   write_file_atomically(table, [&](std::ostream& file) { write_comparison_csv(file, validation, rows); });
   write_file_atomically(calls, [&](std::ostream& file) { write_calls_csv(file, validation); });
   out << "wrote " << table << " and " << calls << '\n';
