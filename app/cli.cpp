@@ -6,6 +6,7 @@
 
 #include "app/commands.hpp"
 #include "sim/error.hpp"
+#include "sim/interrupt.hpp"
 #include "sim/version.hpp"
 
 namespace allocsim {
@@ -67,6 +68,9 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
       return 2;
     }
     return run_command(args, out);
+  } catch (const Interrupted& stopped) {
+    err << "allocsim: " << stopped.what() << '\n';
+    return 128 + stopped.signal();
   } catch (const Error& error) {
     err << "allocsim: " << error.what() << '\n';
     return 2;

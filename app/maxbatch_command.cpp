@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "policies/registry.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "sim/interrupt.hpp"
 #include "sim/metrics.hpp"
 #include "sim/output_paths.hpp"
 #include "sim/report.hpp"
@@ -36,6 +38,7 @@ neighbours on each side; an OOM below the answer or a fit above it is reported a
 monotone". Then the peak and fragmentation at that batch, a least-squares line through the
 peaks of every batch that ran (peak allocated = a + b x batch, with its residual), and the
 same search with amp and with gradient accumulation (batch per micro-batch x steps).
+^C (SIGINT) or SIGTERM stops between searches: those that finished are written to --csv.
 )";
 
 struct MaxBatchOptions {
@@ -46,7 +49,7 @@ struct MaxBatchOptions {
   std::int64_t limit = 65536;
   int neighbours = 4;
   int accumulation = 4;
-  unsigned threads = 0;
+  int threads = 0;
 };
 
 std::string mib(double bytes) {
@@ -132,11 +135,26 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   study.limit = o.limit;
   study.neighbours = o.neighbours;
   study.accumulation = o.accumulation;
-  study.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  study.threads = threads_option(o.threads);
+  if (study.threads == 0) study.threads = std::max(1u, std::thread::hardware_concurrency());
   OutputPaths paths;
   paths.output("--csv", o.csv);
   paths.check();
-  const MaxBatchResults results = run_maxbatch(study);
+  // ^C or a kill between searches: the finished ones are written to --csv, then exit.
+  catch_interrupts();
+  clear_interrupt();
+  study.stop = [] { return interrupt_signal() != 0; };
+  MaxBatchResults results = run_maxbatch(study);
+  if (const int signal = interrupt_signal();
+      signal && std::any_of(results.rows.begin(), results.rows.end(), [](const MaxBatchRow& row) { return !row.searched; })) {
+    const std::size_t total = results.rows.size();
+    std::erase_if(results.rows, [](const MaxBatchRow& row) { return !row.searched; });
+    std::string message = std::string("interrupted by ") + signal_name(signal) + ": " + std::to_string(results.rows.size()) +
+                          " of " + std::to_string(total) + " searches finished";
+    if (o.csv.empty()) throw Interrupted(signal, message + "; with --csv FILE they would be written there");
+    write_file_atomically(o.csv, [&](std::ostream& file) { write_maxbatch_csv(file, results); });
+    throw Interrupted(signal, message + ", written to " + o.csv + "; run the command again for the rest");
+  }
 
   const std::size_t variants = results.variants.size();
   for (std::size_t first = 0; first < results.rows.size(); first += variants) {
