@@ -92,6 +92,10 @@ TEST_CASE("input: the frameworks' own spellings are aliases, in their units", "[
   refused({"--workload", "random:n=10", "--policy", "bfc:limit=0"}, "limit=0 leaves no memory");
   CHECK(cli({"--workload", "random:n=10", "--policy", "bfc:limit=4096KiB"}).status == 0);  // a unit says it is meant
   refused({"--workload", "random:n=10", "--policy", "caching:max_split_size=256MiB,max_split_size_mb=128"}, "given twice");
+  // `allocsim policies` names the native spellings beside ours.
+  CHECK_THAT(cli({"policies"}).out, Catch::Contains("(also max_split_size_mb, in MiB)") &&
+                                        Catch::Contains("(also garbage_collection_threshold)") &&
+                                        Catch::Contains("(also memory_limit_mb, in MiB)"));
 }
 
 TEST_CASE("input: conflicting tokens and impossible values are refused with the reason", "[cli][input]") {
