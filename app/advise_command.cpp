@@ -11,7 +11,9 @@
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "sim/metrics.hpp"
+#include "sim/output_paths.hpp"
 #include "studies/advise.hpp"
+#include "workloads/catalogue.hpp"
 
 namespace allocsim {
 namespace {
@@ -70,7 +72,7 @@ struct AdviseOptions {
   std::vector<std::string> tenants;
   DeviceChoice device;
   std::string csv;
-  unsigned threads = 0;
+  int threads = 0;
 };
 
 std::optional<Framework> parse_framework(const std::string& text) {
@@ -146,8 +148,15 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
     check_policy_spec(study.tenants.back().policy);
   }
   study.device = chosen_device(o.device);
-  study.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  check_output_folder(o.csv);
+  study.threads = threads_option(o.threads);
+  if (study.threads == 0) study.threads = std::max(1u, std::thread::hardware_concurrency());
+  OutputPaths paths;
+  if (names_a_file(study.workload)) paths.input("--workload", study.workload);
+  for (const TenantChoice& tenant : study.tenants) {
+    if (names_a_file(tenant.workload)) paths.input("--tenant", tenant.workload);
+  }
+  paths.output("--csv", o.csv);
+  paths.check();
   const AdviseResults results = run_advise(study);
 
   const DeviceSpec& device = results.device;

@@ -9,6 +9,7 @@
 #include "real_gpu/calibration.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "sim/output_paths.hpp"
 
 namespace allocsim {
 
@@ -42,10 +43,13 @@ int calibrate_command(std::span<const std::string> args, std::ostream& out, cons
   options.copy_bytes = parse_bytes(copy_size);
   choice.host_memory = parse_bytes(host_memory);
   if (options.repeats < 1) throw Error("--repeat must be 1 or more");
-  const std::unique_ptr<DeviceApi> api = open(choice);
-  const CostProfile profile = calibrate(*api, options);
   const std::filesystem::path folder = std::filesystem::path(output).parent_path();
   if (!folder.empty()) std::filesystem::create_directories(folder);
+  OutputPaths paths;
+  paths.output("--out", output);
+  paths.check();
+  const std::unique_ptr<DeviceApi> api = open(choice);
+  const CostProfile profile = calibrate(*api, options);
   write_file_atomically(output, [&](std::ostream& file) { write_cost_profile(file, profile); });
   const CostModel& cost = profile.cost;
   out << "device " << profile.device << " (" << profile.backend << "): " << format_bytes(profile.total_bytes)

@@ -1,9 +1,13 @@
 #include "app/cli.hpp"
 
+#include <vector>
+
 #include <boost/program_options.hpp>
 
 #include "app/commands.hpp"
 #include "sim/error.hpp"
+#include "sim/interrupt.hpp"
+#include "sim/version.hpp"
 
 namespace allocsim {
 
@@ -23,6 +27,7 @@ Usage:
   allocsim advise --workload SPEC [--framework tf|torch]    what to change so that it fits (advise --help)
   allocsim validate --workload SPEC --policy SPEC [--cap S] simulation and the GPU side by side (validate --help)
   allocsim calibrate [--out FILE]                           measure the GPU's allocation costs for --device-profile
+  allocsim --version                                        the version (JSON outputs carry it and the command line)
 
 Examples:
   allocsim --workload random:n=100000,seed=7 --policy bestfit
@@ -39,7 +44,14 @@ Exit status: 0 when the run completed (an OOM is a result, reported in the outpu
 
 int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   try {
+    std::vector<std::string> invocation{"allocsim"};
+    invocation.insert(invocation.end(), args.begin(), args.end());
+    set_command_line(invocation);
     const std::string command = args.empty() ? "" : args.front();
+    if (command == "--version" || command == "version") {
+      out << "allocsim " << allocsim_version() << '\n';
+      return 0;
+    }
     if (command == "policies") return policies_command(out);
     if (command == "workloads") return workloads_command(out);
     if (command == "devices") return devices_command(out);
@@ -54,13 +66,16 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     if (command == "calibrate") return calibrate_command(args.subspan(1), out);
     if (!command.empty() && command.front() != '-') {
       throw Error("unknown command '" + command +
-                  "' (run, replay-check, replay, sweep, maxbatch, advise, validate, calibrate, policies, workloads, devices, help)");
+                  "' (run, replay-check, replay, sweep, maxbatch, advise, validate, calibrate, policies, workloads, devices, help, version)");
     }
     if (args.empty()) {
       out << kAllocsimUsage;
       return 2;
     }
     return run_command(args, out);
+  } catch (const Interrupted& stopped) {
+    err << "allocsim: " << stopped.what() << '\n';
+    return 128 + stopped.signal();
   } catch (const Error& error) {
     err << "allocsim: " << error.what() << '\n';
     return 2;

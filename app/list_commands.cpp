@@ -11,7 +11,11 @@ namespace {
 
 void list_params(std::ostream& out, std::span<const ParamInfo> params) {
   for (const ParamInfo& param : params) {
-    out << "      " << param.key << "=" << param.default_value << "  " << param.help << '\n';
+    out << "      " << param.key << "=" << param.default_value << "  " << param.help;
+    if (!param.native.empty()) {
+      out << " (also " << param.native << (param.native_unit.empty() ? "" : ", in ") << param.native_unit << ")";
+    }
+    out << '\n';
   }
 }
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -11,7 +12,9 @@
 #include "policies/registry.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "sim/interrupt.hpp"
 #include "sim/metrics.hpp"
+#include "sim/output_paths.hpp"
 #include "sim/report.hpp"
 #include "studies/maxbatch_study.hpp"
 #include "studies/sweep_grid.hpp"
@@ -38,6 +41,7 @@ same search with amp and with gradient accumulation (batch per micro-batch x mic
 Every batch replays the warm-up step and one steady-state step (optimizer state exists,
 kept gradients persist), so the answer is the largest batch that survives iteration 2 and
 on; give the workload steps1 for the first step alone.
+^C (SIGINT) or SIGTERM stops between searches: those that finished are written to --csv.
 )";
 
 struct MaxBatchOptions {
@@ -48,7 +52,7 @@ struct MaxBatchOptions {
   std::int64_t limit = 65536;
   int neighbours = 4;
   int accumulation = 4;
-  unsigned threads = 0;
+  int threads = 0;
 };
 
 std::string mib(double bytes) {
@@ -134,9 +138,26 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   study.limit = o.limit;
   study.neighbours = o.neighbours;
   study.accumulation = o.accumulation;
-  study.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  check_output_folder(o.csv);
-  const MaxBatchResults results = run_maxbatch(study);
+  study.threads = threads_option(o.threads);
+  if (study.threads == 0) study.threads = std::max(1u, std::thread::hardware_concurrency());
+  OutputPaths paths;
+  paths.output("--csv", o.csv);
+  paths.check();
+  // ^C or a kill between searches: the finished ones are written to --csv, then exit.
+  catch_interrupts();
+  clear_interrupt();
+  study.stop = [] { return interrupt_signal() != 0; };
+  MaxBatchResults results = run_maxbatch(study);
+  if (const int signal = interrupt_signal();
+      signal && std::any_of(results.rows.begin(), results.rows.end(), [](const MaxBatchRow& row) { return !row.searched; })) {
+    const std::size_t total = results.rows.size();
+    std::erase_if(results.rows, [](const MaxBatchRow& row) { return !row.searched; });
+    std::string message = std::string("interrupted by ") + signal_name(signal) + ": " + std::to_string(results.rows.size()) +
+                          " of " + std::to_string(total) + " searches finished";
+    if (o.csv.empty()) throw Interrupted(signal, message + "; with --csv FILE they would be written there");
+    write_file_atomically(o.csv, [&](std::ostream& file) { write_maxbatch_csv(file, results); });
+    throw Interrupted(signal, message + ", written to " + o.csv + "; run the command again for the rest");
+  }
 
   const std::size_t variants = results.variants.size();
   for (std::size_t first = 0; first < results.rows.size(); first += variants) {

@@ -4,6 +4,8 @@
 
 #include <span>
 #include <string>
+
+#include "sim/error.hpp"
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -22,6 +24,13 @@ inline boost::program_options::variables_map parse_options(
             values);
   po::notify(values);
   return values;
+}
+
+// --threads N: 0 is every core (the caller's default), a negative count is refused (Boost
+// would read -1 into an unsigned as four billion).
+inline unsigned threads_option(int given) {
+  if (given < 0) throw Error("--threads " + std::to_string(given) + " is negative; give 1 or more, or 0 for every core");
+  return static_cast<unsigned>(given);
 }
 
 }  // namespace allocsim

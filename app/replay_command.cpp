@@ -14,6 +14,7 @@
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "sim/report.hpp"
+#include "sim/output_paths.hpp"
 #include "studies/replay_from_recording.hpp"
 #include "studies/replay_log.hpp"
 #include "studies/sweep_grid.hpp"
@@ -194,10 +195,10 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
     device_capacity = parse_bytes(*capacity);
     if (*device_capacity == 0) throw Error("--capacity must be more than 0 bytes");
   }
-  check_output_folder(csv);
-  if (!csv.empty() && std::filesystem::weakly_canonical(csv) == std::filesystem::weakly_canonical(file)) {
-    throw Error("--csv " + csv + " would overwrite the snapshot it reads");
-  }
+  OutputPaths paths;
+  paths.input("the snapshot", file);
+  paths.output("--csv", csv);
+  paths.check();
 
   if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, out);
 

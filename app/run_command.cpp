@@ -15,6 +15,7 @@
 #include "sim/atomic_file.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "sim/output_paths.hpp"
 #include "sim/report.hpp"
 #include "sim/timeline.hpp"
 #include "studies/scenario_choice.hpp"
@@ -93,16 +94,23 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   }
   const OnOom on_oom = parse_on_oom(options.on_oom);
 
-  // Every output's folder must exist before a long run, so a typo fails now, not after it.
-  for (const std::string& path : {options.csv, options.json, options.timeline, options.save_trace}) {
-    check_output_folder(path);
+  const std::vector<TenantChoice> tenants = tenant_specs(options);
+  // Before a long run: no output over an input or another output, every folder writable.
+  OutputPaths paths;
+  for (const TenantChoice& tenant : tenants) {
+    if (names_a_file(tenant.workload)) paths.input("--workload", tenant.workload);
   }
+  paths.input("--device-profile", options.device.cost_profile);
+  paths.output("--csv", options.csv);
+  paths.output("--json", options.json);
+  paths.output("--timeline", options.timeline);
+  paths.output("--save-trace", options.save_trace);
+  paths.check();
   Scenario scenario;
   scenario.device = chosen_device(options.device);
   scenario.on_oom = on_oom;
   scenario.check = options.check;
   std::map<std::string, std::shared_ptr<const Trace>> traces;  // a workload named twice loads once
-  const std::vector<TenantChoice> tenants = tenant_specs(options);
   for (const TenantChoice& tenant : tenants) check_policy_spec(tenant.policy);  // before any long trace load
   std::vector<std::string> recordings;  // PyTorch snapshots among the workloads, said so above the table
   for (auto [workload, policy, start] : tenants) {

@@ -16,8 +16,11 @@
 #include "app/ranks.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "sim/interrupt.hpp"
+#include "sim/output_paths.hpp"
 #include "studies/sweep_grid.hpp"
 #include "studies/sweep_run.hpp"
+#include "workloads/catalogue.hpp"
 
 namespace allocsim {
 namespace {
@@ -45,6 +48,8 @@ Examples:
   mpirun -np 4 allocsim sweep ...   (rank 0 writes the same CSV)
 
 Rows come in point order, the same bytes for any --threads and any number of ranks.
+^C (SIGINT) or SIGTERM stops the sweep between points: the rows of every finished point
+are written to --csv and the same command with --resume runs the rest.
 Columns: point, model, batch, sequence, precision, optimizer, accumulation, steps, mode,
 on_oom (the point), then every metric column of `allocsim run --csv` except the wall-clock
 replay_seconds and events_per_second (--timing adds them back), then policy statistics.
@@ -55,7 +60,8 @@ constexpr std::string_view kInternal = "internal error: ";
 struct SweepCliOptions {
   SweepOptions sweep;
   std::string csv;
-  unsigned threads = 0;
+  int threads = 0;
+  double save_every = 2;
   bool resume = false;
   bool timing = false;
   bool quiet = false;
@@ -76,6 +82,8 @@ po::options_description sweep_options(SweepCliOptions& o) {
       ("csv", po::value(&o.csv)->value_name("FILE"), "write the CSV here (written whole, by rename), else to stdout")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)")
       ("resume", po::bool_switch(&o.resume), "keep the points already in --csv FILE, run only the others")
+      ("save-every", po::value(&o.save_every)->value_name("SECONDS"),
+       "write the rows finished so far to --csv this often (default 2; 0: after every point)")
       ("timing", po::bool_switch(&o.timing), "add replay_seconds and events_per_second (then no two runs match)")
       ("quiet,q", po::bool_switch(&o.quiet), "no progress bar");
   // The model axes come from the token table; two keep the short names they always had.
@@ -104,9 +112,18 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
     return 0;
   }
   if (options.resume && options.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
-  check_output_folder(options.csv);
+  if (!(options.save_every >= 0)) throw Error("--save-every must be 0 seconds or more");
+  unsigned threads = threads_option(options.threads);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<SweepPoint> points = expand_sweep(options.sweep);
+  OutputPaths paths;  // the --resume file is the output itself, read first
+  for (const SweepPoint& point : points) {
+    for (const std::string& workload : point.workloads) {
+      if (names_a_file(workload)) paths.input("--workload", workload);
+    }
+  }
+  paths.output("--csv", options.csv);
+  paths.check();
   const std::vector<std::string> extras = probe_extra_columns(points);
   const std::unique_ptr<Ranks> ranks = make_ranks();
   const bool root = ranks->rank() == 0;
@@ -134,28 +151,31 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
     }
   }
 
-  unsigned threads = options.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(ranks->local_size()));
   Progress progress(err, todo.size(), root && !options.quiet && Progress::stderr_is_terminal());
   // One process alone writes its progress to the file now and then, so an interrupted
   // sweep leaves what it finished for --resume.
   const bool checkpoint = ranks->size() == 1 && !options.csv.empty();
+  const auto save_every = std::chrono::duration<double>(options.save_every);
   auto last_checkpoint = std::chrono::steady_clock::now();
   const auto save = [&](std::span<const SweepRow> finished) {
     std::vector<SweepRow> rows = kept;
     rows.insert(rows.end(), finished.begin(), finished.end());
     write_file_atomically(options.csv, [&](std::ostream& file) { write_sweep_csv(file, options.timing, extras, rows); });
   };
+  // ^C or a kill between points: the points that finished are saved below, for --resume.
+  catch_interrupts();
+  clear_interrupt();
   std::string error;
   std::vector<SweepRow> mine;
   try {
     mine = run_sweep_points(points, todo, threads, options.timing, [&](std::size_t count, std::span<const SweepRow> finished) {
       progress.update(count);
-      if (checkpoint && count < todo.size() && std::chrono::steady_clock::now() - last_checkpoint > std::chrono::seconds(2)) {
+      if (checkpoint && count < todo.size() && std::chrono::steady_clock::now() - last_checkpoint >= save_every) {
         save(finished);
         last_checkpoint = std::chrono::steady_clock::now();
       }
-    });
+    }, [] { return interrupt_signal() != 0; });
   } catch (const Error& failure) {
     error = failure.what();
   } catch (const std::bad_alloc&) {
@@ -166,17 +186,31 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
   }
   progress.finish();
   auto [first_error, rows] = ranks->gather(std::move(error), std::move(mine));
-  if (!root) return first_error.empty() ? 0 : first_error.starts_with(kInternal) ? 1 : 2;
+  const int signal = interrupt_signal();
+  if (!root) return !first_error.empty() ? (first_error.starts_with(kInternal) ? 1 : 2) : signal ? 128 + signal : 0;
   if (first_error.starts_with(kInternal)) throw std::runtime_error(first_error.substr(kInternal.size()));
   if (!first_error.empty()) throw Error(first_error);
 
   rows.insert(rows.begin(), kept.begin(), kept.end());
+  std::set<std::size_t> finished;
+  for (const SweepRow& row : rows) finished.insert(row.point);
+  // Cut short: the rows of every point that finished, written whole, and how to go on.
+  const bool cut = signal != 0 && finished.size() < points.size();
+  const std::string stopped = cut ? std::string("interrupted by ") + signal_name(signal) + ": " +
+                                        std::to_string(finished.size()) + " of " + std::to_string(points.size()) +
+                                        " points finished"
+                                  : "";
   if (options.csv.empty()) {
     write_sweep_csv(out, options.timing, extras, std::move(rows));
+    if (cut) throw Interrupted(signal, stopped + ", their rows printed above; with --csv FILE, --resume would run the rest");
     return 0;
   }
   const std::size_t row_count = rows.size();
   write_file_atomically(options.csv, [&](std::ostream& file) { write_sweep_csv(file, options.timing, extras, std::move(rows)); });
+  if (cut) {
+    throw Interrupted(signal, stopped + ", their " + std::to_string(row_count) + " rows written to " + options.csv +
+                                  "; the same command with --resume runs the rest");
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::size_t ran = points.size() - skip.size();
   std::ostringstream line;

@@ -8,9 +8,11 @@
 #include "app/parse_options.hpp"
 #include "policies/registry.hpp"
 #include "real_gpu/validation.hpp"
+#include "studies/scenario_choice.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/cost_profile.hpp"
 #include "sim/error.hpp"
+#include "sim/output_paths.hpp"
 #include "workloads/catalogue.hpp"
 
 namespace allocsim {
@@ -100,13 +102,22 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   options.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
   options.device.cap = cap.empty() ? 0 : parse_bytes(cap);
   if (!cap.empty() && options.device.cap == 0) throw Error("--cap must be more than 0 bytes");
-  options.device.granularity = parse_bytes(granularity);
-  if (options.device.granularity == 0) throw Error("--granularity must be at least 1 byte");
+  options.device.granularity = parse_granularity(granularity);
   options.device.source = segments == "vmm" ? SegmentSource::vmm : SegmentSource::malloc;
   if (!profile.empty()) options.cost = load_cost_profile(profile).cost;
   choice.host_memory = parse_bytes(host_memory);
   // Cheap input first: a typo fails before the GPU is opened or a model is lowered.
   check_policy_spec(policy);
+  std::filesystem::create_directories(out_dir);
+  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, segments, choice.backend);
+  const std::string table = stem.string() + ".csv";
+  const std::string calls = stem.string() + ".calls.csv";
+  OutputPaths paths;
+  if (names_a_file(workload)) paths.input("--workload", workload);
+  paths.input("--device-profile", profile);
+  paths.output("the comparison", table);
+  paths.output("the device calls", calls);
+  paths.check();
   const auto trace = std::make_shared<const Trace>(load_workload(workload));
 
   const std::unique_ptr<DeviceApi> api = open(choice);
@@ -114,10 +125,6 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   const std::vector<Comparison> rows = compare(validation);
   write_comparison_table(out, validation, rows);
 
-  std::filesystem::create_directories(out_dir);
-  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, segments, choice.backend);
-  const std::string table = stem.string() + ".csv";
-  const std::string calls = stem.string() + ".calls.csv";
   write_file_atomically(table, [&](std::ostream& file) { write_comparison_csv(file, validation, rows); });
   write_file_atomically(calls, [&](std::ostream& file) { write_calls_csv(file, validation); });
   out << "wrote " << table << " and " << calls << '\n';

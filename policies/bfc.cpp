@@ -22,7 +22,17 @@ bool entry_less(Bytes size_a, Addr ptr_a, Bytes size_b, Addr ptr_b) {
 
 // gpu_device.cc's SingleVirtualDeviceMemoryLimit, and gpu_helpers.cc's fraction of total.
 BfcPolicy::Limit compute_limit(const Params& params, const Device& device) {
-  if (params.text("limit") != "auto") return {params.bytes("limit"), LimitKind::memory_limit, 0};
+  if (const std::string_view text = params.text("limit"); text != "auto") {
+    const Bytes limit = params.bytes("limit");
+    if (limit == 0) throw Error("policy bfc: limit=0 leaves no memory to allocate (auto is TensorFlow's own rule)");
+    // TensorFlow's memory_limit counts MB: a bare 4096 meant as that is 4 KiB here.
+    if (limit < 1_MiB && text.find_first_not_of("0123456789") == std::string_view::npos) {
+      throw Error("policy bfc: limit=" + std::string(text) + " is " + format_bytes(limit) +
+                  "; with a unit it is clear (limit=" + std::string(text) + "MiB), or give TensorFlow's MB as memory_limit_mb=" +
+                  std::string(text));
+    }
+    return {limit, LimitKind::memory_limit, 0};
+  }
   const MemoryCap fraction = MemoryCap::fraction_of_total(params.number("fraction"), device, "policy bfc");
   const Bytes available = device.available();
   BfcPolicy::Limit limit{available, LimitKind::device, 0};

@@ -28,12 +28,4 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
   }
 }
 
-void check_output_folder(const std::string& path) {
-  if (path.empty()) return;
-  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder)) {
-    throw Error("cannot write " + path + ": no folder " + folder.string());
-  }
-}
-
 }  // namespace allocsim

@@ -13,8 +13,4 @@ namespace allocsim {
 // If `write` throws or the stream fails, the temporary is removed and Error is thrown.
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write);
 
-// Throws Error when `path`'s folder does not exist, so that a typo fails before a long run
-// rather than after it. An empty path is no output and passes.
-void check_output_folder(const std::string& path);
-
 }  // namespace allocsim

@@ -2,10 +2,13 @@
 
 #include <fstream>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
+#include "sim/version.hpp"
 
 namespace allocsim {
 namespace {
@@ -64,6 +67,9 @@ void write_cost_profile(std::ostream& out, const CostProfile& profile) {
   const json document = {
       {"format", kFormat},
       {"version", kCostProfileVersion},
+      {"allocsim",
+       {{"version", allocsim_version()},
+        {"command_line", std::vector<std::string>(command_line().begin(), command_line().end())}}},
       {"device", profile.device},
       {"backend", profile.backend},
       {"total_bytes", profile.total_bytes},

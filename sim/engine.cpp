@@ -170,7 +170,10 @@ class Replay {
         __builtin_prefetch(&run.trace.requested[index_of(ahead.id)]);
       }
     }
-    const Nanos now = event.time + run.spec.start + run.delay;
+    Nanos now = 0;
+    if (__builtin_add_overflow(event.time, run.spec.start, &now) || __builtin_add_overflow(now, run.delay, &now)) {
+      clock_wraps(run, index, event);
+    }
     const Nanos spent_before = run.device.time_spent();
     switch (event.op) {
       case Op::alloc:
@@ -187,8 +190,8 @@ class Replay {
         break;
     }
     const Nanos cost = run.device.time_spent() - spent_before;
+    if (__builtin_add_overflow(now, cost, &run.result.end_time)) clock_wraps(run, index, event);
     run.delay += cost;
-    run.result.end_time = now + cost;
     if (!run.policy) return;  // stopped by an OOM
     run.result.peak_reserved = std::max(run.result.peak_reserved, run.device.reserved());
     if (scenario_.check) check(run, index);
@@ -196,6 +199,15 @@ class Replay {
       const Sample sample{now + cost, tenant, index, run.allocated, run.device.reserved(), device_.used()};
       for (Observer* observer : observers_) observer->on_event(sample);
     }
+  }
+
+  // The simulated clock is the trace's time plus the allocator time spent before: it must
+  // stay under 2^64 ns, or later events would seem to come first.
+  [[noreturn]] void clock_wraps(const TenantRun& run, std::size_t index, const Event& event) const {
+    throw Error(run.result.workload + ": event " + std::to_string(index) + " at time_ns " + std::to_string(event.time) +
+                ", plus " + format_nanos(run.delay) + " of allocator time before it" +
+                (run.spec.start ? " and its start " + format_nanos(run.spec.start) : std::string()) +
+                ", passes the simulated clock's end (2^64 ns); make the trace's times smaller");
   }
 
   void allocate(TenantRun& run, std::size_t tenant, std::size_t index, const Event& event, Nanos now) {

@@ -8,6 +8,7 @@
 
 #include "sim/metrics.hpp"
 #include "sim/verdict.hpp"
+#include "sim/version.hpp"
 
 namespace allocsim {
 namespace {
@@ -184,6 +185,8 @@ void write_csv(std::ostream& out, std::span<const RunResult> runs) {
 
 void write_json(std::ostream& out, const RunResult& run) {
   nlohmann::json document;
+  // What made this file, so that a JSON read later says how to make it again.
+  document["allocsim"] = {{"version", allocsim_version()}, {"command_line", std::vector<std::string>(command_line().begin(), command_line().end())}};
   document["device"] = {{"name", run.device.name},
                         {"capacity_bytes", run.device.capacity},
                         {"context_overhead_bytes", run.device.context_overhead},

@@ -16,6 +16,7 @@ void write_csv(std::ostream& out, std::span<const RunResult> runs);
 // One CSV cell (RFC 4180): quoted when it holds a comma, quote or line break.
 std::string csv_field(const std::string& text);
 
+// Opens with "allocsim": the version and the command line (sim/version.hpp) that made it.
 void write_json(std::ostream& out, const RunResult& run);
 
 // "activation 2.50 GiB, weight 97.5 MiB; top layers: conv1 392 MiB, ..." (empty when the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 
 #include "sim/error.hpp"
@@ -21,7 +22,32 @@ std::size_t next_comma_outside_brackets(std::string_view text) {
   return std::string_view::npos;
 }
 
+std::string_view trim_spaces(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  return text;
+}
+
 }  // namespace
+
+std::vector<std::string> split_spec_list(std::string_view text, std::string_view what) {
+  std::vector<std::string> items;
+  std::string_view rest = text;
+  while (true) {
+    const auto comma = next_comma_outside_brackets(rest);
+    const std::string_view item = trim_spaces(rest.substr(0, comma));
+    if (item.empty()) throw Error(std::string(what) + ": empty item in '" + std::string(text) + "'");
+    const auto equals = item.find('=');
+    const bool continues = equals != std::string_view::npos && equals < item.find(':');
+    if (continues && !items.empty()) {
+      items.back().append(",").append(item);
+    } else {
+      items.emplace_back(item);
+    }
+    if (comma == std::string_view::npos) return items;
+    rest.remove_prefix(comma + 1);
+  }
+}
 
 Spec parse_spec(std::string_view text) {
   Spec spec;
@@ -68,12 +94,32 @@ std::string list_keys(std::span<const ParamInfo> declared) {
 Params::Params(const Spec& spec, std::span<const ParamInfo> declared, std::string owner)
     : owner_(std::move(owner)) {
   for (const ParamInfo& param : declared) values_.emplace_back(param.key, std::string(param.default_value));
+  std::vector<std::string> given(declared.size());  // as written, for the message on a repeat
   for (const auto& [key, value] : spec.args) {
-    auto found = std::find_if(values_.begin(), values_.end(), [&](const auto& v) { return v.first == key; });
-    if (found == values_.end()) {
+    const auto found = std::find_if(declared.begin(), declared.end(), [&](const ParamInfo& param) {
+      return param.key == key || (!param.native.empty() && param.native == key);
+    });
+    if (found == declared.end()) {
       throw Error(owner_ + ": unknown key '" + key + "'; valid keys: " + list_keys(declared));
     }
-    found->second = value;
+    const auto index = static_cast<std::size_t>(found - declared.begin());
+    const std::string written = key + "=" + value;
+    if (!given[index].empty()) {
+      throw Error(owner_ + ": " + std::string(found->key) + " is given twice (" + given[index] + " and " + written + ")");
+    }
+    given[index] = written;
+    std::string& stored = values_[index].second;
+    stored = value;
+    if (key != found->key && !found->native_unit.empty()) {
+      // The native spelling counts in its unit: a plain number, as the framework takes it.
+      const bool plain = !value.empty() && value.find_first_not_of("0123456789.") == std::string::npos;
+      if (!plain) {
+        throw Error(owner_ + ": " + written + " is not a number of " + std::string(found->native_unit) + " (" + key +
+                    " counts in " + std::string(found->native_unit) + "; or write " + std::string(found->key) + "=" +
+                    value + ")");
+      }
+      stored += found->native_unit;
+    }
   }
 }
 
@@ -98,13 +144,7 @@ Bytes Params::bytes(std::string_view key) const {
 }
 
 std::uint64_t Params::count(std::string_view key) const {
-  const std::string_view value = text(key);
-  std::uint64_t out = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  if (ec != std::errc{} || end != value.data() + value.size() || value.empty()) {
-    bad_value(key, "a non-negative integer");
-  }
-  return out;
+  return parse_unsigned(text(key), owner_ + ": " + std::string(key) + "=" + std::string(text(key)));
 }
 
 double Params::number(std::string_view key) const {
@@ -118,7 +158,9 @@ double Params::number(std::string_view key) const {
 }
 
 bool Params::boolean(std::string_view key) const {
-  const std::string_view value = text(key);
+  // Python's True and False too (expandable_segments:True).
+  std::string value(text(key));
+  for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (value == "true" || value == "1" || value == "yes" || value == "on") return true;
   if (value == "false" || value == "0" || value == "no" || value == "off") return false;
   bad_value(key, "true or false");

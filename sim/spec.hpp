@@ -17,6 +17,10 @@ struct ParamInfo {
   std::string_view key;
   std::string_view default_value;  // as the user would type it: "256", "2MiB", "true"
   std::string_view help;
+  // The framework's own spelling of the key, accepted as well ("max_split_size_mb"), and
+  // the unit a bare number in that spelling means ("MiB": max_split_size_mb=128 is 128 MiB).
+  std::string_view native = "";
+  std::string_view native_unit = "";
 };
 
 struct Spec {
@@ -30,13 +34,21 @@ struct Spec {
 // without '=', or an empty key.
 Spec parse_spec(std::string_view text);
 
+// A comma-separated list of specs, split the way parse_spec reads one: commas inside
+// [...] belong to the value, and an item that is key=value (its first '=' before any ':')
+// continues the spec before it. `bfc:growth=true,limit=4GiB,caching` is two specs;
+// `caching:conf=max_split_size_mb:128,roundup_power2_divisions=[256:1,>:4],bfc` is two.
+// Items are trimmed of spaces; Error naming `what` on an empty one.
+std::vector<std::string> split_spec_list(std::string_view text, std::string_view what);
+
 // The inverse of parse_spec: `name` alone, or `name:key=value,...` in the order of args.
 // Contract: parse_spec(to_string(s)) == s for every s with a non-empty name and keys, and
 // to_string(parse_spec(t)) == t for every t that parses (a trailing ':' aside).
 std::string to_string(const Spec& spec);
 
 // A spec's arguments checked against declared parameters, read with typed getters.
-// `owner` names the thing in messages ("policy bestfit").
+// `owner` names the thing in messages ("policy bestfit"). Contract: an unknown key, and a
+// key given twice (in either spelling), are errors.
 class Params {
  public:
   Params(const Spec& spec, std::span<const ParamInfo> declared, std::string owner);

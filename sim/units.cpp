@@ -84,7 +84,7 @@ Bytes parse_bytes(std::string_view text) {
       any_digit = true;
     }
   }
-  if (!any_digit) return fail("no number");
+  if (!any_digit) return fail(text.starts_with('-') ? "negative" : "no number");
   while (pos < text.size() && text[pos] == ' ') ++pos;
   const std::string unit_text = lowercase(text.substr(pos));
   for (const UnitName& unit : kUnits) {
@@ -97,6 +97,17 @@ Bytes parse_bytes(std::string_view text) {
     return static_cast<Bytes>(bytes);
   }
   return fail("unknown unit '" + std::string(text.substr(pos)) + "' (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+}
+
+std::uint64_t parse_unsigned(std::string_view text, const std::string& what) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, error] = std::from_chars(text.data(), end, value);
+  if (!text.empty() && error == std::errc{} && at == end) return value;
+  const bool digits = text.size() > 1 && text.substr(1).find_first_not_of("0123456789") == std::string_view::npos;
+  if (text.starts_with('-') && digits) throw Error(what + " is negative");
+  if (error == std::errc::result_out_of_range && at == end) throw Error(what + " is too large (2^64 - 1 at most)");
+  throw Error(what + " is not a non-negative integer");
 }
 
 std::string format_bytes_exact(Bytes bytes) {

@@ -43,11 +43,16 @@ std::string format_address(Addr addr);
 std::string format_nanos(Nanos nanos);
 
 // Accepts "4096", "512MiB", "16GiB", "1.5GB" (SI), "2 MiB"; units are case-insensitive.
-// Throws Error naming the text when it is not a whole number of bytes under 2^64.
+// Throws Error naming the text when it is not a whole number of bytes under 2^64, saying
+// "negative" or "too large" where that is why.
 Bytes parse_bytes(std::string_view text);
 
 // Accepts "0", "250ns", "10us", "1.5ms", "2s" (a bare number is nanoseconds). Throws
 // Error naming the text when it is negative, not a number, or past 2^62 ns (146 years).
 Nanos parse_nanos(std::string_view text);
+// A plain whole number under 2^64 (a count, bytes, nanoseconds). Throws Error "`what` is
+// negative", "`what` is too large" or "`what` is not a non-negative integer"; `what`
+// quotes the text as the caller names it ("bytes '-5'", "policy x: steps=-1").
+std::uint64_t parse_unsigned(std::string_view text, const std::string& what);
 
 }  // namespace allocsim

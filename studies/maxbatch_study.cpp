@@ -117,7 +117,8 @@ MaxBatchResults run_maxbatch(const MaxBatchStudy& study) {
           return probe(run(scenario, make_policy), batch);
         },
         study.limit, study.neighbours);
-  });
+    row.searched = true;
+  }, {}, study.stop);
   return results;
 }
 

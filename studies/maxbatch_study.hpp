@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ struct MaxBatchStudy {
   int neighbours = 4;
   int accumulation = 4;               // micro-batches of the accumulation variant
   unsigned threads = 1;
+  std::function<bool()> stop;         // asked between searches: true starts no more of them
 };
 
 struct MaxBatchRow {
@@ -40,6 +42,7 @@ struct MaxBatchRow {
   std::string policy;
   BatchVariant variant;
   MaxBatch found;
+  bool searched = false;  // false: stopped before this search ran
 };
 
 struct MaxBatchResults {

@@ -11,22 +11,30 @@
 
 namespace allocsim {
 
-void parallel_for(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& work,
-                  const std::function<void(std::size_t)>& tick) {
+std::size_t parallel_for(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& work,
+                         const std::function<void(std::size_t)>& tick, const std::function<bool()>& stop) {
   std::size_t done = 0;
   std::exception_ptr error;
   std::mutex mutex;  // guards done and error
   std::condition_variable changed;
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
+  std::atomic<unsigned> running{0};  // workers not yet returned
   const auto workers_wanted = static_cast<unsigned>(std::clamp<std::size_t>(count, 1, std::max(1u, threads)));
   {
     std::vector<std::jthread> workers;
     for (unsigned t = 0; t < workers_wanted && count > 0; ++t) {
+      ++running;
       workers.emplace_back([&] {
+        const auto leave = [&] {
+          const std::lock_guard lock(mutex);
+          --running;
+          changed.notify_one();
+        };
         while (!failed) {
+          if (stop && stop()) break;
           const std::size_t i = next++;
-          if (i >= count) return;
+          if (i >= count) break;
           try {
             work(i);
             const std::lock_guard lock(mutex);
@@ -38,10 +46,11 @@ void parallel_for(std::size_t count, unsigned threads, const std::function<void(
           }
           changed.notify_one();
         }
+        leave();
       });
     }
     std::unique_lock lock(mutex);
-    while (done < count && !failed) {
+    while (done < count && !failed && running > 0) {
       changed.wait_for(lock, std::chrono::milliseconds(200));
       if (tick) {
         const std::size_t now_done = done;
@@ -53,6 +62,7 @@ void parallel_for(std::size_t count, unsigned threads, const std::function<void(
   }  // the workers join here
   if (error) std::rethrow_exception(error);
   if (tick) tick(done);
+  return done;
 }
 
 }  // namespace allocsim

@@ -1,5 +1,6 @@
 #include "studies/scenario_choice.hpp"
 
+#include <bit>
 #include <optional>
 
 #include "sim/cost_profile.hpp"
@@ -24,8 +25,8 @@ std::vector<DeviceSpec> chosen_devices(const DeviceChoice& choice) {
     return text.empty() ? std::nullopt : std::optional<Bytes>(parse_bytes(text));
   };
   const std::optional<Bytes> context = size_option(choice.context);
-  const std::optional<Bytes> granularity = size_option(choice.granularity);
-  if (granularity == Bytes{0}) throw Error("--granularity must be at least 1 byte");
+  const std::optional<Bytes> granularity =
+      choice.granularity.empty() ? std::nullopt : std::optional<Bytes>(parse_granularity(choice.granularity));
   const std::optional<CostModel> cost =
       choice.cost_profile.empty() ? std::nullopt : std::optional<CostModel>(load_cost_profile(choice.cost_profile).cost);
 
@@ -42,6 +43,19 @@ std::vector<DeviceSpec> chosen_devices(const DeviceChoice& choice) {
     }
   }
   return devices;
+}
+
+Bytes parse_granularity(const std::string& text) {
+  Bytes granularity = 0;
+  try {
+    granularity = parse_bytes(text);
+  } catch (const Error& error) {
+    throw Error("--granularity: " + std::string(error.what()));
+  }
+  if (!std::has_single_bit(granularity)) {
+    throw Error("--granularity " + text + " is not a power of two (pages are: 1B, 4KiB, 2MiB, ...)");
+  }
+  return granularity;
 }
 
 TenantChoice parse_tenant(const std::string& text) {

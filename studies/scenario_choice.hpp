@@ -20,8 +20,11 @@ struct DeviceChoice {
 };
 
 // Every device the choice names, presets outer and capacities inner. Error on an unknown
-// preset, a zero capacity or granularity, or a bad size.
+// preset, a zero capacity, a granularity that is not a power of two, or a bad size.
 std::vector<DeviceSpec> chosen_devices(const DeviceChoice& choice);
+
+// --granularity SIZE: a page, so a power of two (1 B, 2MiB); Error naming the option otherwise.
+Bytes parse_granularity(const std::string& text);
 
 struct TenantChoice {
   std::string workload;

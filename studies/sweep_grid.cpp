@@ -210,17 +210,7 @@ std::vector<std::string> model_leading(const std::optional<ModelSpec>& model) {
 }  // namespace
 
 std::vector<std::string> split_list(std::string_view text, std::string_view what) {
-  std::vector<std::string> items;
-  for (std::string_view item : split(text, ',')) {
-    if (item.empty()) throw Error(std::string(what) + ": empty item in '" + std::string(text) + "'");
-    const bool continues = item.find('=') != std::string_view::npos && item.find(':') == std::string_view::npos;
-    if (continues && !items.empty()) {
-      items.back().append(",").append(item);
-    } else {
-      items.emplace_back(item);
-    }
-  }
-  return items;
+  return split_spec_list(text, what);
 }
 
 std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what) {
@@ -305,7 +295,13 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
       const Spec base = parse_spec(workload);
       for (const std::string& value : values) {
         Spec spec = base;
-        spec.args.emplace_back(key, value);
+        // The swept value replaces the workload's own (a key given twice is an error).
+        const auto own = std::find_if(spec.args.begin(), spec.args.end(), [&](const auto& arg) { return arg.first == key; });
+        if (own != spec.args.end()) {
+          own->second = value;
+        } else {
+          spec.args.emplace_back(key, value);
+        }
         expanded.push_back(to_string(spec));
       }
     }

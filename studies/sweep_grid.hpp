@@ -1,7 +1,7 @@
 // What a sweep runs: list-valued options expanded into the cross product of points.
 // Lists are comma separated; a number or size may be a range, `a:b` doubling from a to b
-// or `a:b:s` stepping by s. A policy or workload spec keeps its own commas: an item with
-// '=' but no ':' continues the spec before it (`bfc:growth=true,limit=4GiB,caching` is two).
+// or `a:b:s` stepping by s. A policy or workload spec keeps its own commas, read as `run`
+// reads one spec (split_spec_list: `bfc:growth=true,limit=4GiB,caching` is two).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@
 
 namespace allocsim {
 
-// Items of a list, spec commas kept (see above); Error on an empty item.
+// Items of a list, spec commas kept: split_spec_list (sim/spec.hpp), the way `run` reads one spec.
 std::vector<std::string> split_list(std::string_view text, std::string_view what);
 
 // Whole numbers: `1:1024` (1, 2, 4, ... 1024), `8:64:8`, `1,3:12` ... ascending, each once.

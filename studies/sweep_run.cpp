@@ -102,7 +102,8 @@ std::vector<SweepRow> run_sweep_point(const SweepPoint& point, TraceCache& trace
 
 std::vector<SweepRow> run_sweep_points(const std::vector<SweepPoint>& points, std::span<const std::size_t> todo,
                                        unsigned threads, bool timing,
-                                       const std::function<void(std::size_t, std::span<const SweepRow>)>& tick) {
+                                       const std::function<void(std::size_t, std::span<const SweepRow>)>& tick,
+                                       const std::function<bool()>& stop) {
   TraceCache traces;
   std::vector<SweepRow> finished;
   std::mutex mutex;  // guards finished
@@ -116,7 +117,8 @@ std::vector<SweepRow> run_sweep_points(const std::vector<SweepPoint>& points, st
       [&](std::size_t done) {
         const std::lock_guard lock(mutex);
         tick(done, finished);
-      });
+      },
+      stop);
   return finished;
 }
 
@@ -163,8 +165,13 @@ std::vector<SweepRow> read_sweep_csv(std::istream& in, bool timing, const std::v
   const std::vector<std::string> base = sweep_base_columns(timing);
   std::vector<std::string> header;
   bool complete = false;
-  if (!read_record(in, header, complete) || !complete) return {};  // empty or cut in its header: nothing done
-  if (header.size() < base.size() || !std::equal(base.begin(), base.end(), header.begin())) {
+  if (!read_record(in, header, complete)) return {};  // empty: nothing done
+  if (!complete) {  // cut in its header: nothing done, if it is the start of this sweep's header
+    const std::string cut = join(header);
+    const std::string expected = join(base);
+    if (expected.starts_with(cut) || cut.starts_with(expected)) return {};
+  }
+  if (!complete || header.size() < base.size() || !std::equal(base.begin(), base.end(), header.begin())) {
     throw Error("--resume: " + name + " was not written by this kind of sweep (its header differs" +
                 (timing ? "" : "; was it written with --timing?") + ")");
   }

@@ -50,9 +50,12 @@ std::vector<SweepRow> run_sweep_point(const SweepPoint& point, TraceCache& trace
 
 // Runs `todo` (indices into points) on `threads` threads; `tick(done)` is called from the
 // calling thread now and then, and once at the end. The first error stops the rest and is rethrown.
+// When `stop` says so (asked between points), no further point starts: the rows returned
+// are those of the points that finished, each point whole.
 std::vector<SweepRow> run_sweep_points(const std::vector<SweepPoint>& points, std::span<const std::size_t> todo,
                                        unsigned threads, bool timing,
-                                       const std::function<void(std::size_t done, std::span<const SweepRow> rows)>& tick);
+                                       const std::function<void(std::size_t done, std::span<const SweepRow> rows)>& tick,
+                                       const std::function<bool()>& stop = {});
 
 // The policy statistic columns a sweep will have, known before it runs: each policy is
 // built once on an idle device and asked for its statistics' names.

@@ -18,6 +18,8 @@ namespace {
 enum Column { kTime, kOp, kId, kBytes, kStream, kTag, kColumnCount };
 constexpr std::array<std::string_view, kColumnCount> kColumnNames{"time_ns", "op", "id", "bytes", "stream", "tag"};
 constexpr int kRequiredColumns = kStream;  // stream and tag are optional
+// A file saved by Excel or Notepad may open with a UTF-8 byte order mark: skipped.
+constexpr std::string_view kBom = "\xEF\xBB\xBF";
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -33,13 +35,6 @@ std::vector<std::string_view> split(std::string_view line) {
     if (comma == std::string_view::npos) return fields;
     line.remove_prefix(comma + 1);
   }
-}
-
-std::optional<std::uint64_t> parse_unsigned(std::string_view text) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-  return value;
 }
 
 class Reader {
@@ -94,9 +89,7 @@ class Reader {
 
  private:
   static std::uint64_t number(std::string_view text, std::string_view what) {
-    const auto value = parse_unsigned(text);
-    if (!value) throw Error(std::string(what) + " '" + std::string(text) + "' is not a non-negative integer");
-    return *value;
+    return parse_unsigned(text, std::string(what) + " '" + std::string(text) + "'");
   }
 
   static Stream stream_number(std::string_view text) {
@@ -161,6 +154,7 @@ Trace read_csv_trace(std::istream& in, const std::string& name) {
   try {
     while (std::getline(in, line)) {
       ++line_number;
+      if (line_number == 1 && line.starts_with(kBom)) line.erase(0, kBom.size());
       const std::string_view text = trim(line);
       if (text.empty() || text.front() == '#') continue;
       if (seen_header) {
@@ -189,6 +183,7 @@ Trace read_csv_trace_file(const std::filesystem::path& path) {
 }
 
 Claim claims_csv_trace(std::string_view spec, std::string_view head) {
+  if (head.starts_with(kBom)) head.remove_prefix(kBom.size());
   while (!head.empty()) {
     const auto end = head.find('\n');
     const std::string_view line = trim(head.substr(0, end));

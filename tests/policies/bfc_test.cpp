@@ -542,7 +542,7 @@ TEST_CASE("bfc growth stops at the limit with a last region of whatever is left"
 TEST_CASE("bfc growth under a limit below 2 MiB takes one region of the rounded-down limit", "[bfc]") {
   // Initial target RoundedBytes(min(1000000, 2 MiB)) = 1000192; available =
   // align_down(1000000, 256) = 999936; region min(1000192, 999936) = 999936.
-  Harness h("growth:limit=1000000", plain_device(16_GiB));
+  Harness h("growth:limit=1000000B", plain_device(16_GiB));  // bare bytes below 1 MiB need the unit
   REQUIRE(h.alloc(1_KiB));
   CHECK(h.policy().stats().reserved == 999936);
   CHECK(h.policy().stats().limit == 1000000);
@@ -1118,7 +1118,7 @@ TEST_CASE("bfc's fraction takes a share of total memory, and an explicit limit i
     h.finish();
   }
   SECTION("limit=1000000: exact; the region is 999936") {
-    Harness h("bfc:limit=1000000", plain_device(16_GiB));
+    Harness h("bfc:limit=1000000B", plain_device(16_GiB));  // bare bytes below 1 MiB need the unit
     CHECK(h.policy().stats().limit == 1000000);
     REQUIRE(h.alloc(1));
     CHECK(h.policy().stats().reserved == 999936);

@@ -174,6 +174,25 @@ TEST_CASE("device costs advance the simulated clock and count as allocator time"
   CHECK(result.end_time == 2000 + 612 + 50);  // the free happened 612 ns late, then took 50 ns
 }
 
+TEST_CASE("a timestamp whose sum with the allocator time would wrap the clock is refused", "[engine]") {
+  // The free comes 612 ns late (the malloc's cost): at 2^64 - 100 ns it would wrap to 511.
+  const Nanos last = ~Nanos{0} - 100;
+  TraceBuilder builder({"late", "test"});
+  const AllocId a = builder.alloc(1000, 1_KiB);
+  builder.free(last, a);
+  Scenario scenario = one_tenant(1_MiB, share(std::move(builder)), "direct");
+  scenario.device.cost = CostModel{.malloc_fixed_ns = 100, .malloc_ns_per_byte = 0.5,
+                                   .free_fixed_ns = 50, .free_ns_per_byte = 0, .copy_bytes_per_ns = 1};
+  CHECK_THROWS_WITH(allocsim::run(scenario, make_policy),
+                    Catch::StartsWith("late: event 1 at time_ns " + std::to_string(last)) && Catch::Contains("612 ns") &&
+                        Catch::Contains("2^64 ns"));
+  // With room left, the same trace runs to its end.
+  TraceBuilder fits({"fits", "test"});
+  fits.free(last - 700, fits.alloc(1000, 1_KiB));
+  scenario.tenants.front().trace = share(std::move(fits));
+  CHECK(allocsim::run(scenario, make_policy).tenants[0].end_time == last - 700 + 612 + 50);
+}
+
 TEST_CASE("the same scenario gives byte-identical results", "[engine]") {
   RandomTraceOptions options;
   options.events = 20'000;

@@ -47,7 +47,57 @@ TEST_CASE("params take defaults, typed values, and reject unknown keys with the 
   CHECK_THROWS_WITH(bad.bytes("limit"), Catch::Contains("policy x: limit:") && Catch::Contains("unknown unit"));
   CHECK_THROWS_WITH(bad.boolean("growth"), "policy x: growth=maybe is not true or false");
   CHECK_THROWS_WITH(bad.number("fraction"), "policy x: fraction=half is not a number");
-  CHECK_THROWS_WITH(bad.count("steps"), "policy x: steps=-1 is not a non-negative integer");
+  // Issue 14: a negative count says so rather than "not a number".
+  CHECK_THROWS_WITH(bad.count("steps"), "policy x: steps=-1 is negative");
+  const Params huge(parse_spec("x:steps=99999999999999999999"), kParams, "policy x");
+  CHECK_THROWS_WITH(huge.count("steps"), Catch::StartsWith("policy x: steps=99999999999999999999 is too large"));
+  const Params word(parse_spec("x:steps=many"), kParams, "policy x");
+  CHECK_THROWS_WITH(word.count("steps"), "policy x: steps=many is not a non-negative integer");
+}
+
+constexpr std::array kNativeParams{
+    ParamInfo{"max_split_size", "unlimited", "a size", "max_split_size_mb", "MiB"},
+    ParamInfo{"gc_threshold", "0", "a real", "garbage_collection_threshold"},
+    ParamInfo{"expandable_segments", "false", "a switch"},
+};
+
+TEST_CASE("params take the framework's own spelling, in its unit, and refuse a key given twice", "[spec]") {
+  const Params native(parse_spec("caching:max_split_size_mb=128,garbage_collection_threshold=0.8,expandable_segments=True"),
+                      kNativeParams, "policy caching");
+  CHECK(native.bytes("max_split_size") == 128_MiB);
+  CHECK(native.number("gc_threshold") == 0.8);
+  CHECK(native.boolean("expandable_segments"));  // Python's True
+  CHECK_FALSE(Params(parse_spec("c:expandable_segments=False"), kNativeParams, "policy c").boolean("expandable_segments"));
+  CHECK(Params(parse_spec("c:max_split_size=128MiB"), kNativeParams, "policy c").bytes("max_split_size") == 128_MiB);
+  // The native spelling counts in its unit: a unit of its own is a mistake, said with the fix.
+  CHECK_THROWS_WITH(Params(parse_spec("c:max_split_size_mb=128MiB"), kNativeParams, "policy c"),
+                    Catch::Contains("max_split_size_mb=128MiB is not a number of MiB") &&
+                        Catch::Contains("max_split_size=128MiB"));
+  // Twice, in either spelling: an error naming both.
+  CHECK_THROWS_WITH(Params(parse_spec("c:max_split_size=256MiB,max_split_size_mb=128"), kNativeParams, "policy c"),
+                    "policy c: max_split_size is given twice (max_split_size=256MiB and max_split_size_mb=128)");
+  CHECK_THROWS_WITH(Params(parse_spec("x:steps=1,steps=2"), kParams, "policy x"), Catch::Contains("steps is given twice"));
+  // The valid keys listed are ours.
+  CHECK_THROWS_WITH(Params(parse_spec("c:max_split=1"), kNativeParams, "policy c"),
+                    Catch::Contains("valid keys: max_split_size=unlimited"));
+}
+
+TEST_CASE("a list of specs splits the way one spec parses", "[spec]") {
+  using List = std::vector<std::string>;
+  CHECK(split_spec_list("bfc:growth=true,limit=4GiB,caching", "--policy") == List{"bfc:growth=true,limit=4GiB", "caching"});
+  // conf= values hold ':' and brackets hold ',' (both broke the old split).
+  CHECK(split_spec_list("caching:conf=max_split_size_mb:128+roundup_power2_divisions:4,bfc", "--policy") ==
+        List{"caching:conf=max_split_size_mb:128+roundup_power2_divisions:4", "bfc"});
+  CHECK(split_spec_list("caching:roundup_power2_divisions=[256:1,512:2,>:4],fraction=0.5,direct", "--policy") ==
+        List{"caching:roundup_power2_divisions=[256:1,512:2,>:4],fraction=0.5", "direct"});
+  CHECK(split_spec_list("caching:fraction=0.5,conf=max_split_size_mb:128", "--policy") ==
+        List{"caching:fraction=0.5,conf=max_split_size_mb:128"});
+  CHECK(split_spec_list(" bfc , direct ", "--policy") == List{"bfc", "direct"});
+  // Every item parses as run would parse it alone.
+  for (const std::string& item : split_spec_list("caching:conf=max_split_size_mb:128,roundup_power2_divisions=[256:1,>:4],bfc", "--policy")) {
+    CHECK_NOTHROW(check_policy_spec(item));
+  }
+  CHECK_THROWS_WITH(split_spec_list("bfc,,direct", "--policy"), Catch::Contains("--policy: empty item"));
 }
 
 TEST_CASE("an unknown policy lists the valid ones", "[spec]") {

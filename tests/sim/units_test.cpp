@@ -24,7 +24,13 @@ TEST_CASE("bad sizes are errors that quote the text", "[units]") {
   CHECK_THROWS_WITH(parse_bytes("12XB"), Catch::Contains("'12XB'") && Catch::Contains("unknown unit"));
   CHECK_THROWS_WITH(parse_bytes(""), Catch::Contains("no number"));
   CHECK_THROWS_WITH(parse_bytes("GiB"), Catch::Contains("no number"));
-  CHECK_THROWS_WITH(parse_bytes("-5"), Catch::Contains("no number"));
+  CHECK_THROWS_WITH(parse_bytes("-5"), Catch::Contains("'-5': negative"));  // issue 14: not "no number"
+  CHECK_THROWS_WITH(parse_bytes("-2GiB"), Catch::Contains("negative"));
+  CHECK_THROWS_WITH(parse_unsigned("-5", "bytes '-5'"), "bytes '-5' is negative");
+  CHECK_THROWS_WITH(parse_unsigned("18446744073709551616", "n"), Catch::StartsWith("n is too large"));
+  CHECK_THROWS_WITH(parse_unsigned("5x", "n"), "n is not a non-negative integer");
+  CHECK_THROWS_WITH(parse_unsigned("", "n"), "n is not a non-negative integer");
+  CHECK(parse_unsigned("18446744073709551615", "n") == ~std::uint64_t{0});
   CHECK_THROWS_WITH(parse_bytes("0.3B"), Catch::Contains("not a whole number"));
   CHECK_THROWS_WITH(parse_bytes("18446744073709551616"), Catch::Contains("too large"));
   CHECK_THROWS_WITH(parse_bytes("17179869184GiB"), Catch::Contains("too large"));

@@ -58,13 +58,29 @@ TEST_CASE("a CSV trace round-trips through the writer", "[csv]") {
   CHECK(again.requested == trace.requested);
 }
 
+TEST_CASE("a UTF-8 byte order mark before the header is skipped", "[csv]") {
+  const std::string body = "time_ns,op,id,bytes\n0,alloc,a,1024\n5,free,a,\n";
+  const Trace plain = read(body);
+  const Trace marked = read("\xEF\xBB\xBF" + body);  // as Excel and Notepad save a CSV
+  REQUIRE(marked.events.size() == 2);
+  CHECK(marked.events[0].time == plain.events[0].time);
+  CHECK(marked.bytes_of(marked.events[0].id) == 1024);
+  CHECK(claims_csv_trace("trace.txt", "\xEF\xBB\xBF" + body) == Claim::by_content);
+  // Only at the start of the file: elsewhere it is a bad field.
+  CHECK_THROWS_AS(read(body + "\xEF\xBB\xBF" "9,alloc,b,1\n"), Error);
+}
+
 TEST_CASE("a malformed CSV trace is one error naming file and line", "[csv]") {
   const std::string header = "time_ns,op,id,bytes,stream,tag\n";
   CHECK_THROWS_WITH(read("time_ns,op,id,stream\n"),
                     "t.csv:1: header lacks column 'bytes' (expected time_ns,op,id,bytes,stream,tag)");
   CHECK_THROWS_WITH(read(header + "0,alloc,a,10\n"), "t.csv:2: 4 fields, the header has 6");
   CHECK_THROWS_WITH(read(header + "0,alloc,a,ten,0,other\n"), "t.csv:2: bytes 'ten' is not a non-negative integer");
-  CHECK_THROWS_WITH(read(header + "0,alloc,a,-5,0,other\n"), "t.csv:2: bytes '-5' is not a non-negative integer");
+  // Issue 14: negative and too large say so.
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,-5,0,other\n"), "t.csv:2: bytes '-5' is negative");
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,99999999999999999999,0,other\n"),
+                    Catch::StartsWith("t.csv:2: bytes '99999999999999999999' is too large"));
+  CHECK_THROWS_WITH(read(header + "-1,alloc,a,5,0,other\n"), "t.csv:2: time_ns '-1' is negative");
   CHECK_THROWS_WITH(read(header + "x,alloc,a,5,0,other\n"), "t.csv:2: time_ns 'x' is not a non-negative integer");
   CHECK_THROWS_WITH(read(header + "0,malloc,a,5,0,other\n"), "t.csv:2: unknown op 'malloc' (alloc, free, release, sync)");
   CHECK_THROWS_WITH(read(header + "0,alloc,a,5,0,weights\n"), Catch::StartsWith("t.csv:2: unknown tag 'weights'"));

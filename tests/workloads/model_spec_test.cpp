@@ -22,16 +22,18 @@ TEST_CASE("model spec: to_string inverts parse and spells the keys in one order"
     CHECK(to_string(*spec) == text);
     CHECK(*parse_model_spec(to_string(*spec)) == *spec);
   }
-  // Other spellings print canonically: keys in ModelKey order, the last of a repeated key, amp for fp16.
+  // Other spellings print canonically: keys in ModelKey order, amp for fp16.
   CHECK(to_string(*parse_model_spec("gpt2_s1024_b4_acc4")) == "gpt2_s1024_acc4_b4");
-  CHECK(to_string(*parse_model_spec("resnet50_b64_b128")) == "resnet50_b128");
-  CHECK(to_string(*parse_model_spec("resnet50_amp_fp32")) == "resnet50_fp32");
   CHECK(to_string(*parse_model_spec("resnet50_fp16")) == "resnet50_amp");
   CHECK(to_string(*parse_model_spec("resnet50_b64_amp_adam_acc4_steps2_infer_nows_keepgrad_fused")) ==
         "resnet50_amp_adam_acc4_steps2_infer_fused_keepgrad_nows_b64");
-  // Conflicts are accepted, the last one wins (as they always were).
-  CHECK(parse_model_spec("resnet50_b64_b128")->options.batch == 128);
-  CHECK(parse_model_spec("resnet50_amp_fp32")->options.precision == Precision::fp32);
+  // Issue 14: two tokens of one key conflict, and say which (they were "the last one wins").
+  CHECK_THROWS_WITH(parse_model_spec("resnet50_b64_b128"),
+                    "workload resnet50_b64_b128: 'b64' and 'b128' both set the batch; give one");
+  CHECK_THROWS_WITH(parse_model_spec("resnet50_amp_fp32"), Catch::Contains("'amp' and 'fp32' both set the precision"));
+  CHECK_THROWS_WITH(parse_model_spec("resnet50_fp16_amp"), Catch::Contains("'fp16' and 'amp'"));
+  CHECK_THROWS_WITH(parse_model_spec("resnet50_b64_b64"), Catch::Contains("both set the batch"));
+  CHECK_THROWS_WITH(parse_model_spec("gpt2_s512_adam_s1024"), Catch::Contains("'s512' and 's1024'"));
   // A spelled default is kept: resnet50_b32 lowers as resnet50 does but prints as written.
   CHECK(parse_model_spec("resnet50_b32")->options == parse_model_spec("resnet50")->options);
   CHECK(to_string(*parse_model_spec("resnet50_b32")) == "resnet50_b32");
@@ -44,6 +46,11 @@ TEST_CASE("model spec: set_model_token builds what the parser would", "[model_sp
   set_model_token(spec, model_token("b"), 8, "bert_base");
   CHECK(spec == *parse_model_spec("bert_base_amp_s256_b8"));
   CHECK(to_string(spec) == "bert_base_amp_s256_b8");
+  // Setting a key the spec has replaces it (a sweep's axis over the workload's own token).
+  ModelSpec swept = spec;
+  set_model_token(swept, model_token("b"), 16, "bert_base_amp_s256_b8");
+  set_model_token(swept, model_token("bf16"), 0, "bert_base_amp_s256_b8");
+  CHECK(to_string(swept) == "bert_base_bf16_s256_b16");
   set_model_token(spec, model_token("train"), 0, "bert_base");  // a sweep word: sets nothing
   CHECK(spec == *parse_model_spec("bert_base_amp_s256_b8"));
   CHECK_THROWS_WITH(set_model_token(spec, model_token("b"), 0, "bert_base"), Catch::Contains("'b0' is out of range"));

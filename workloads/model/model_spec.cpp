@@ -88,6 +88,24 @@ std::int64_t get(const ModelSpec& spec, ModelKey key) {
   return 0;
 }
 
+// What a key is, in messages: "batch", "precision".
+std::string_view key_name(ModelKey key) {
+  switch (key) {
+    case ModelKey::precision: return "precision";
+    case ModelKey::optimizer: return "optimizer";
+    case ModelKey::sequence: return "sequence length";
+    case ModelKey::accumulation: return "accumulation";
+    case ModelKey::steps: return "steps";
+    case ModelKey::mode: return "mode";
+    case ModelKey::fused: return "fused optimizer";
+    case ModelKey::keepgrad: return "gradient zeroing";
+    case ModelKey::workspace: return "workspace";
+    case ModelKey::framework: return "framework";
+    case ModelKey::batch: return "batch";
+  }
+  return "";
+}
+
 // `written` is the token as the user wrote it, for messages.
 void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::string_view written,
            std::string_view spec_text) {
@@ -169,6 +187,7 @@ std::optional<ModelSpec> parse_model_spec(std::string_view text) {
   if (!model) return std::nullopt;
   ModelSpec spec{model, LoweringOptions{}, model->default_sequence};
   std::string_view rest = text.substr(model->name.size());
+  std::array<std::string_view, kModelKeys> written_for{};  // the token that set each key, for a conflict
   while (!rest.empty()) {
     rest.remove_prefix(1);  // the '_'
     const std::string_view written = rest.substr(0, rest.find('_'));
@@ -192,6 +211,12 @@ std::optional<ModelSpec> parse_model_spec(std::string_view text) {
       throw Error("workload " + std::string(text) + ": unknown token '" + std::string(written) +
                   "'; valid tokens: " + model_spec_tokens());
     }
+    std::string_view& earlier = written_for[static_cast<std::size_t>(found->key)];
+    if (!earlier.empty()) {
+      throw Error("workload " + std::string(text) + ": '" + std::string(earlier) + "' and '" + std::string(written) +
+                  "' both set the " + std::string(key_name(found->key)) + "; give one");
+    }
+    earlier = written;
     apply(spec, *found, value, written, text);
     rest.remove_prefix(written.size());
   }

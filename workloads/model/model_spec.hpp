@@ -29,7 +29,7 @@ constexpr std::size_t kModelKeys = static_cast<std::size_t>(ModelKey::batch) + 1
 struct ModelToken {
   std::string_view word;   // the token, or the prefix of a numbered one ("b" of b64)
   bool numbered;           // word + digits: the number is the value
-  ModelKey key;            // tokens of one key replace each other: the last one wins
+  ModelKey key;            // one token per key in a spec: two (b64_b128, amp_fp32) are an error
   std::int64_t value;      // what a plain word sets its key to (an enum or a flag as a number)
   std::string_view help;
   std::string_view axis;   // the sweep option over this key's values ("batch"), or ""
@@ -55,11 +55,12 @@ struct ModelSpec {
 };
 
 // nullopt when the text names no zoo model; Error on a token it does not know, listing
-// the valid ones.
+// the valid ones, and on two tokens of one key (resnet50_b64_b128, _amp_fp32, _fp16_amp).
 std::optional<ModelSpec> parse_model_spec(std::string_view text);
 
 // Sets what `token` sets (`value` for a numbered token, else the row's own), checked as the
-// parser checks it. `spec_text` names the spec in errors, which quote the token as spelled.
+// parser checks it, replacing what the spec had for that key (a sweep's axes, --batch).
+// `spec_text` names the spec in errors, which quote the token as spelled.
 void set_model_token(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::string_view spec_text);
 
 // The token as written: "b64", "amp".
@@ -67,7 +68,7 @@ std::string spell(const ModelToken& token, std::int64_t value);
 
 // The canonical spelling: the model, then each key the spec names, in ModelKey order.
 // Contract: parse_model_spec(to_string(s)) == s; to_string(*parse_model_spec(t)) is t with
-// its keys in that order, each once (the last of a repeated key), fp16 spelled amp.
+// its keys in that order, fp16 spelled amp.
 std::string to_string(const ModelSpec& spec);
 
 // One line for help texts: every token and what it does, from model_tokens().

@@ -1,0 +1,116 @@
+// A sweep killed while it runs (the real binary, a signal once rows are on disk): the CSV
+// holds exactly rows an uninterrupted run also writes, whole points only, the message says
+// how to go on, and --resume completes it to the same bytes as a run never stopped.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "cli_driver.hpp"
+
+extern char** environ;
+
+namespace allocsim {
+namespace {
+
+using namespace test;
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Starts the allocsim binary with `args`, its stdout and stderr to files.
+pid_t start(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+  std::vector<std::string> argv_text{ALLOCSIM_BINARY};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : argv_text) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int failed = posix_spawn(&pid, ALLOCSIM_BINARY, &files, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  REQUIRE(failed == 0);
+  return pid;
+}
+
+TEST_CASE("sweep: SIGINT or SIGTERM writes every finished row, and --resume completes the same bytes", "[sweep][interrupt]") {
+  const TempDir dir;
+  // 120 short points: a few milliseconds each, so the signal comes long before the end.
+  const std::vector<std::string> sweep{"sweep", "--workload", "random:n=5000", "--param", "seed=1:60:1",
+                                       "--policy", "bestfit,caching", "--quiet"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = sweep;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string full = dir.file("full.csv");
+  REQUIRE(cli(with({"--csv", full})).status == 0);
+  const std::vector<std::string> expected = lines(read_file(full));
+  REQUIRE(expected.size() == 1 + 120);
+  const std::set<std::string> expected_rows(expected.begin() + 1, expected.end());
+
+  for (const int signal : {SIGINT, SIGTERM}) {
+    const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+    INFO(name);
+    const std::string csv = dir.file(name + ".csv");
+    const std::string err = dir.file(name + ".err");
+    const pid_t pid = start(with({"--csv", csv, "--threads", "1", "--save-every", "0"}), dir.file(name + ".out"), err);
+    // Wait for a few rows on disk, then interrupt.
+    int status = 0;
+    bool exited = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (lines(read_file(csv)).size() < 4 && std::chrono::steady_clock::now() < deadline) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        exited = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    REQUIRE_FALSE(exited);  // the sweep must still be running when the signal comes
+    REQUIRE(kill(pid, signal) == 0);
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 128 + signal);
+    const std::string message = read_file(err);
+    CHECK(one_line(message));
+    CHECK_THAT(message, Catch::Contains("interrupted by " + name) && Catch::Contains("written to " + csv) &&
+                            Catch::Contains("--resume"));
+
+    // Whole rows, every one of them a row of the uninterrupted run, the header first.
+    const std::string written = read_file(csv);
+    REQUIRE(written.ends_with('\n'));
+    const std::vector<std::string> rows = lines(written);
+    REQUIRE(rows.size() >= 4);
+    CHECK(rows.size() < expected.size());
+    CHECK(rows.front() == expected.front());
+    for (std::size_t i = 1; i < rows.size(); ++i) CHECK(expected_rows.contains(rows[i]));
+    std::ostringstream finished;
+    finished << rows.size() - 1 << " of 120 points finished";
+    CHECK_THAT(message, Catch::Contains(finished.str()));
+
+    const Outcome resumed = cli(with({"--csv", csv, "--resume"}));
+    REQUIRE(resumed.status == 0);
+    std::ostringstream summary;
+    summary << "(" << 120 - (rows.size() - 1) << " run, " << rows.size() - 1 << " kept from the CSV)";
+    CHECK_THAT(resumed.out, Catch::Contains(summary.str()));
+    CHECK(read_file(csv) == read_file(full));
+  }
+}
+
+}  // namespace
+}  // namespace allocsim
