@@ -54,6 +54,8 @@ OomKind classify_over_run(const OomContext& context) {
   const OomKind request_kind = classify_oom(context);
   const Bytes needs = std::max(context.needs, context.own_live_requested + context.request);
   if (needs > context.share.could_give()) return OomKind::capacity;
+  // Other tenants hold memory this one needs: the first placement that failed is detail.
+  if (needs > context.share.gives()) return OomKind::reservation;
   if (request_kind == OomKind::capacity) return OomKind::reservation;  // the policy's own limit, not the device
   return request_kind;
 }

@@ -64,8 +64,9 @@ OomKind classify_oom(const OomContext& context);
 // The OOM judged over the whole run rather than at the one request:
 // capacity: the live bytes the trace needs (context.needs) exceed what the device could
 //   give this tenant (TenantShare::could_give), whatever moment the request failed at;
-// reservation: they fit the device, but not this policy's own limit (memory_limit,
-//   fraction, TensorFlow's reserve), or the request's own kind is reservation;
+// reservation: they fit the device, but not beside what the other tenants hold now
+//   (TenantShare::gives), or not this policy's own limit (memory_limit, fraction,
+//   TensorFlow's reserve), or the request's own kind is reservation;
 // otherwise the request's own kind (classify_oom).
 OomKind classify_over_run(const OomContext& context);
 

@@ -1,5 +1,8 @@
 // The cudaMallocAsync pool and its two framework presets, on cases worked by hand.
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -100,9 +103,26 @@ TEST_CASE("each reuse rule across two streams, on and off", "[async]") {
       {"internal_dependencies=true", Between::nothing, true},
   };
   for (const ReuseCase& c : cases) {
-    std::string spec = "async:release_threshold=max,follow_event_dependencies=false,opportunistic=false,"
-                       "internal_dependencies=false";
-    if (*c.on != '\0') spec += std::string(",") + c.on;
+    // Every rule off, then the case's own keys in place of the defaults they name: a key is
+    // given once.
+    std::vector<std::pair<std::string, std::string>> keys{{"release_threshold", "max"},
+                                                          {"follow_event_dependencies", "false"},
+                                                          {"opportunistic", "false"},
+                                                          {"internal_dependencies", "false"}};
+    for (std::string_view rest = c.on; !rest.empty();) {
+      const std::string_view item = rest.substr(0, rest.find(','));
+      rest.remove_prefix(std::min(rest.size(), item.size() + 1));
+      const std::string key(item.substr(0, item.find('=')));
+      const std::string value(item.substr(item.find('=') + 1));
+      const auto known = std::find_if(keys.begin(), keys.end(), [&](const auto& kv) { return kv.first == key; });
+      if (known != keys.end()) {
+        known->second = value;
+      } else {
+        keys.emplace_back(key, value);
+      }
+    }
+    std::string spec = "async:";
+    for (const auto& [key, value] : keys) spec += (spec.back() == ':' ? "" : ",") + key + "=" + value;
     CAPTURE(spec, static_cast<int>(c.between));
     Harness harness(spec, plain_device(64_MiB));
     const auto first = harness.alloc(1_MiB, 1);

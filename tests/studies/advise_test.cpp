@@ -210,7 +210,7 @@ TEST_CASE("advise: the other process's limit, a PyTorch job beside a TensorFlow 
 
 TEST_CASE("advise: an 8 GB card where fragmentation, not capacity, stops PyTorch's default", "[advise]") {
   AdviseStudy study;
-  study.workload = "vgg16_b92";
+  study.workload = "vgg16_b84";
   study.device = device_spec("v100-16gb");
   study.device.capacity = 8_GiB;
   study.threads = 2;
@@ -225,7 +225,7 @@ TEST_CASE("advise: an 8 GB card where fragmentation, not capacity, stops PyTorch
   const AdviseLine& best = results.lines.front();
   CHECK(best.fits);
   CHECK(best.candidate.impact == Impact::setting);
-  CHECK(best.candidate.workload == "vgg16_b92");
+  CHECK(best.candidate.workload == "vgg16_b84");
   const AdviseLine* expandable = find_line(results, "expandable");
   REQUIRE(expandable);
   CHECK(expandable->candidate.change == "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");

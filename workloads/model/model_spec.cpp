@@ -101,6 +101,9 @@ std::string_view key_name(ModelKey key) {
     case ModelKey::keepgrad: return "gradient zeroing";
     case ModelKey::workspace: return "workspace";
     case ModelKey::framework: return "framework";
+    case ModelKey::runtime: return "runtime allocations";
+    case ModelKey::benchmark: return "cuDNN benchmark";
+    case ModelKey::ddp: return "data parallel";
     case ModelKey::batch: return "batch";
   }
   return "";
