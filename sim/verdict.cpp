@@ -83,8 +83,7 @@ Verdict verdict_of(const RunResult& run, const TenantResult& tenant) {
   v.needs = std::max(tenant.needs, tenant.live_lower_bound);
   v.gives = run.device.capacity - std::min(run.device.capacity, run.before_start + tenant.context);
   v.could_give = v.gives;
-  // The trace's steps: filled in once TenantResult says which step its peak is in.
-  v.peak_step = std::nullopt;
+  v.peak_step = tenant.peak_step;
   if (tenant.hang_event) {
     v.fits = false;
     v.hang = true;

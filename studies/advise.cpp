@@ -442,7 +442,7 @@ AdviseLine line_of(AdviseCandidate candidate, const RunResult& result) {
   line.fits = std::all_of(result.tenants.begin(), result.tenants.end(), ran_through);
   for (const TenantResult& tenant : result.tenants) {
     if (!ran_through(tenant)) {
-      line.verdict = why_not(tenant);
+      line.verdict = why_not(result, tenant);
       break;
     }
   }

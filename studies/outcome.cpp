@@ -1,6 +1,6 @@
 #include "studies/outcome.hpp"
 
-#include "sim/report.hpp"
+#include "sim/verdict.hpp"
 
 namespace allocsim {
 
@@ -14,13 +14,12 @@ std::string failure_kind(const TenantResult& tenant) {
   return "";
 }
 
-std::string why_not(const TenantResult& tenant) {
-  if (const OomRecord* oom = tenant.first_oom()) return describe_oom(*oom);
-  if (tenant.hang_event) {
-    return "HANG at event " + std::to_string(*tenant.hang_event) + " of tenant " + std::to_string(tenant.index) + ": " +
-           tenant.hang_reason;
-  }
-  return "";
+std::string why_not(const RunResult& run, const TenantResult& tenant) {
+  if (ran_through(tenant)) return "";
+  // The verdict's headline: the whole run judged, the holders named; its detail lines stay
+  // in `allocsim run`'s table.
+  const std::string text = describe_verdict(verdict_of(run, tenant), run.device.name);
+  return text.substr(0, text.find('\n'));
 }
 
 }  // namespace allocsim

@@ -1,6 +1,6 @@
 // Whether a tenant's run fits, and why not when it does not, said one way for every study
-// (maxbatch, advise). Today the answer is the first OOM record (or the hang); a verdict
-// over the whole run belongs here too, so that every study says the same.
+// (maxbatch, advise), from the run's verdict (sim/verdict), so that every study says the
+// same as `allocsim run`.
 #pragma once
 
 #include <string>
@@ -16,8 +16,9 @@ bool ran_through(const TenantResult& tenant);
 // "the allocator would hang"; empty when it ran through.
 std::string failure_kind(const TenantResult& tenant);
 
-// Why it did not, for a person: the first OOM as describe_oom says it, or the hang; empty
-// when it ran through.
-std::string why_not(const TenantResult& tenant);
+// Why it did not, for a person: the verdict's first line ("tenant 0 does not fit
+// (capacity): needs at least ...; the device ... gives this process ...; ..."); empty when
+// it ran through.
+std::string why_not(const RunResult& run, const TenantResult& tenant);
 
 }  // namespace allocsim
