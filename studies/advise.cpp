@@ -76,11 +76,18 @@ Subject subject_of(const AdviseStudy& study) {
 }
 
 // `policy` with `key` set to `value` (replaced where the spec has it).
+// The spec with key=value in place of the key as given, in our spelling or the framework's
+// (max_split_size_mb=256 is replaced by max_split_size=128MiB, not given twice).
 std::string with_arg(const std::string& policy, const std::string& key, const std::string& value) {
   Spec spec = parse_spec(policy);
-  const auto found = std::find_if(spec.args.begin(), spec.args.end(), [&](const auto& arg) { return arg.first == key; });
+  std::string_view native;
+  for (const ParamInfo& param : find_policy(spec.name).params) {
+    if (param.key == key) native = param.native;
+  }
+  const auto names_key = [&](const auto& arg) { return arg.first == key || (!native.empty() && arg.first == native); };
+  const auto found = std::find_if(spec.args.begin(), spec.args.end(), names_key);
   if (found != spec.args.end()) {
-    found->second = value;
+    *found = {key, value};
   } else {
     spec.args.emplace_back(key, value);
   }

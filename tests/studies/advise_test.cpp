@@ -233,6 +233,22 @@ TEST_CASE("advise: an 8 GB card where fragmentation, not capacity, stops PyTorch
   CHECK(expandable->fits);
 }
 
+TEST_CASE("advise replaces a setting the program gives in the framework's spelling", "[advise]") {
+  // max_split_size_mb=256 is the key max_split_size: advise's 128 MiB takes its place
+  // rather than naming it twice (which the spec parser refuses).
+  AdviseStudy study;
+  study.workload = "vgg16_b84";
+  study.policy = "caching:max_split_size_mb=256";
+  study.device = device_spec("v100-16gb");
+  study.device.capacity = 8_GiB;
+  study.threads = 2;
+  const AdviseResults results = run_advise(study);
+  CHECK(results.as_is.candidate.policy == "caching:max_split_size_mb=256");
+  const AdviseLine* split = find_line(results, "max_split_size");
+  REQUIRE(split);
+  CHECK(split->candidate.policy == "caching:max_split_size=128MiB");
+}
+
 TEST_CASE("advise: when no single change keeps a training job on the card, two at a time", "[advise]") {
   AdviseStudy study = seed_resnet50();
   study.workload = "resnet50_b1024";
