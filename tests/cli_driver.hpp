@@ -61,6 +61,14 @@ inline std::string read_file(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// The lines of a text (an output, a CSV), without their '\n'.
+inline std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
 // Bad input is answered with exactly one line.
 inline bool one_line(const std::string& text) { return !text.empty() && text.find('\n') == text.size() - 1; }
 

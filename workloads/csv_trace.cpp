@@ -11,6 +11,7 @@
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "workloads/id_renumbering.hpp"
+#include "workloads/text_lines.hpp"
 
 namespace allocsim {
 namespace {
@@ -18,20 +19,12 @@ namespace {
 enum Column { kTime, kOp, kId, kBytes, kStream, kTag, kColumnCount };
 constexpr std::array<std::string_view, kColumnCount> kColumnNames{"time_ns", "op", "id", "bytes", "stream", "tag"};
 constexpr int kRequiredColumns = kStream;  // stream and tag are optional
-// A file saved by Excel or Notepad may open with a UTF-8 byte order mark: skipped.
-constexpr std::string_view kBom = "\xEF\xBB\xBF";
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
-  return text;
-}
 
 std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> fields;
   while (true) {
     const auto comma = line.find(',');
-    fields.push_back(trim(line.substr(0, comma)));
+    fields.push_back(trim_line(line.substr(0, comma)));
     if (comma == std::string_view::npos) return fields;
     line.remove_prefix(comma + 1);
   }
@@ -148,26 +141,16 @@ class Reader {
 
 Trace read_csv_trace(std::istream& in, const std::string& name) {
   Reader reader(name);
-  std::string line;
-  std::size_t line_number = 0;
   bool seen_header = false;
-  try {
-    while (std::getline(in, line)) {
-      ++line_number;
-      if (line_number == 1 && line.starts_with(kBom)) line.erase(0, kBom.size());
-      const std::string_view text = trim(line);
-      if (text.empty() || text.front() == '#') continue;
-      if (seen_header) {
-        reader.row(text);
-      } else {
-        reader.header(text);
-        seen_header = true;
-      }
+  for_each_line(in, name, [&](std::string_view text, std::size_t) {
+    if (text.front() == '#') return;
+    if (seen_header) {
+      reader.row(text);
+    } else {
+      reader.header(text);
+      seen_header = true;
     }
-  } catch (const Error& error) {
-    throw Error(name + ":" + std::to_string(line_number) + ": " + error.what());
-  }
-  if (in.bad()) throw Error(name + ": read error");
+  });
   if (!seen_header) throw Error(name + ": empty trace: no header and no events");
   try {
     return std::move(reader).finish();
@@ -183,10 +166,10 @@ Trace read_csv_trace_file(const std::filesystem::path& path) {
 }
 
 Claim claims_csv_trace(std::string_view spec, std::string_view head) {
-  if (head.starts_with(kBom)) head.remove_prefix(kBom.size());
+  if (head.starts_with(kUtf8Bom)) head.remove_prefix(kUtf8Bom.size());
   while (!head.empty()) {
     const auto end = head.find('\n');
-    const std::string_view line = trim(head.substr(0, end));
+    const std::string_view line = trim_line(head.substr(0, end));
     head.remove_prefix(end == std::string_view::npos ? head.size() : end + 1);
     if (line.empty() || line.front() == '#') continue;
     const auto fields = split(line);

@@ -9,18 +9,13 @@
 
 #include "sim/error.hpp"
 #include "workloads/id_renumbering.hpp"
+#include "workloads/text_lines.hpp"
 
 namespace allocsim {
 namespace {
 
 constexpr std::string_view kHeader = "Thread,Time,Action,Pointer,Size,Stream";
 constexpr Nanos kDay = 24ull * 3600 * 1'000'000'000;
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
-  return text;
-}
 
 std::optional<std::uint64_t> parse_number(std::string_view text, int base = 10) {
   std::uint64_t value = 0;
@@ -64,7 +59,7 @@ class Reader {
     while (true) {
       const auto comma = line.find(',');
       if (count == fields.size()) throw Error("more than 6 fields (Thread,Time,Action,Pointer,Size,Stream)");
-      fields[count++] = trim(line.substr(0, comma));
+      fields[count++] = trim_line(line.substr(0, comma));
       if (comma == std::string_view::npos) break;
       line.remove_prefix(comma + 1);
     }
@@ -149,25 +144,15 @@ class Reader {
 
 RmmLog read_rmm_log(std::istream& in, const std::string& name) {
   Reader reader(name);
-  std::string line;
-  std::size_t line_number = 0;
   bool seen_header = false;
-  try {
-    while (std::getline(in, line)) {
-      ++line_number;
-      const std::string_view text = trim(line);
-      if (text.empty()) continue;
-      if (seen_header) {
-        reader.row(text, line_number);
-      } else {
-        if (text != kHeader) throw Error("header is not " + std::string(kHeader));
-        seen_header = true;
-      }
+  for_each_line(in, name, [&](std::string_view text, std::size_t line_number) {
+    if (seen_header) {
+      reader.row(text, line_number);
+    } else {
+      if (text != kHeader) throw Error("header is not " + std::string(kHeader));
+      seen_header = true;
     }
-  } catch (const Error& error) {
-    throw Error(name + ":" + std::to_string(line_number) + ": " + error.what());
-  }
-  if (in.bad()) throw Error(name + ": read error");
+  });
   if (!seen_header) throw Error(name + ": empty RMM log: no header and no rows");
   try {
     return std::move(reader).finish();
@@ -183,7 +168,7 @@ RmmLog read_rmm_log_file(const std::filesystem::path& path) {
 }
 
 Claim claims_rmm_log(std::string_view spec, std::string_view head) {
-  const std::string_view first = trim(head.substr(0, head.find('\n')));
+  const std::string_view first = trim_line(head.substr(0, head.find('\n')));
   if (first == kHeader) return Claim::by_content;
   const auto dev = spec.rfind(".dev");
   if (dev != std::string_view::npos && parse_number(spec.substr(dev + 4))) return Claim::by_name;

@@ -15,13 +15,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace test;
 
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
 // The cells of one CSV line without quotes: enough for the columns compared here.
 std::vector<std::string> cells(const std::string& line) {
   std::vector<std::string> out(1);

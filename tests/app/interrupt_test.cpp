@@ -23,13 +23,6 @@ namespace {
 
 using namespace test;
 
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
 // Starts the allocsim binary with `args`, its stdout and stderr to files.
 pid_t start(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
   std::vector<std::string> argv_text{ALLOCSIM_BINARY};
