@@ -10,53 +10,11 @@
 #include "sim/metrics.hpp"
 #include "sim/report.hpp"
 #include "sim/sim_device.hpp"
+#include "studies/csv_resume.hpp"
 #include "studies/parallel.hpp"
 #include "workloads/catalogue.hpp"
 
 namespace allocsim {
-namespace {
-
-std::string join(const std::vector<std::string>& cells) {
-  std::string line;
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    if (i > 0) line += ',';
-    line += csv_field(cells[i]);
-  }
-  return line;
-}
-
-// One RFC 4180 record. False at the end of the input; `complete` is false for a last
-// record that no line break ends (a file cut while it was written).
-bool read_record(std::istream& in, std::vector<std::string>& cells, bool& complete) {
-  cells.assign(1, "");
-  bool quoted = false;
-  bool any = false;
-  for (int c = in.get(); c != std::char_traits<char>::eof(); c = in.get()) {
-    any = true;
-    if (quoted) {
-      if (c != '"') {
-        cells.back() += static_cast<char>(c);
-      } else if (in.peek() == '"') {
-        cells.back() += static_cast<char>(in.get());
-      } else {
-        quoted = false;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      cells.emplace_back();
-    } else if (c == '\n') {
-      complete = true;
-      return true;
-    } else {
-      cells.back() += static_cast<char>(c);
-    }
-  }
-  complete = false;
-  return any;
-}
-
-}  // namespace
 
 std::shared_ptr<const Trace> TraceCache::get(const std::string& spec, int compute_capability) {
   std::shared_ptr<Entry> entry;
@@ -93,7 +51,7 @@ std::vector<SweepRow> run_sweep_point(const SweepPoint& point, TraceCache& trace
     for (const Metric& metric : metrics()) {
       if (timing || !is_wall_clock(metric)) cells.push_back(format_plain(metric.get(result, tenant)));
     }
-    SweepRow row{point.index, join(cells), {}};
+    SweepRow row{point.index, join_csv(cells), {}};
     for (const PolicyStat& stat : tenant.extra) row.extras.emplace_back(stat.name, std::to_string(stat.value));
     rows.push_back(std::move(row));
   }
@@ -146,7 +104,7 @@ void write_sweep_csv(std::ostream& out, bool timing, std::vector<std::string> ex
   }
   std::vector<std::string> header = sweep_base_columns(timing);
   header.insert(header.end(), extra_columns.begin(), extra_columns.end());
-  out << join(header) << '\n';
+  out << join_csv(header) << '\n';
   std::map<std::string, std::string> values;
   for (const SweepRow& row : rows) {
     out << row.base;
@@ -164,17 +122,12 @@ std::vector<SweepRow> read_sweep_csv(std::istream& in, bool timing, const std::v
                                      const std::string& name) {
   const std::vector<std::string> base = sweep_base_columns(timing);
   std::vector<std::string> header;
+  if (!read_resume_header(in, base, true, header,
+                          "--resume: " + name + " was not written by this kind of sweep (its header differs" +
+                              (timing ? "" : "; was it written with --timing?") + ")")) {
+    return {};
+  }
   bool complete = false;
-  if (!read_record(in, header, complete)) return {};  // empty: nothing done
-  if (!complete) {  // cut in its header: nothing done, if it is the start of this sweep's header
-    const std::string cut = join(header);
-    const std::string expected = join(base);
-    if (expected.starts_with(cut) || cut.starts_with(expected)) return {};
-  }
-  if (!complete || header.size() < base.size() || !std::equal(base.begin(), base.end(), header.begin())) {
-    throw Error("--resume: " + name + " was not written by this kind of sweep (its header differs" +
-                (timing ? "" : "; was it written with --timing?") + ")");
-  }
   const auto column = [&](std::string_view wanted) {
     return static_cast<std::size_t>(std::find(base.begin(), base.end(), wanted) - base.begin());
   };
@@ -185,7 +138,7 @@ std::vector<SweepRow> read_sweep_csv(std::istream& in, bool timing, const std::v
   std::map<std::size_t, std::set<std::size_t>> tenants_seen;
   std::vector<std::string> cells;
   std::size_t line = 1;
-  while (read_record(in, cells, complete)) {
+  while (read_csv_record(in, cells, complete)) {
     ++line;
     if (!complete) break;  // the line the interrupted run was writing
     if (cells.size() != header.size()) throw Error("--resume: " + name + ":" + std::to_string(line) + ": wrong number of cells");
@@ -206,7 +159,7 @@ std::vector<SweepRow> read_sweep_csv(std::istream& in, bool timing, const std::v
     }
     SweepRow row;
     row.point = point;
-    row.base = join(std::vector<std::string>(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(base.size())));
+    row.base = join_csv(std::vector<std::string>(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(base.size())));
     for (std::size_t i = base.size(); i < header.size(); ++i) {
       if (!cells[i].empty()) row.extras.emplace_back(header[i], cells[i]);
     }
