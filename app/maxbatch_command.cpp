@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -41,7 +42,12 @@ same search with amp and with gradient accumulation (batch per micro-batch x mic
 Every batch replays the warm-up step and one steady-state step (optimizer state exists,
 kept gradients persist), so the answer is the largest batch that survives iteration 2 and
 on; give the workload steps1 for the first step alone.
-^C (SIGINT) or SIGTERM stops between searches: those that finished are written to --csv.
+^C (SIGINT) or SIGTERM stops between searches: those that finished are written to --csv,
+and the same command with --resume runs the rest. --resume keeps the rows already in
+--csv FILE as they are and runs only the searches missing there; it refuses a file that
+is not this maxbatch's CSV (another command's, or another workload, device, policy or
+variant), leaving it untouched. --limit and --neighbours are not in the CSV: resume with
+the values it was written with.
 )";
 
 struct MaxBatchOptions {
@@ -53,6 +59,7 @@ struct MaxBatchOptions {
   int neighbours = 4;
   int accumulation = 4;
   int threads = 0;
+  bool resume = false;
 };
 
 std::string mib(double bytes) {
@@ -96,6 +103,17 @@ void describe(std::ostream& out, const std::string& policy, const MaxBatch& foun
       << found.probes.size() << " batches tried, up to " << limit << ")\n";
 }
 
+// A search kept by --resume: its answer as the CSV gives it (the probes are not there).
+std::string kept_from(const MaxBatchRow& row, const std::string& csv) {
+  const std::string& largest = row.kept.at(maxbatch_column("largest_batch"));
+  std::string text = "kept from " + csv + ": ";
+  if (largest.empty()) return text + "not even batch 1 fits";
+  text += "largest batch " + largest;
+  if (row.kept.at(maxbatch_column("capped")) == "yes") text += "+";
+  if (row.variant.per_step > 1) text += " per micro-batch, " + row.kept.at(maxbatch_column("batch_per_step")) + " per optimizer step";
+  return text;
+}
+
 }  // namespace
 
 int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
@@ -109,6 +127,7 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
       ("neighbours", po::value(&o.neighbours)->value_name("N"), "batches checked on each side of the answer (default 4)")
       ("accumulation", po::value(&o.accumulation)->value_name("N"), "micro-batches per step for the accumulation line (default 4)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "also a CSV row per device, policy and variant (written whole)")
+      ("resume", po::bool_switch(&o.resume), "keep the searches already in --csv FILE, run only the others")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)");
   add_device_options(description, o.device, DeviceLists::many, false);
   const po::variables_map values = parse_options(args, description);
@@ -120,6 +139,7 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   if (!parse_model_spec(o.workload)) {
     throw Error("maxbatch: workload " + o.workload + " is not a model workload (see `allocsim workloads`)");
   }
+  if (o.resume && o.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
   if (o.limit < 1 || o.limit > 100'000) throw Error("--limit must be 1 to 100000");
   if (o.neighbours < 0 || o.neighbours > 64) throw Error("--neighbours must be 0 to 64");
   if (o.accumulation < 2 || o.accumulation > 1024) throw Error("--accumulation must be 2 to 1024");
@@ -140,23 +160,29 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   study.accumulation = o.accumulation;
   study.threads = threads_option(o.threads);
   if (study.threads == 0) study.threads = std::max(1u, std::thread::hardware_concurrency());
-  OutputPaths paths;
+  OutputPaths paths;  // the --resume file is the output itself, read first
   paths.output("--csv", o.csv);
   paths.check();
+  MaxBatchResults results = plan_maxbatch(study);
+  if (o.resume && std::filesystem::exists(o.csv)) {
+    std::ifstream in(o.csv, std::ios::binary);
+    if (!in) throw Error("--resume: cannot read " + o.csv);
+    read_maxbatch_csv(in, results, o.csv);
+  }
   // ^C or a kill between searches: the finished ones are written to --csv, then exit.
   catch_interrupts();
   clear_interrupt();
   study.stop = [] { return interrupt_signal() != 0; };
-  MaxBatchResults results = run_maxbatch(study);
+  search_maxbatch(study, results);
   if (const int signal = interrupt_signal();
-      signal && std::any_of(results.rows.begin(), results.rows.end(), [](const MaxBatchRow& row) { return !row.searched; })) {
+      signal && std::any_of(results.rows.begin(), results.rows.end(), [](const MaxBatchRow& row) { return !row.done(); })) {
     const std::size_t total = results.rows.size();
-    std::erase_if(results.rows, [](const MaxBatchRow& row) { return !row.searched; });
+    std::erase_if(results.rows, [](const MaxBatchRow& row) { return !row.done(); });
     std::string message = std::string("interrupted by ") + signal_name(signal) + ": " + std::to_string(results.rows.size()) +
                           " of " + std::to_string(total) + " searches finished";
-    if (o.csv.empty()) throw Interrupted(signal, message + "; with --csv FILE they would be written there");
+    if (o.csv.empty()) throw Interrupted(signal, message + "; with --csv FILE, --resume would run the rest");
     write_file_atomically(o.csv, [&](std::ostream& file) { write_maxbatch_csv(file, results); });
-    throw Interrupted(signal, message + ", written to " + o.csv + "; run the command again for the rest");
+    throw Interrupted(signal, message + ", written to " + o.csv + "; the same command with --resume runs the rest");
   }
 
   const std::size_t variants = results.variants.size();
@@ -167,11 +193,19 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
       out << (first > 0 ? "\n" : "") << "workload " << o.workload << " on " << device.name << " ("
           << format_bytes(device.capacity) << ", context " << format_bytes(device.context_overhead) << ")\n";
     }
-    describe(out, as_given.policy, as_given.found, as_given.device, o.limit);
+    if (as_given.kept.empty()) {
+      describe(out, as_given.policy, as_given.found, as_given.device, o.limit);
+    } else {
+      out << "policy " << as_given.policy << ": " << kept_from(as_given, o.csv) << '\n';
+    }
     for (std::size_t v = 1; v < variants; ++v) {
       const MaxBatchRow& row = results.rows[first + v];
       const MaxBatch& result = row.found;
       out << "  " << row.variant.label << ": ";
+      if (!row.kept.empty()) {
+        out << kept_from(row, o.csv) << '\n';
+        continue;
+      }
       if (!result.largest) {
         out << "not even batch 1 fits\n";
         continue;

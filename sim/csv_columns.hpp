@@ -22,15 +22,23 @@ struct Column {
 };
 
 template <typename Row>
-void write_csv_columns(std::ostream& out, std::span<const Column<Row>> columns, std::span<const Row> rows) {
+void write_csv_header(std::ostream& out, std::span<const Column<Row>> columns) {
   for (std::size_t c = 0; c < columns.size(); ++c) out << (c > 0 ? "," : "") << columns[c].name;
   out << '\n';
-  for (const Row& row : rows) {
-    for (std::size_t c = 0; c < columns.size(); ++c) {
-      out << (c > 0 ? "," : "") << csv_field(format_plain(columns[c].get(row)));
-    }
-    out << '\n';
+}
+
+template <typename Row>
+void write_csv_row(std::ostream& out, std::span<const Column<Row>> columns, const Row& row) {
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    out << (c > 0 ? "," : "") << csv_field(format_plain(columns[c].get(row)));
   }
+  out << '\n';
+}
+
+template <typename Row>
+void write_csv_columns(std::ostream& out, std::span<const Column<Row>> columns, std::span<const Row> rows) {
+  write_csv_header(out, columns);
+  for (const Row& row : rows) write_csv_row(out, columns, row);
 }
 
 }  // namespace allocsim

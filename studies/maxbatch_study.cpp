@@ -1,11 +1,14 @@
 #include "studies/maxbatch_study.hpp"
 
 #include <array>
+#include <map>
+#include <span>
 
 #include "policies/registry.hpp"
 #include "sim/csv_columns.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "studies/csv_resume.hpp"
 #include "studies/outcome.hpp"
 #include "studies/parallel.hpp"
 #include "studies/sweep_run.hpp"
@@ -80,6 +83,10 @@ const std::array<Column<Row>, 18> kColumns{{
      [](const Row& r) -> MetricValue { return std::uint64_t{r.found.probes.size()}; }},
 }};
 
+// The columns that name a search rather than its answer.
+constexpr std::array<std::string_view, 6> kKeyColumns{"workload", "device", "capacity_bytes", "context_bytes", "policy",
+                                                      "variant"};
+
 }  // namespace
 
 std::vector<BatchVariant> batch_variants(const ModelSpec& workload, int accumulation) {
@@ -90,7 +97,7 @@ std::vector<BatchVariant> batch_variants(const ModelSpec& workload, int accumula
   return variants;
 }
 
-MaxBatchResults run_maxbatch(const MaxBatchStudy& study) {
+MaxBatchResults plan_maxbatch(const MaxBatchStudy& study) {
   const auto model = parse_model_spec(study.workload);
   if (!model) throw Error("maxbatch: workload " + study.workload + " is not a model workload (see `allocsim workloads`)");
   MaxBatchResults results;
@@ -98,14 +105,24 @@ MaxBatchResults run_maxbatch(const MaxBatchStudy& study) {
   for (const DeviceSpec& device : study.devices) {
     for (const std::string& policy : study.policies) {
       for (const BatchVariant& variant : results.variants) {
-        results.rows.push_back(MaxBatchRow{study.workload, device, policy, variant, {}});
+        results.rows.push_back(MaxBatchRow{study.workload, device, policy, variant, {}, false, {}});
       }
     }
   }
+  return results;
+}
+
+void search_maxbatch(const MaxBatchStudy& study, MaxBatchResults& results) {
+  const auto model = parse_model_spec(study.workload);
+  if (!model) throw Error("maxbatch: workload " + study.workload + " is not a model workload (see `allocsim workloads`)");
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < results.rows.size(); ++i) {
+    if (!results.rows[i].done()) todo.push_back(i);
+  }
   // Every search is independent: share them among the threads.
   TraceCache traces;
-  parallel_for(results.rows.size(), study.threads, [&](std::size_t i) {
-    MaxBatchRow& row = results.rows[i];
+  parallel_for(todo.size(), study.threads, [&](std::size_t i) {
+    MaxBatchRow& row = results.rows[todo[i]];
     row.found = find_max_batch(
         [&](std::int64_t batch) {
           ModelSpec spec = *model;
@@ -119,11 +136,75 @@ MaxBatchResults run_maxbatch(const MaxBatchStudy& study) {
         study.limit, study.neighbours);
     row.searched = true;
   }, {}, study.stop);
+}
+
+MaxBatchResults run_maxbatch(const MaxBatchStudy& study) {
+  MaxBatchResults results = plan_maxbatch(study);
+  search_maxbatch(study, results);
   return results;
 }
 
 void write_maxbatch_csv(std::ostream& out, const MaxBatchResults& results) {
-  write_csv_columns<MaxBatchRow>(out, kColumns, results.rows);
+  const std::span<const Column<Row>> columns(kColumns);
+  write_csv_header(out, columns);
+  for (const MaxBatchRow& row : results.rows) {
+    if (row.kept.empty()) {
+      write_csv_row(out, columns, row);
+    } else {
+      out << join_csv(row.kept) << '\n';
+    }
+  }
+}
+
+std::size_t maxbatch_column(std::string_view name) {
+  for (std::size_t c = 0; c < kColumns.size(); ++c) {
+    if (kColumns[c].name == name) return c;
+  }
+  throw Error("maxbatch: no CSV column " + std::string(name));
+}
+
+std::size_t read_maxbatch_csv(std::istream& in, MaxBatchResults& results, const std::string& name) {
+  std::vector<std::string> expected;
+  for (const Column<Row>& column : kColumns) expected.emplace_back(column.name);
+  std::vector<std::string> header;
+  if (!read_resume_header(in, expected, false, header,
+                          "--resume: " + name + " was not written by allocsim maxbatch (its header differs)")) {
+    return 0;
+  }
+  // A row is the search of its workload, device (and its memory), policy and variant.
+  std::vector<std::size_t> key;
+  for (const std::string_view column : kKeyColumns) key.push_back(maxbatch_column(column));
+  const auto key_of = [&](const std::vector<std::string>& cells) {
+    std::vector<std::string> cells_of_key;
+    for (const std::size_t c : key) cells_of_key.push_back(cells[c]);
+    return cells_of_key;
+  };
+  std::map<std::vector<std::string>, std::size_t> row_of;
+  for (std::size_t i = 0; i < results.rows.size(); ++i) {
+    std::vector<std::string> cells;
+    for (const std::size_t c : key) cells.push_back(format_plain(kColumns[c].get(results.rows[i])));
+    row_of.emplace(std::move(cells), i);
+  }
+
+  std::size_t kept = 0;
+  std::vector<std::string> cells;
+  bool complete = false;
+  for (std::size_t line = 2; read_csv_record(in, cells, complete); ++line) {
+    if (!complete) break;  // the line an interrupted write left
+    const std::string where = "--resume: " + name + ":" + std::to_string(line) + ": ";
+    if (cells.size() != header.size()) throw Error(where + "wrong number of cells");
+    const auto found = row_of.find(key_of(cells));
+    if (found == row_of.end()) {
+      throw Error(where + "workload " + cells[key[0]] + ", device " + cells[key[1]] + ", policy " + cells[key[4]] +
+                  ", variant " + cells[key[5]] + " is no search of this maxbatch (were the options changed?)");
+    }
+    MaxBatchRow& row = results.rows[found->second];
+    if (row.kept.empty()) {  // a row written twice: the first counts
+      row.kept = cells;
+      ++kept;
+    }
+  }
+  return kept;
 }
 
 }  // namespace allocsim

@@ -1,13 +1,15 @@
 // allocsim maxbatch as a study: for every device, policy and variant of a model workload
 // (as given, with amp when it is fp32, with gradient accumulation), the largest batch
 // that runs without OOM (find_max_batch), the searches shared among threads, and the CSV
-// of the results drawn from one column table.
+// of the results drawn from one column table. --resume reads such a CSV back: the searches
+// whose rows are there are kept as written and not run again.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/device.hpp"
@@ -42,7 +44,10 @@ struct MaxBatchRow {
   std::string policy;
   BatchVariant variant;
   MaxBatch found;
-  bool searched = false;  // false: stopped before this search ran
+  bool searched = false;  // false: stopped before this search ran, or kept
+  std::vector<std::string> kept;  // its CSV cells from an earlier run (--resume): not searched again
+
+  bool done() const { return searched || !kept.empty(); }
 };
 
 struct MaxBatchResults {
@@ -53,8 +58,24 @@ struct MaxBatchResults {
 // The variants of `workload`: as given, with amp when it is fp32, with accN.
 std::vector<BatchVariant> batch_variants(const ModelSpec& workload, int accumulation);
 
+// Every row of the study, none searched yet.
+MaxBatchResults plan_maxbatch(const MaxBatchStudy& study);
+
+// Searches the rows of `results` that are not done, until study.stop says so.
+void search_maxbatch(const MaxBatchStudy& study, MaxBatchResults& results);
+
+// plan_maxbatch, then search_maxbatch.
 MaxBatchResults run_maxbatch(const MaxBatchStudy& study);
 
+// The header, then each row: a kept one as it was read, the others from their search.
 void write_maxbatch_csv(std::ostream& out, const MaxBatchResults& results);
+
+// For --resume: marks as kept each row of `results` that a CSV of write_maxbatch_csv
+// holds; returns how many. A cut last line is dropped (that search runs again). Error,
+// naming `name`, when the header is not maxbatch's or a row is no search of this study.
+std::size_t read_maxbatch_csv(std::istream& in, MaxBatchResults& results, const std::string& name);
+
+// Where a column is in the CSV, e.g. "largest_batch".
+std::size_t maxbatch_column(std::string_view name);
 
 }  // namespace allocsim

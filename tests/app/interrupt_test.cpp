@@ -1,6 +1,7 @@
-// A sweep killed while it runs (the real binary, a signal once rows are on disk): the CSV
-// holds exactly rows an uninterrupted run also writes, whole points only, the message says
-// how to go on, and --resume completes it to the same bytes as a run never stopped.
+// A sweep or maxbatch killed while it runs (the real binary, a signal while it works): the
+// CSV holds exactly rows an uninterrupted run also writes, whole points (searches) only,
+// the message says how to go on, and --resume completes it to the same bytes as a run
+// never stopped, refusing a file that is not that command's CSV.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -103,6 +105,98 @@ TEST_CASE("sweep: SIGINT or SIGTERM writes every finished row, and --resume comp
     CHECK_THAT(resumed.out, Catch::Contains(summary.str()));
     CHECK(read_file(csv) == read_file(full));
   }
+}
+
+// Whether the process has its SIGINT handler in place (Linux: SigCgt in /proc/PID/status),
+// waited for up to 60 s.
+bool catches_sigint(pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::istringstream status(read_file("/proc/" + std::to_string(pid) + "/status"));
+    for (std::string line; std::getline(status, line);) {
+      if (line.starts_with("SigCgt:") && (std::stoull(line.substr(7), nullptr, 16) >> (SIGINT - 1) & 1)) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+TEST_CASE("maxbatch: SIGINT writes the finished searches, and --resume completes the same bytes", "[maxbatch][interrupt][resume]") {
+  const TempDir dir;
+  // 18 searches of some 30 ms, one at a time: the signal comes about half way.
+  const std::vector<std::string> maxbatch{"maxbatch", "--workload", "resnet50", "--policy",
+                                          "direct,bestfit,caching,bfc,growth,firstfit", "--capacity", "8GiB",
+                                          "--threads", "1"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = maxbatch;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string full = dir.file("full.csv");
+  const auto began = std::chrono::steady_clock::now();
+  REQUIRE(cli(with({"--csv", full})).status == 0);
+  const auto took = std::chrono::steady_clock::now() - began;
+  const std::vector<std::string> expected = lines(read_file(full));
+  REQUIRE(expected.size() == 1 + 18);
+  const std::set<std::string> expected_rows(expected.begin() + 1, expected.end());
+
+  const std::string csv = dir.file("part.csv");
+  const std::string err = dir.file("part.err");
+  const pid_t pid = start(with({"--csv", csv}), dir.file("part.out"), err);
+  REQUIRE(catches_sigint(pid));  // before that, SIGINT would kill it outright
+  std::this_thread::sleep_for(took / 2);
+  REQUIRE(kill(pid, SIGINT) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 128 + SIGINT);  // still running when the signal came
+  const std::string message = read_file(err);
+  CHECK(one_line(message));
+  CHECK_THAT(message, Catch::Contains("interrupted by SIGINT") && Catch::Contains("written to " + csv) &&
+                          Catch::Contains("the same command with --resume runs the rest"));
+  const std::vector<std::string> rows = lines(read_file(csv));
+  REQUIRE(rows.size() >= 2);
+  CHECK(rows.size() < expected.size());
+  CHECK(rows.front() == expected.front());
+  for (std::size_t i = 1; i < rows.size(); ++i) CHECK(expected_rows.contains(rows[i]));
+  std::ostringstream finished;
+  finished << rows.size() - 1 << " of 18 searches finished";
+  CHECK_THAT(message, Catch::Contains(finished.str()));
+
+  const Outcome resumed = cli(with({"--csv", csv, "--resume"}));
+  REQUIRE(resumed.status == 0);
+  CHECK_THAT(resumed.out, Catch::Contains("policy direct: kept from " + csv + ": largest batch "));
+  CHECK(read_file(csv) == read_file(full));
+  // Resumed once more, everything is kept: the same bytes again, every search reported as kept.
+  const Outcome again = cli(with({"--csv", csv, "--resume"}));
+  REQUIRE(again.status == 0);
+  CHECK(again.out.find("runs out of memory") == std::string::npos);
+  CHECK(read_file(csv) == read_file(full));
+}
+
+TEST_CASE("maxbatch: --resume refuses a sweep CSV and another workload's, leaving the file as it was", "[maxbatch][interrupt][resume]") {
+  const TempDir dir;
+  const std::vector<std::string> options{"--policy", "direct", "--capacity", "256MiB"};
+  const auto command = [&](std::vector<std::string> args) {
+    args.insert(args.end(), options.begin(), options.end());
+    return cli(args);
+  };
+  const std::string sweep = dir.file("sweep.csv");
+  REQUIRE(command({"sweep", "--workload", "seed_cnn", "--csv", sweep}).status == 0);
+  const std::string other = dir.file("other.csv");
+  REQUIRE(command({"maxbatch", "--workload", "seed_cnn_steps1", "--limit", "64", "--csv", other}).status == 0);
+  for (const std::string& file : {sweep, other}) {
+    INFO(file);
+    const std::string before = read_file(file);
+    const auto written = std::filesystem::last_write_time(file);
+    const Outcome refused = command({"maxbatch", "--workload", "seed_cnn", "--limit", "64", "--csv", file, "--resume"});
+    CHECK(refused.status == 2);
+    CHECK(one_line(refused.err));
+    CHECK_THAT(refused.err, Catch::Contains("--resume: " + file));
+    CHECK(read_file(file) == before);
+    CHECK(std::filesystem::last_write_time(file) == written);
+  }
+  CHECK(command({"maxbatch", "--workload", "seed_cnn", "--resume"}).status == 2);  // no --csv to resume from
 }
 
 }  // namespace

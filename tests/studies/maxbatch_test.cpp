@@ -12,6 +12,7 @@
 #include "studies/maxbatch_study.hpp"
 #include "sim/device_presets.hpp"
 #include "sim/engine.hpp"
+#include "sim/error.hpp"
 #include "sim/trace.hpp"
 
 namespace allocsim {
@@ -145,6 +146,105 @@ TEST_CASE("maxbatch: the command's answer fits and the next batch does not", "[m
   CHECK(ooms(std::to_string(std::stoll(batch) + 1)));
   CHECK(cli({"maxbatch", "--workload", "random", "--policy", "direct"}).first == 2);
   CHECK(cli({"maxbatch", "--workload", "seed_cnn", "--policy", "nosuch"}).first == 2);
+}
+
+// A small study of 6 searches (2 policies x as given, amp, acc4) on a 256 MiB device.
+MaxBatchStudy small_study() {
+  MaxBatchStudy study;
+  study.workload = "seed_cnn";
+  study.policies = {"direct", "bestfit"};
+  study.devices = {DeviceSpec{}};
+  study.devices.front().capacity = 256_MiB;
+  study.limit = 512;
+  study.threads = 1;
+  return study;
+}
+
+std::string maxbatch_csv(const MaxBatchResults& results) {
+  std::ostringstream out;
+  write_maxbatch_csv(out, results);
+  return out.str();
+}
+
+std::vector<std::string> csv_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST_CASE("maxbatch: resumed from the CSV of a stopped study, the same bytes as one never stopped", "[maxbatch][resume]") {
+  MaxBatchStudy study = small_study();
+  const std::string expected = maxbatch_csv(run_maxbatch(study));
+  const std::vector<std::string> lines = csv_lines(expected);
+  REQUIRE(lines.size() == 1 + 6);
+
+  // Stopped after two searches: the CSV the interrupted command writes.
+  std::size_t asked = 0;
+  study.stop = [&] { return ++asked > 2; };
+  MaxBatchResults stopped = run_maxbatch(study);
+  study.stop = {};
+  std::erase_if(stopped.rows, [](const MaxBatchRow& row) { return !row.done(); });
+  REQUIRE(stopped.rows.size() == 2);
+
+  MaxBatchResults resumed = plan_maxbatch(study);
+  std::istringstream in(maxbatch_csv(stopped));
+  CHECK(read_maxbatch_csv(in, resumed, "stopped.csv") == 2);
+  search_maxbatch(study, resumed);
+  for (std::size_t i = 0; i < resumed.rows.size(); ++i) {
+    INFO(i);
+    CHECK(resumed.rows[i].kept.empty() == (i >= 2));
+    CHECK(resumed.rows[i].searched == (i >= 2));  // a kept search is not run again
+  }
+  CHECK(maxbatch_csv(resumed) == expected);
+
+  // Rows out of order come back in study order, kept as written (not searched again:
+  // a changed cell stays), and a cut last line is searched again.
+  std::string edited = lines[3];
+  edited.replace(edited.rfind(','), std::string::npos, ",999");  // batches_tried
+  const std::string file = lines[0] + "\n" + lines[5] + "\n" + edited + "\n" + lines[1].substr(0, 10);
+  MaxBatchResults shuffled = plan_maxbatch(study);
+  std::istringstream shuffled_in(file);
+  CHECK(read_maxbatch_csv(shuffled_in, shuffled, "shuffled.csv") == 2);
+  search_maxbatch(study, shuffled);
+  std::vector<std::string> want = lines;
+  want[3] = edited;
+  CHECK(csv_lines(maxbatch_csv(shuffled)) == want);
+}
+
+TEST_CASE("maxbatch: --resume reads only a maxbatch CSV of this study", "[maxbatch][resume]") {
+  const MaxBatchStudy study = small_study();
+  const auto refusal = [&](const std::string& text) {
+    MaxBatchResults results = plan_maxbatch(study);
+    std::istringstream in(text);
+    try {
+      read_maxbatch_csv(in, results, "other.csv");
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  std::string header = maxbatch_csv(plan_maxbatch(study));
+  header = header.substr(0, header.find('\n') + 1);
+  CHECK(refusal("") == "");                        // nothing done yet
+  CHECK(refusal(header) == "");
+  CHECK(refusal(header.substr(0, 20)) == "");     // cut in its header
+  CHECK_THAT(refusal("point,model,batch\n0,seed_cnn,1\n"), Catch::Contains("other.csv was not written by allocsim maxbatch"));
+  CHECK_THAT(refusal(header.substr(0, header.size() - 1) + ",more\n"), Catch::Contains("not written by allocsim maxbatch"));
+
+  // The same header, the rows of other searches: another workload, device or policy.
+  const auto rows_of = [](MaxBatchStudy other) { return maxbatch_csv(plan_maxbatch(other)); };
+  MaxBatchStudy workload = study;
+  workload.workload = "seed_cnn_steps1";
+  CHECK_THAT(refusal(rows_of(workload)), Catch::Contains("other.csv:2: workload seed_cnn_steps1") &&
+                                             Catch::Contains("is no search of this maxbatch"));
+  MaxBatchStudy device = study;
+  device.devices.front().capacity = 512_MiB;
+  CHECK_THAT(refusal(rows_of(device)), Catch::Contains("is no search of this maxbatch"));
+  MaxBatchStudy policy = study;
+  policy.policies = {"bestfit", "caching"};
+  CHECK_THAT(refusal(rows_of(policy)), Catch::Contains("other.csv:5: workload seed_cnn, device sim, policy caching"));
+  CHECK(refusal(rows_of(study)) == "");
 }
 
 TEST_CASE("maxbatch: bert_large_adamw's steady-state largest batch is below its first step's", "[maxbatch][steady]") {
