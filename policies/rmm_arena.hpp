@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 
+#include "policies/common/upstream.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -35,7 +36,7 @@ class RmmArenaPolicy final : public Policy {
   static constexpr std::array kParams{
       ParamInfo{"arena_size", "free", "bytes of the one upstream allocation; free = all free memory at the first "
                                       "request (the replay benchmark's -s); half = RMM's own default"},
-      ParamInfo{"upstream", "cuda", "the resource it takes memory from: cuda (the device) or a policy spec in [...]"},
+      kUpstreamParam,
   };
 
   RmmArenaPolicy(const Params& params, Device& device);

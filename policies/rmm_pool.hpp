@@ -23,6 +23,7 @@
 #include <set>
 #include <utility>
 
+#include "policies/common/upstream.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -35,7 +36,7 @@ class RmmPoolPolicy final : public Policy {
       ParamInfo{"initial", "0", "initial_pool_size, taken at the first request; 0 = RMM's replay benchmark without "
                                 "-s (grow by doubling); half = Python's default, percent_of_free_device_memory(50)"},
       ParamInfo{"maximum", "none", "maximum_pool_size; none = as much as the upstream gives"},
-      ParamInfo{"upstream", "cuda", "the resource it takes memory from: cuda (the device) or a policy spec in [...]"},
+      kUpstreamParam,
   };
 
   RmmPoolPolicy(const Params& params, Device& device);

@@ -11,6 +11,7 @@
 
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
+#include "sim/spec.hpp"
 
 namespace allocsim {
 
@@ -60,6 +61,11 @@ class LayeredPolicy final : public Policy {
   UpstreamDevice device_;
   std::unique_ptr<Policy> top_;
 };
+
+// The `upstream` parameter of a resource that takes its memory from another (RMM's pool
+// and arena), read by make_upstream.
+inline constexpr ParamInfo kUpstreamParam{
+    "upstream", "cuda", "the resource it takes memory from: cuda (the device) or a policy spec in [...]"};
 
 // The policy a spec's `upstream` value names, on `device`; nullptr for "" or "cuda"
 // (cuda_memory_resource: the device itself). One pair of brackets around it is dropped.
