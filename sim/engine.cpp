@@ -36,7 +36,7 @@ Bytes rounded_lower_bound(const Trace& trace, const Policy& policy) {
   return peak;
 }
 
-struct TenantRun final : MoveListener {
+struct TenantRun final : MoveListener, DeviceCallListener {
   TenantRun(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
       : spec(tenant_spec), trace(*tenant_spec.trace), device(shared_device, peak_used), live(trace.allocations()) {}
 
@@ -48,6 +48,23 @@ struct TenantRun final : MoveListener {
                   " from an address or size it does not have");
     }
     block.addr = move.to;
+    // The engine keeps no stream per block: observers know it from the block's placing.
+    if (!observers.empty()) tell_block(BlockAction::moved, move.id, move.to, move.size, 0, move.from);
+  }
+
+  // Observers hear of blocks and device calls with the tenant's current request.
+  void device_call(SegmentAction action, Addr addr, Bytes bytes) override {
+    const SegmentEvent event{index, at_event, now, action, addr, bytes, stream};
+    for (Observer* observer : observers) observer->on_segment(event);
+  }
+  void tell_block(BlockAction action, AllocId id, Addr addr, Bytes size, Stream block_stream, Addr from = 0) {
+    const BlockEvent event{index, at_event, now, action, id, addr, size, trace.bytes_of(id), block_stream, from};
+    for (Observer* observer : observers) observer->on_block(event);
+  }
+  void serving(Nanos time, std::size_t event, Stream event_stream) {
+    now = time;
+    at_event = event;
+    stream = event_stream;
   }
 
   // A tenant starts (its context, then its policy) at spec.start, before its first event.
@@ -68,6 +85,11 @@ struct TenantRun final : MoveListener {
   Bytes requested = 0;
   std::vector<AllocId> skipped;  // allocations dropped at an OOM (--on-oom continue), in order
   TenantResult result;
+  std::size_t index = 0;  // in the scenario
+  std::span<Observer* const> observers;
+  Nanos now = 0;              // of the request being served, for observers
+  std::size_t at_event = 0;
+  Stream stream = 0;
 };
 
 class Replay {
@@ -81,6 +103,9 @@ class Replay {
       if (!spec.trace) throw Error("tenant without a trace");
       TenantRun& run = tenants_.emplace_back(spec, device_, peak_used_);
       run.result.index = tenants_.size() - 1;
+      run.index = run.result.index;
+      run.observers = observers_;
+      if (!observers_.empty()) run.device.listen(&run);
       run.result.workload = spec.trace->info.name;
       run.result.policy = spec.policy;
       run.result.events = spec.trace->events.size();
@@ -150,6 +175,7 @@ class Replay {
   // allocator, which sees what the device has free now (TensorFlow sizes its pool by it).
   void start(TenantRun& run, std::size_t tenant) {
     run.started = true;
+    run.serving(run.spec.start, 0, 0);
     run.context_open = device_.open_context();
     peak_used_ = std::max(peak_used_, device_.used());
     if (run.context_open) contexts_ += scenario_.device.context_overhead;
@@ -178,6 +204,7 @@ class Replay {
       clock_wraps(run, index, event);
     }
     const Nanos spent_before = run.device.time_spent();
+    run.serving(now, index, event.stream);
     switch (event.op) {
       case Op::alloc:
         allocate(run, tenant, index, event, now);
@@ -231,6 +258,7 @@ class Replay {
                            " bytes for a request of " + std::to_string(bytes) + " bytes");
     }
     run.live[index_of(event.id)] = LiveBlock{block->addr, block->size};
+    if (!observers_.empty()) run.tell_block(BlockAction::placed, event.id, block->addr, block->size, event.stream);
     run.allocated += block->size;
     run.requested += bytes;
     live_requested_ += bytes;
@@ -250,6 +278,7 @@ class Replay {
     LiveBlock& live = run.live[index_of(event.id)];
     if (live.size == kNotLive) return;  // its allocation failed and was skipped
     const Bytes bytes = run.trace.bytes_of(event.id);
+    if (!observers_.empty()) run.tell_block(BlockAction::freed, event.id, live.addr, live.size, event.stream);
     run.policy->deallocate(Block{live.addr, live.size, bytes, event.id, event.stream}, now);
     run.allocated -= live.size;
     run.requested -= bytes;
@@ -306,12 +335,15 @@ class Replay {
     result.device_failed_mallocs = run.device.failed_mallocs();
     result.bytes_moved = run.device.bytes_moved();
     result.extra = run.policy->inspect(Detail::counters).extra;
+    run.serving(result.end_time, run.next, 0);
+    for (Observer* observer : observers_) observer->on_exit(run.index, result.end_time);
     // Walk the allocations (not the ids) so that each block goes back with its stream.
     for (std::size_t i = 0; i < run.next; ++i) {
       const Event& event = run.trace.events[i];
       if (event.op != Op::alloc) continue;
       LiveBlock& live = run.live[index_of(event.id)];
       if (live.size == kNotLive) continue;
+      if (!observers_.empty()) run.tell_block(BlockAction::freed, event.id, live.addr, live.size, event.stream);
       run.policy->deallocate(Block{live.addr, live.size, run.trace.bytes_of(event.id), event.id, event.stream},
                              result.end_time);
       live.size = kNotLive;

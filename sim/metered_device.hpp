@@ -8,9 +8,20 @@
 
 #include "sim/counter.hpp"
 #include "sim/forwarding_device.hpp"
+#include "sim/observer.hpp"
 #include "sim/sim_device.hpp"
 
 namespace allocsim {
+
+// Told of every call with an address a tenant makes (malloc, free, map, unmap), once it
+// succeeded: what an exporter draws as segments.
+class DeviceCallListener {
+ public:
+  virtual void device_call(SegmentAction action, Addr addr, Bytes bytes) = 0;
+
+ protected:
+  ~DeviceCallListener() = default;
+};
 
 // Physical memory (create_physical) counts as a device allocation, like a malloc: both
 // take memory from the device, and device_mallocs, device_frees and reserved bytes are
@@ -55,14 +66,19 @@ class MeteredDevice final : public ForwardingDevice {
   MeteredDevice(Device& upstream, Bytes& peak_used)
       : ForwardingDevice(upstream), sim_(dynamic_cast<SimDevice*>(&upstream)), peak_used_(peak_used) {}
 
+  // `listener` (null: none) hears of every call with an address from now on.
+  void listen(DeviceCallListener* listener) { listener_ = listener; }
+
   std::optional<Segment> malloc(Bytes bytes) override {
     auto segment = timed([&](auto& device) { return device.malloc(bytes); });
     took(segment);
+    if (listener_ && segment) listener_->device_call(SegmentAction::alloc, segment->addr, segment->bytes);
     return segment;
   }
   void free(Segment segment) override {
     timed([&](auto& device) { device.free(segment); });
     gave_back(segment);
+    if (listener_) listener_->device_call(SegmentAction::free, segment.addr, segment.bytes);
   }
   std::optional<Segment> create_physical(Bytes bytes) override {
     auto physical = timed([&](auto& device) { return device.create_physical(bytes); });
@@ -79,9 +95,11 @@ class MeteredDevice final : public ForwardingDevice {
   }
   void map(Addr at, std::span<const Segment> pages) override {
     timed([&](auto& device) { device.map(at, pages); });
+    if (listener_) listener_->device_call(SegmentAction::map, at, total_bytes(pages));
   }
   void unmap(Addr at, Bytes bytes) override {
     timed([&](auto& device) { device.unmap(at, bytes); });
+    if (listener_) listener_->device_call(SegmentAction::unmap, at, bytes);
   }
 
   Bytes reserved() const { return reserved_.current; }
@@ -93,6 +111,7 @@ class MeteredDevice final : public ForwardingDevice {
 
  private:
   SimDevice* sim_;
+  DeviceCallListener* listener_ = nullptr;
   Bytes& peak_used_;
   Counter reserved_;  // bytes
   Counter segments_;  // device allocations: total is every malloc, total - current every free

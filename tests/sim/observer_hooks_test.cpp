@@ -1,0 +1,85 @@
+// The engine's block and segment hooks (Observer::on_block, on_segment, on_exit), on
+// traces small enough to write every expected call down.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "policies/registry.hpp"
+#include "sim/engine.hpp"
+
+namespace allocsim {
+namespace {
+
+// Writes each call down as one short line.
+class Recorder final : public Observer {
+ public:
+  void on_event(const Sample&) override {}
+  void on_block(const BlockEvent& e) override {
+    const char* what = e.action == BlockAction::placed ? "place" : e.action == BlockAction::freed ? "free" : "move";
+    calls.push_back(std::string(what) + " t" + std::to_string(e.tenant) + " e" + std::to_string(e.event) + " id" +
+                    std::to_string(index_of(e.id)) + " " + std::to_string(e.size) + "/" + std::to_string(e.requested) +
+                    " s" + std::to_string(e.stream) + (e.action == BlockAction::moved ? " from " + std::to_string(e.from - base) : "") +
+                    " at " + std::to_string(e.addr - base));
+  }
+  void on_segment(const SegmentEvent& e) override {
+    if (base == 0) base = e.addr;
+    const char* what = e.action == SegmentAction::alloc ? "malloc" : e.action == SegmentAction::free ? "cudafree"
+                       : e.action == SegmentAction::map ? "map" : "unmap";
+    calls.push_back(std::string(what) + " t" + std::to_string(e.tenant) + " e" + std::to_string(e.event) + " " +
+                    std::to_string(e.bytes) + " s" + std::to_string(e.stream) + " at " + std::to_string(e.addr - base));
+  }
+  void on_exit(std::size_t tenant, Nanos time) override {
+    calls.push_back("exit t" + std::to_string(tenant) + " at " + std::to_string(time));
+  }
+  Addr base = 0;  // the first segment's address: the rest relative to it
+  std::vector<std::string> calls;
+};
+
+Scenario scenario_of(std::shared_ptr<const Trace> trace, std::string policy) {
+  Scenario scenario;
+  scenario.device.cost = CostModel{0, 0, 0, 0, 1};  // free device calls: times stay as written
+  scenario.tenants.push_back(TenantSpec{std::move(trace), std::move(policy), 0});
+  return scenario;
+}
+
+TEST_CASE("observer hooks: a segment comes before its block, the block's free before the segment's", "[engine][observer]") {
+  // direct: one cudaMalloc of exactly each request, freed with it; the device's next
+  // address is 512-aligned, so b's segment starts 1024 B after a's. Event 2 is
+  // a free; b is still live at the end, freed by the exit after on_exit.
+  TraceBuilder builder({"hand", "test"});
+  const AllocId a = builder.alloc(10, 1000, 1);
+  builder.alloc(20, 512, 0);
+  builder.free(30, a);
+  Recorder recorder;
+  Observer* observers[] = {&recorder};
+  run(scenario_of(std::make_shared<const Trace>(std::move(builder).finish()), "direct"), make_policy, observers);
+  const std::vector<std::string> expected{
+      "malloc t0 e0 1000 s1 at 0",  "place t0 e0 id0 1000/1000 s1 at 0",
+      "malloc t0 e1 512 s0 at 1024", "place t0 e1 id1 512/512 s0 at 1024",
+      "free t0 e2 id0 1000/1000 s1 at 0", "cudafree t0 e2 1000 s1 at 0",
+      "exit t0 at 30",
+      "free t0 e3 id1 512/512 s0 at 1024", "cudafree t0 e3 512 s0 at 1024"};
+  CHECK(recorder.calls == expected);
+}
+
+TEST_CASE("observer hooks: nothing is told without an observer's asking, and the outcome is the same", "[engine][observer]") {
+  TraceBuilder builder({"hand", "test"});
+  const AllocId a = builder.alloc(0, 3_MiB);
+  builder.alloc(1, 100);
+  builder.free(2, a);
+  const auto trace = std::make_shared<const Trace>(std::move(builder).finish());
+  Recorder recorder;
+  Observer* observers[] = {&recorder};
+  const RunResult watched = run(scenario_of(trace, "caching"), make_policy, observers);
+  const RunResult plain = run(scenario_of(trace, "caching"), make_policy);
+  CHECK(watched.tenants[0].peak_reserved == plain.tenants[0].peak_reserved);
+  CHECK(watched.tenants[0].device_mallocs == plain.tenants[0].device_mallocs);
+  // caching: a 20 MiB large-pool segment for 3 MiB, a 2 MiB small-pool one for 100 B (512 B).
+  CHECK(recorder.calls.front() == "malloc t0 e0 20971520 s0 at 0");
+  CHECK(std::count(recorder.calls.begin(), recorder.calls.end(), "exit t0 at 2") == 1);
+}
+
+}  // namespace
+}  // namespace allocsim
