@@ -17,6 +17,7 @@
 #include "sim/output_paths.hpp"
 #include "studies/replay_from_recording.hpp"
 #include "studies/replay_log.hpp"
+#include "studies/run_exports.hpp"
 #include "studies/sweep_grid.hpp"
 #include "workloads/catalogue.hpp"
 
@@ -63,6 +64,8 @@ Prints per policy what the benchmark cannot: peak reserved and allocated, fragme
 the peak, OOMs, allocator time, and for each `allocate failure` row of the log whether the
 replay failed there too (with the capacity the log ran with, it should).
   allocsim replay rmm_log.dev0.csv --capacity 32GiB --policy rmm-pool,rmm-arena,rmm-binning,async
+With one policy, --memory-viz FILE and --chrome-trace FILE.json export that replay to look at
+(pytorch.org/memory_viz, ui.perfetto.dev; docs/export.md).
 
 Exit status: 0 when the replays ran (an OOM is a result), 2 on bad input.
 )";
@@ -116,7 +119,8 @@ void print_log_table(std::ostream& out, const LogReplay& replay) {
 }
 
 int replay_log_command(const std::string& file, const std::vector<std::string>& policy_lists,
-                       const std::optional<Bytes>& capacity, const std::string& csv, std::ostream& out) {
+                       const std::optional<Bytes>& capacity, const std::string& csv, const ExportFiles& exports,
+                       std::ostream& out) {
   std::vector<std::string> policies;
   for (const std::string& list : policy_lists.empty() ? std::vector<std::string>{"rmm-pool,rmm-arena,rmm-binning,async"}
                                                       : policy_lists) {
@@ -124,7 +128,7 @@ int replay_log_command(const std::string& file, const std::vector<std::string>& 
   }
   DeviceSpec device;
   if (capacity) device.capacity = *capacity;
-  const LogReplay replay = replay_log_file(file, policies, device);
+  const LogReplay replay = replay_log_file(file, policies, device, exports);
   out << "replay " << file << ": every policy from an empty allocator, in the file's order (" << replay.reader << ")\n"
       << "  " << replay.events << " events; failed requests in the log: " << replay.failures << "\n"
       << "  device: " << format_bytes_exact(device.capacity) << (capacity ? ", --capacity" : ", the default (--capacity sets it)")
@@ -174,13 +178,20 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   std::optional<std::string> capacity;
   SnapshotArguments snapshot;
   std::string csv;
+  ExportFiles exports;
   po::options_description description("Options");
   description.add_options()("help,h", "this help")(
       "policy,p", po::value(&policy_lists)->value_name("SPECS")->composing(),
       "policies to replay, comma-separated (repeatable); default caching,expandable")(
       "capacity,c", po::value<std::string>()->value_name("SIZE")->notifier([&](const std::string& s) { capacity = s; }),
       "the device's memory (default: what the recorded run could hold at its OOM, else no limit)")(
-      "csv", po::value(&csv)->value_name("FILE"), "also a CSV row per side (written whole)");
+      "csv", po::value(&csv)->value_name("FILE"), "also a CSV row per side (written whole)")(
+      "memory-viz", po::value(&exports.memory_viz)->value_name("FILE"),
+      "a log or CSV trace replayed through one --policy, as a PyTorch memory snapshot for pytorch.org/memory_viz "
+      "(docs/export.md)")(
+      "chrome-trace", po::value(&exports.chrome_trace)->value_name("FILE.json"),
+      "the same replay as Chrome trace JSON for ui.perfetto.dev (counters in bytes, the 20000 largest "
+      "allocations as slices, OOMs)");
   if (!parse_snapshot_arguments(args, description, snapshot, kReplayUsage, "replay needs a snapshot: allocsim replay FILE.pickle --policy SPECS", out)) return 0;
   const std::string& file = snapshot.file;
   const std::optional<int>& cuda_device = snapshot.cuda_device;
@@ -198,9 +209,16 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   OutputPaths paths;
   paths.input("the snapshot", file);
   paths.output("--csv", csv);
+  paths.output("--memory-viz", exports.memory_viz);
+  paths.output("--chrome-trace", exports.chrome_trace);
   paths.check();
 
-  if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, out);
+  if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, exports, out);
+  if (exports.any()) {
+    throw Error("--memory-viz and --chrome-trace export the replay of a log or CSV trace; a PyTorch recording's "
+                "replay is not exported yet (allocsim run --workload " + file + " --policy SPEC exports its trace "
+                "replayed from an empty allocator)");
+  }
 
   const TorchRecording recording = read_torch_recording(file, cuda_device);
   const WhatIf what_if = replay_from_recording(recording, policies, device_capacity);

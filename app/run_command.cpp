@@ -18,6 +18,7 @@
 #include "sim/output_paths.hpp"
 #include "sim/report.hpp"
 #include "sim/timeline.hpp"
+#include "studies/run_exports.hpp"
 #include "studies/scenario_choice.hpp"
 #include "workloads/catalogue.hpp"
 #include "workloads/csv_trace.hpp"
@@ -38,6 +39,8 @@ struct RunOptions {
   std::string json;
   std::string timeline;
   std::string save_trace;
+  std::string memory_viz;
+  std::string chrome_trace;
   std::int64_t batch = 0;
   std::optional<int> cuda_device;
   bool check = false;
@@ -60,6 +63,12 @@ po::options_description run_options(RunOptions& options) {
       ("json", po::value(&options.json)->value_name("FILE"), "the results and every OOM as JSON")
       ("timeline", po::value(&options.timeline)->value_name("FILE"),
        "allocated and reserved bytes over simulated time, as CSV")
+      ("memory-viz", po::value(&options.memory_viz)->value_name("FILE"),
+       "the run as a PyTorch memory snapshot (pickle) that pytorch.org/memory_viz opens and replay-check "
+       "reads; each tenant is one device of it (see docs/export.md)")
+      ("chrome-trace", po::value(&options.chrome_trace)->value_name("FILE.json"),
+       "the run as Chrome trace JSON for ui.perfetto.dev or chrome://tracing: a process per tenant, "
+       "byte counters, the 20000 largest allocations as slices, OOMs as instants")
       ("batch,b", po::value(&options.batch)->value_name("N"), "the batch of every model workload (as its _bN token)")
       ("save-trace", po::value(&options.save_trace)->value_name("FILE"),
        "write the workload's trace as CSV (one tenant), e.g. to see what a model step allocates")
@@ -105,6 +114,8 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   paths.output("--json", options.json);
   paths.output("--timeline", options.timeline);
   paths.output("--save-trace", options.save_trace);
+  paths.output("--memory-viz", options.memory_viz);
+  paths.output("--chrome-trace", options.chrome_trace);
   paths.check();
   Scenario scenario;
   scenario.device = chosen_device(options.device);
@@ -139,7 +150,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   std::optional<Timeline> timeline;
   std::vector<Observer*> observers;
   if (!options.timeline.empty()) observers.push_back(&timeline.emplace());
-  const RunResult result = run(scenario, make_policy, observers);
+  const RunResult result = run_and_export(scenario, ExportFiles{options.memory_viz, options.chrome_trace}, observers);
 
   const DeviceSpec& device = scenario.device;
   out << "device " << device.name << ": " << format_bytes(device.capacity) << ", context "

@@ -5,6 +5,7 @@
 
 #include "policies/registry.hpp"
 #include "sim/engine.hpp"
+#include "sim/error.hpp"
 #include "sim/observer.hpp"
 #include "workloads/catalogue.hpp"
 #include "workloads/rmm_log.hpp"
@@ -23,7 +24,11 @@ class OomEvents final : public Observer {
 }  // namespace
 
 LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_events,
-                     std::span<const std::string> policies, const DeviceSpec& device) {
+                     std::span<const std::string> policies, const DeviceSpec& device, const ExportFiles& exports) {
+  if (exports.any() && policies.size() != 1) {
+    throw Error("--memory-viz and --chrome-trace export one replay: give one --policy (" +
+                std::to_string(policies.size()) + " given)");
+  }
   std::vector<std::size_t> expected(failure_events.begin(), failure_events.end());
   std::sort(expected.begin(), expected.end());
   const auto shared = std::make_shared<const Trace>(trace);
@@ -39,7 +44,7 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
     scenario.tenants.push_back(TenantSpec{shared, policy, 0});
     OomEvents ooms;
     Observer* observers[] = {&ooms};
-    LogReplayOutcome outcome{policy, allocsim::run(scenario, make_policy, observers), 0, 0};
+    LogReplayOutcome outcome{policy, run_and_export(scenario, exports, observers), 0, 0};
     for (const std::size_t event : ooms.events) {
       if (std::binary_search(expected.begin(), expected.end(), event)) {
         ++outcome.failures_reproduced;
@@ -52,16 +57,17 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
   return replay;
 }
 
-LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device) {
+LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device,
+                          const ExportFiles& exports) {
   const ReaderInfo& reader = find_reader(path);
   LogReplay replay;
   if (reader.name == "rmm-log") {
     const RmmLog log = read_rmm_log_file(path);
     std::vector<std::size_t> failures;
     for (const RmmFailure& failure : log.failures) failures.push_back(failure.event);
-    replay = replay_log(log.trace, failures, policies, device);
+    replay = replay_log(log.trace, failures, policies, device, exports);
   } else {
-    replay = replay_log(load_workload(path), {}, policies, device);
+    replay = replay_log(load_workload(path), {}, policies, device, exports);
   }
   replay.reader = reader.name;
   return replay;

@@ -14,6 +14,7 @@
 #include "sim/device.hpp"
 #include "sim/result.hpp"
 #include "sim/trace.hpp"
+#include "studies/run_exports.hpp"
 
 namespace allocsim {
 
@@ -35,11 +36,13 @@ struct LogReplay {
 // Contract: every policy replays `trace` on `device` with --on-oom continue (a log goes on
 // past a failed request, so the replay does too); `failure_events` are the alloc events
 // the log says failed (each is freed at once in the trace when it is served). Throws Error
-// on a bad spec.
+// on a bad spec. `exports`: the export files of the replay, which take one policy (Error
+// otherwise).
 LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_events,
-                     std::span<const std::string> policies, const DeviceSpec& device);
+                     std::span<const std::string> policies, const DeviceSpec& device, const ExportFiles& exports = {});
 
 // The file through the catalogue (an RMM log keeps its failure rows), then replay_log.
-LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device);
+LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device,
+                          const ExportFiles& exports = {});
 
 }  // namespace allocsim
