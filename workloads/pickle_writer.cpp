@@ -33,8 +33,14 @@ constexpr std::size_t kBatch = 1000;
 }  // namespace
 
 PickleWriter::PickleWriter(std::ostream& out) : out_(out) {
+  buffer_.reserve(kFlushAt + 64);
   put(kProto);
   put('\x02');
+}
+
+void PickleWriter::flush() {
+  out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+  buffer_.clear();
 }
 
 void PickleWriter::put_le(std::uint64_t bits, int bytes) {
@@ -138,7 +144,8 @@ void PickleWriter::raw_string(std::string_view text) {
   if (text.size() > std::numeric_limits<std::uint32_t>::max()) throw Error("pickle writer: a string over 4 GiB");
   put(kBinUnicode);
   put_le(text.size(), 4);
-  out_.write(text.data(), static_cast<std::streamsize>(text.size()));
+  buffer_.append(text);
+  if (buffer_.size() >= kFlushAt) flush();
 }
 
 void PickleWriter::value(std::string_view text) {
@@ -162,6 +169,7 @@ void PickleWriter::none() {
 void PickleWriter::finish() {
   if (!done_ || !open_.empty()) throw Error("pickle writer: finish() before the top-level value is complete");
   put(kStop);
+  flush();
 }
 
 }  // namespace allocsim

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -13,7 +14,8 @@ namespace allocsim {
 // Contract:
 // - values go into the open container in order; inside a dict, key() comes before each value;
 // - the whole output is one value (a container usually): finish() checks that it is complete
-//   and writes STOP. Misuse (a value without a key, a container left open) throws Error.
+//   and writes STOP; output is buffered, so nothing is complete in `out` before finish().
+//   Misuse (a value without a key, a container left open) throws Error.
 // - integers are exact in 64 bits (LONG1 beyond 32 bits); floats are IEEE doubles.
 class PickleWriter {
  public:
@@ -48,11 +50,17 @@ class PickleWriter {
   };
   void before_value();
   void after_value();
-  void put(char byte) { out_.put(byte); }
+  void put(char byte) {
+    buffer_.push_back(byte);
+    if (buffer_.size() >= kFlushAt) flush();
+  }
+  void flush();
   void put_le(std::uint64_t bits, int bytes);
   void raw_string(std::string_view text);
 
+  static constexpr std::size_t kFlushAt = 1 << 20;  // bytes buffered before a write: ostream::put per byte is slow
   std::ostream& out_;
+  std::string buffer_;
   std::vector<Open> open_;
   bool done_ = false;  // the one top-level value is complete
 };
