@@ -64,8 +64,8 @@ Prints per policy what the benchmark cannot: peak reserved and allocated, fragme
 the peak, OOMs, allocator time, and for each `allocate failure` row of the log whether the
 replay failed there too (with the capacity the log ran with, it should).
   allocsim replay rmm_log.dev0.csv --capacity 32GiB --policy rmm-pool,rmm-arena,rmm-binning,async
-With one policy, --memory-viz FILE and --chrome-trace FILE.json export that replay to look at
-(pytorch.org/memory_viz, ui.perfetto.dev; docs/export.md).
+With one policy, --memory-viz FILE and --chrome-trace FILE.json export that replay (of a
+recording or a log) to look at: pytorch.org/memory_viz, ui.perfetto.dev (docs/export.md).
 
 Exit status: 0 when the replays ran (an OOM is a result), 2 on bad input.
 )";
@@ -187,8 +187,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
       "the device's memory (default: what the recorded run could hold at its OOM, else no limit)")(
       "csv", po::value(&csv)->value_name("FILE"), "also a CSV row per side (written whole)")(
       "memory-viz", po::value(&exports.memory_viz)->value_name("FILE"),
-      "a log or CSV trace replayed through one --policy, as a PyTorch memory snapshot for pytorch.org/memory_viz "
-      "(docs/export.md)")(
+      "the replay through one --policy as a PyTorch memory snapshot for pytorch.org/memory_viz (docs/export.md)")(
       "chrome-trace", po::value(&exports.chrome_trace)->value_name("FILE.json"),
       "the same replay as Chrome trace JSON for ui.perfetto.dev (counters in bytes, the 20000 largest "
       "allocations as slices, OOMs)");
@@ -214,14 +213,10 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   paths.check();
 
   if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, exports, out);
-  if (exports.any()) {
-    throw Error("--memory-viz and --chrome-trace export the replay of a log or CSV trace; a PyTorch recording's "
-                "replay is not exported yet (allocsim run --workload " + file + " --policy SPEC exports its trace "
-                "replayed from an empty allocator)");
-  }
+
 
   const TorchRecording recording = read_torch_recording(file, cuda_device);
-  const WhatIf what_if = replay_from_recording(recording, policies, device_capacity);
+  const WhatIf what_if = replay_from_recording(recording, policies, device_capacity, exports);
   out << "replay " << file << ": every policy from the allocator state the recording began in\n"
       << "  recording: device " << recording.device << (recording.format.empty() ? "" : ", written by ")
       << recording.format << ", " << recording.trace.events.size() << " events, "

@@ -108,7 +108,9 @@ void ChromeTraceExport::write(std::ostream& out) const {
   }
   std::sort(lifetimes.begin(), lifetimes.end(), [](const Lifetime& a, const Lifetime& b) { return a.order < b.order; });
   for (const Lifetime& lifetime : lifetimes) {
-    const std::string name = std::string(name_of(tags[lifetime.tenant][lifetime.id])) + " " + format_bytes(lifetime.size);
+    const std::vector<Tag>& tenant_tags = tags[lifetime.tenant];  // a replay's extra requests are in no trace
+    const Tag tag = lifetime.id < tenant_tags.size() ? tenant_tags[lifetime.id] : Tag::other;
+    const std::string name = std::string(name_of(tag)) + " " + format_bytes(lifetime.size);
     const std::string id = std::to_string(lifetime.tenant) + "." + std::to_string(lifetime.id);
     json begin{{"ph", "b"}, {"cat", "allocation"}, {"name", name}, {"id", id}, {"pid", pid_of(lifetime.tenant)},
                {"tid", 0}, {"ts", micros(lifetime.start)},

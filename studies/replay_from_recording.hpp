@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/units.hpp"
+#include "studies/run_exports.hpp"
 #include "workloads/torch_recording.hpp"
 
 namespace allocsim {
@@ -53,9 +54,11 @@ struct WhatIf {
 //   with its free. A policy avoided the recorded OOM when it failed no request at all.
 // - a release row replay-check finds inside an alloc (a partial release or a garbage
 //   collection) is no empty_cache() call: each policy's own alloc decides what it frees.
+// - `exports`: the replay as a snapshot and a Chrome trace (one policy only; the trace's
+//   recorded OOM requests appear as blocks freed at once; no OOM entries).
 // - throws Error on a bad spec, a recording it cannot rebuild (see replay_check).
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
-                             std::optional<Bytes> capacity);
+                             std::optional<Bytes> capacity, const ExportFiles& exports = {});
 
 // One row per outcome, the recording's first, through the CSV column table.
 void write_what_if_csv(std::ostream& out, const WhatIf& what_if, const std::string& recording_name);

@@ -49,6 +49,23 @@ TEST_CASE("replay of a CSV trace exports its one policy's replay", "[cli][export
   CHECK_FALSE(std::filesystem::exists(dir.file("two.pickle")));
 }
 
+TEST_CASE("replay of a PyTorch recording exports its one policy's replay from the recorded start", "[cli][export]") {
+  TempDir dir;
+  // The recording: a run's own export.
+  const std::string recording = dir.file("recording.pickle");
+  REQUIRE(cli({"run", "--workload", "resnet50_b2_nows_steps1", "--policy", "caching", "--memory-viz", recording}).status == 0);
+  const std::string pickle = dir.file("replay.pickle");
+  const std::string json = dir.file("replay.json");
+  const Outcome outcome = cli({"replay", recording, "--policy", "bfc", "--memory-viz", pickle, "--chrome-trace", json});
+  INFO(outcome.err);
+  REQUIRE(outcome.status == 0);
+  CHECK(viewer_check(pickle));
+  CHECK(nlohmann::json::parse(read_file(json)).at("traceEvents").size() > 2);
+  const Outcome two = cli({"replay", recording, "--policy", "caching,expandable", "--memory-viz", dir.file("two.pickle")});
+  CHECK(two.status == 2);
+  CHECK_THAT(two.err, Catch::Contains("one --policy"));
+}
+
 TEST_CASE("an export over another output is refused before anything runs", "[cli][export]") {
   TempDir dir;
   const std::string same = dir.file("out.json");
