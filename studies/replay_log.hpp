@@ -14,6 +14,7 @@
 #include "sim/device.hpp"
 #include "sim/result.hpp"
 #include "sim/trace.hpp"
+#include "workloads/reader.hpp"
 
 namespace allocsim {
 
@@ -40,6 +41,8 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
                      std::span<const std::string> policies, const DeviceSpec& device);
 
 // The file through the catalogue (an RMM log keeps its failure rows), then replay_log.
-LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device);
+// `options` go to the file's reader (--cuda-device of a profiler trace or TensorFlow log).
+LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device,
+                          const LoadOptions& options = {});
 
 }  // namespace allocsim
