@@ -75,21 +75,89 @@ std::optional<std::int64_t> field(const Json& args, const char* key, const std::
   return value;
 }
 
-// Keeps the [memory] events of a parse and drops every other trace event as soon as it is
-// read: a profiler trace is mostly kernels and operators, and can be gigabytes.
-bool keep_memory_events(int, Json::parse_event_t event, Json& parsed) {
-  if (event != Json::parse_event_t::object_end || !parsed.is_object()) return true;
-  return !parsed.contains("ph") || is_memory_event(parsed);  // args and metadata have no "ph"
-}
+// Collects the [memory] events of a Chrome trace, each as a small JSON object (name, ts,
+// args), while the parser streams past everything else: a profiler trace is mostly kernels
+// and operators and can be gigabytes. (nlohmann's filtering DOM callback would do it, but
+// it scans the whole events array at every object's end: quadratic.)
+class MemoryEventCollector final : public nlohmann::json_sax<Json> {
+ public:
+  Json events = Json::array();
+  bool found_events = false;  // the document is an array, or has a traceEvents array
 
-const Json& trace_events(const Json& document, const std::string& name) {
-  if (document.is_array()) return document;
-  if (document.is_object()) {
-    const auto events = document.find("traceEvents");
-    if (events != document.end() && events->is_array()) return *events;
+  bool null() override { return value(Json()); }
+  bool boolean(bool v) override { return value(Json(v)); }
+  bool number_integer(number_integer_t v) override { return value(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return value(Json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return value(Json(v)); }
+  bool string(string_t& v) override { return value(Json(v)); }
+  bool binary(binary_t&) override { return value(Json()); }
+  bool key(string_t& k) override {
+    key_ = k;
+    return true;
   }
-  throw Error(name + ": not a Chrome trace: neither a JSON array of events nor an object with a traceEvents array");
-}
+  bool start_object(std::size_t) override {
+    open(true);
+    return true;
+  }
+  bool end_object() override {
+    if (in_event() && depth() == event_depth_) {
+      if (is_memory_event(event_)) events.push_back(std::move(event_));
+      event_depth_ = 0;
+    }
+    frames_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    open(false);
+    return true;
+  }
+  bool end_array() override {
+    frames_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
+    throw Error(std::string("not valid JSON: ") + error.what());
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    bool events;  // the array of trace events
+    bool args;    // an event's args
+  };
+
+  std::size_t depth() const { return frames_.size(); }
+  bool in_event() const { return event_depth_ != 0; }
+
+  void open(bool object) {
+    const bool events_array = !object && ((frames_.empty()) || (frames_.size() == 1 && frames_[0].object && key_ == "traceEvents"));
+    if (events_array) found_events = true;
+    const bool args = in_event() && object && depth() == event_depth_ && key_ == "args";
+    if (object && !in_event() && !frames_.empty() && frames_.back().events) {
+      event_ = Json::object();
+      event_depth_ = depth() + 1;
+    } else if (args) {
+      event_["args"] = Json::object();
+    }
+    frames_.push_back(Frame{object, events_array, args});
+  }
+
+  // A scalar: kept when it is a field of an event or of its args.
+  bool value(Json v) {
+    if (!in_event()) return true;
+    if (depth() == event_depth_) {
+      event_[key_] = std::move(v);
+    } else if (depth() == event_depth_ + 1 && frames_.back().args) {
+      event_["args"][key_] = std::move(v);
+    }
+    return true;
+  }
+
+  std::vector<Frame> frames_;
+  std::string key_;
+  Json event_;
+  std::size_t event_depth_ = 0;  // the event object's depth while inside one, else 0
+};
 
 class Pairing {
  public:
@@ -200,16 +268,21 @@ KinetoTrace read_kineto_trace_text(std::string_view text, const std::string& nam
     throw Error(name + ": is gzip-compressed; decompress it first (gunzip -k " + name + ")");
   }
   if (text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
-  Json document;
+  MemoryEventCollector collector;
   try {
-    document = Json::parse(text.begin(), text.end(), keep_memory_events);
+    Json::sax_parse(text.begin(), text.end(), &collector);
   } catch (const Json::exception& error) {
     throw Error(name + ": not valid JSON: " + error.what());
+  } catch (const Error& error) {
+    throw Error(name + ": " + error.what());
+  }
+  if (!collector.found_events) {
+    throw Error(name + ": not a Chrome trace: neither a JSON array of events nor an object with a traceEvents array");
   }
   std::map<int, std::vector<MemoryEvent>> by_device;
   std::size_t position = 0;
   std::size_t other_events = 0;
-  for (const Json& event : trace_events(document, name)) {
+  for (const Json& event : collector.events) {
     if (!is_memory_event(event)) continue;
     const std::string where = name + ": [memory] event " + std::to_string(position);
     const auto args = event.find("args");
