@@ -25,6 +25,7 @@ Usage:
   allocsim sweep --workload SPECS --policy SPECS [lists]    the cross product of lists, one CSV (sweep --help)
   allocsim maxbatch --workload MODEL --policy SPECS         the largest batch without OOM, per policy
   allocsim advise --workload SPEC [--framework tf|torch]    what to change so that it fits (advise --help)
+  allocsim trace info|convert|slice FILE ...                look at, convert or cut a trace (trace --help)
   allocsim validate --workload SPEC --policy SPEC [--cap S] simulation and the GPU side by side (validate --help)
   allocsim calibrate [--out FILE]                           measure the GPU's allocation costs for --device-profile
   allocsim --version                                        the version (JSON outputs carry it and the command line)
@@ -62,11 +63,12 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     if (command == "sweep") return sweep_command(args.subspan(1), out, err);
     if (command == "maxbatch") return maxbatch_command(args.subspan(1), out);
     if (command == "advise") return advise_command(args.subspan(1), out);
+    if (command == "trace") return trace_command(args.subspan(1), out);
     if (command == "validate") return validate_command(args.subspan(1), out);
     if (command == "calibrate") return calibrate_command(args.subspan(1), out);
     if (!command.empty() && command.front() != '-') {
       throw Error("unknown command '" + command +
-                  "' (run, replay-check, replay, sweep, maxbatch, advise, validate, calibrate, policies, workloads, devices, help, version)");
+                  "' (run, replay-check, replay, sweep, maxbatch, advise, trace, validate, calibrate, policies, workloads, devices, help, version)");
     }
     if (args.empty()) {
       out << kAllocsimUsage;

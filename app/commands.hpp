@@ -37,6 +37,9 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out);
 // allocsim advise: what to change so that a workload fits, each line a run (advise_command.cpp).
 int advise_command(std::span<const std::string> args, std::ostream& out);
 
+// allocsim trace info | convert | slice: look at, convert and cut traces (trace_command.cpp).
+int trace_command(std::span<const std::string> args, std::ostream& out);
+
 // allocsim validate | calibrate: on the GPU or the host stand-in (validate_command.cpp,
 // calibrate_command.cpp).
 int validate_command(std::span<const std::string> args, std::ostream& out, const DeviceOpener& open = open_backend);

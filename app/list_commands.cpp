@@ -55,9 +55,13 @@ int workloads_command(std::ostream& out) {
          "    32 MiB on sm_90: the device's architecture picks it; noruntime leaves them out), and with ddp or\n"
          "    benchmark what those add. Under tf none: TensorFlow's cuBLAS and cuDNN handles allocate outside\n"
          "    its allocator, from the memory it leaves to the system.\n";
-  out << "\n  a trace file: any path with a '/' or ending in .csv or .pickle, read by the first reader that\n"
-         "  knows its content (else its extension):\n";
+  out << "\n  a trace file: any path with a '/' or a name a reader knows (.csv, .pickle, .json, .log, .devN),\n"
+         "  read by the first reader that knows its content (else its extension):\n";
   for (const ReaderInfo& reader : all_readers()) out << "    " << reader.name << ": " << reader.summary << '\n';
+  out << "\n  trace writers (allocsim trace convert IN OUT picks one by OUT's extension):\n";
+  for (const WriterInfo& writer : all_writers()) {
+    out << "    " << writer.extension << " " << writer.name << ": " << writer.summary << '\n';
+  }
   return 0;
 }
 

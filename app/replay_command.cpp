@@ -119,7 +119,8 @@ void print_log_table(std::ostream& out, const LogReplay& replay) {
 }
 
 int replay_log_command(const std::string& file, const std::vector<std::string>& policy_lists,
-                       const std::optional<Bytes>& capacity, const std::string& csv, const ExportFiles& exports,
+                       const std::optional<Bytes>& capacity, const std::string& csv, std::optional<int> cuda_device,
+                       const ExportFiles& exports,
                        std::ostream& out) {
   std::vector<std::string> policies;
   for (const std::string& list : policy_lists.empty() ? std::vector<std::string>{"rmm-pool,rmm-arena,rmm-binning,async"}
@@ -128,7 +129,9 @@ int replay_log_command(const std::string& file, const std::vector<std::string>& 
   }
   DeviceSpec device;
   if (capacity) device.capacity = *capacity;
-  const LogReplay replay = replay_log_file(file, policies, device, exports);
+  LoadOptions options;
+  options.cuda_device = cuda_device;
+  const LogReplay replay = replay_log_file(file, policies, device, options, exports);
   out << "replay " << file << ": every policy from an empty allocator, in the file's order (" << replay.reader << ")\n"
       << "  " << replay.events << " events; failed requests in the log: " << replay.failures << "\n"
       << "  device: " << format_bytes_exact(device.capacity) << (capacity ? ", --capacity" : ", the default (--capacity sets it)")
@@ -195,7 +198,6 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   const std::string& file = snapshot.file;
   const std::optional<int>& cuda_device = snapshot.cuda_device;
   const bool is_recording = find_reader(file).name == "torch-snapshot";
-  if (!is_recording && cuda_device) throw Error("--cuda-device is for PyTorch snapshots, not " + file);
   std::vector<std::string> policies;
   for (const std::string& list : policy_lists.empty() ? std::vector<std::string>{"caching,expandable"} : policy_lists) {
     for (std::string& item : split_list(list, "--policy")) policies.push_back(std::move(item));
@@ -212,8 +214,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   paths.output("--chrome-trace", exports.chrome_trace);
   paths.check();
 
-  if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, exports, out);
-
+  if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, cuda_device, exports, out);
 
   const TorchRecording recording = read_torch_recording(file, cuda_device);
   const WhatIf what_if = replay_from_recording(recording, policies, device_capacity, exports);

@@ -58,16 +58,16 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
 }
 
 LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device,
-                          const ExportFiles& exports) {
+                          const LoadOptions& options, const ExportFiles& exports) {
   const ReaderInfo& reader = find_reader(path);
   LogReplay replay;
-  if (reader.name == "rmm-log") {
+  if (reader.name == "rmm-log" && !options.cuda_device) {
     const RmmLog log = read_rmm_log_file(path);
     std::vector<std::size_t> failures;
     for (const RmmFailure& failure : log.failures) failures.push_back(failure.event);
     replay = replay_log(log.trace, failures, policies, device, exports);
   } else {
-    replay = replay_log(load_workload(path), {}, policies, device, exports);
+    replay = replay_log(load_workload(path, options), {}, policies, device, exports);
   }
   replay.reader = reader.name;
   return replay;

@@ -15,6 +15,7 @@
 #include "sim/result.hpp"
 #include "sim/trace.hpp"
 #include "studies/run_exports.hpp"
+#include "workloads/reader.hpp"
 
 namespace allocsim {
 
@@ -42,7 +43,8 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
                      std::span<const std::string> policies, const DeviceSpec& device, const ExportFiles& exports = {});
 
 // The file through the catalogue (an RMM log keeps its failure rows), then replay_log.
+// `options` go to the file's reader (--cuda-device of a profiler trace or TensorFlow log).
 LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device,
-                          const ExportFiles& exports = {});
+                          const LoadOptions& options = {}, const ExportFiles& exports = {});
 
 }  // namespace allocsim

@@ -10,6 +10,8 @@
 #include "workloads/csv_trace.hpp"
 #include "workloads/rmm_log.hpp"
 #include "workloads/frag_trace.hpp"
+#include "workloads/kineto_trace.hpp"
+#include "workloads/tf_memory_log.hpp"
 #include "workloads/model/model_spec.hpp"
 #include "workloads/random_trace.hpp"
 #include "workloads/snapshot_import.hpp"
@@ -38,6 +40,12 @@ Trace read_rmm(const std::filesystem::path& path, const LoadOptions& options) {
   if (options.cuda_device) throw Error(path.string() + ": --cuda-device is for PyTorch snapshots, not RMM logs");
   return read_rmm_log_file(path).trace;
 }
+Trace read_kineto(const std::filesystem::path& path, const LoadOptions& options) {
+  return read_kineto_trace_file(path, options.cuda_device).trace;
+}
+Trace read_tf_log(const std::filesystem::path& path, const LoadOptions& options) {
+  return read_tf_memory_log_file(path, options.cuda_device).trace;
+}
 Trace read_snapshot(const std::filesystem::path& path, const LoadOptions& options) {
   return read_torch_snapshot(path, options);
 }
@@ -54,6 +62,19 @@ const std::array kReaders{
                "version; per-thread default streams become one stream per thread; a failed allocate is a request "
                "freed at once",
                claims_rmm_log, read_rmm},
+    ReaderInfo{"kineto", "a PyTorch profiler (Kineto) Chrome trace, profile_memory=True: its [memory] events of one "
+               "CUDA device (--cuda-device N), paired by address; Total Allocated checked; block sizes, no streams",
+               claims_kineto_trace, read_kineto},
+    ReaderInfo{"tf-memory-log", "TensorFlow's TF_CPP_VMODULE=log_memory=2 log: __LOG_MEMORY__ tensor and raw "
+               "allocations of one GPU's allocator (--cuda-device N), paired by allocation id; requested sizes, "
+               "kernel names as layers, steps",
+               claims_tf_memory_log, read_tf_log},
+};
+
+const std::array kWriters{
+    WriterInfo{"csv", ".csv", "our trace CSV (time_ns,op,id,bytes,stream,tag): every request, stream and tag; not "
+               "layers or step boundaries",
+               [](const Trace& trace, const std::filesystem::path& path) { write_csv_trace_file(trace, path); }},
 };
 
 // nullopt when the file cannot be opened.
@@ -70,9 +91,23 @@ std::optional<std::string> file_head(std::string_view path) {
 
 std::span<const WorkloadInfo> all_workloads() { return kWorkloads; }
 std::span<const ReaderInfo> all_readers() { return kReaders; }
+std::span<const WriterInfo> all_writers() { return kWriters; }
+
+const WriterInfo& find_writer(std::string_view path) {
+  const WriterInfo* best = nullptr;
+  for (const WriterInfo& writer : kWriters) {
+    if (path.ends_with(writer.extension) && (!best || writer.extension.size() > best->extension.size())) best = &writer;
+  }
+  if (best) return *best;
+  std::string valid;
+  for (const WriterInfo& writer : kWriters) valid += (valid.empty() ? "" : ", ") + std::string(writer.extension);
+  throw Error(std::string(path) + ": no trace writer for this extension (writers: " + valid + ")");
+}
 
 bool names_a_file(std::string_view spec) {
-  return spec.find('/') != std::string_view::npos || spec.ends_with(".csv") || spec.ends_with(".pickle");
+  if (spec.find('/') != std::string_view::npos) return true;
+  return std::any_of(kReaders.begin(), kReaders.end(),
+                     [&](const ReaderInfo& reader) { return reader.claims(spec, "") == Claim::by_name; });
 }
 
 const ReaderInfo& find_reader(std::string_view path) {
@@ -92,7 +127,7 @@ const ReaderInfo& find_reader(std::string_view path) {
 
 Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
   if (names_a_file(spec_text)) return find_reader(spec_text).load(std::string(spec_text), options);
-  if (options.cuda_device) throw Error("--cuda-device is for PyTorch snapshots, not the workload '" + std::string(spec_text) + "'");
+  if (options.cuda_device) throw Error("--cuda-device is for PyTorch snapshots, profiler traces and TensorFlow logs, not the workload '" + std::string(spec_text) + "'");
   if (auto model = parse_model_spec(spec_text)) {
     model->options.compute_capability = options.compute_capability;
     return lower_model(model->build(), model->options, std::string(spec_text));

@@ -1,5 +1,6 @@
-// The workload catalogue: spec strings to generators, file paths to readers, each a row
-// of a table. Other workloads (the model zoo) add a line to its table.
+// The workload catalogue: spec strings to generators, file paths to readers, output
+// extensions to writers, each a row of a table. Other workloads (the model zoo) add a line
+// to its table.
 #pragma once
 
 #include <span>
@@ -8,6 +9,7 @@
 #include "sim/spec.hpp"
 #include "sim/trace.hpp"
 #include "workloads/reader.hpp"
+#include "workloads/writer.hpp"
 
 namespace allocsim {
 
@@ -21,13 +23,19 @@ struct WorkloadInfo {
 
 std::span<const WorkloadInfo> all_workloads();
 std::span<const ReaderInfo> all_readers();
+std::span<const WriterInfo> all_writers();
 
-// Whether a spec is a file path: it holds a '/' or ends in .csv or .pickle.
+// Whether a spec is a file path: it holds a '/' or a reader claims it by name (.csv,
+// .pickle, .json, .log, ...).
 bool names_a_file(std::string_view spec);
 
 // The reader of a file: the first that claims it by content, else the first by name.
 // Throws Error listing the readers when none does.
 const ReaderInfo& find_reader(std::string_view path);
+
+// The writer for an output path: the row whose extension ends it (the longest, so `.x.y`
+// beats `.y`). Throws Error naming the path and listing the extensions when none does.
+const WriterInfo& find_writer(std::string_view path);
 
 // A model spec ("resnet50_b64"), a generator spec ("random:n=1000,seed=7") or a trace
 // file (see names_a_file). Throws Error naming the bad part. `options` go to a file's reader.

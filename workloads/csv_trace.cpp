@@ -137,12 +137,11 @@ class Reader {
   IdRenumbering ids_;
 };
 
-}  // namespace
-
-Trace read_csv_trace(std::istream& in, const std::string& name) {
+template <class Source>
+Trace read_trace(Source&& source, const std::string& name) {
   Reader reader(name);
   bool seen_header = false;
-  for_each_line(in, name, [&](std::string_view text, std::size_t) {
+  for_each_line(source, name, [&](std::string_view text, std::size_t) {
     if (text.front() == '#') return;
     if (seen_header) {
       reader.row(text);
@@ -158,6 +157,11 @@ Trace read_csv_trace(std::istream& in, const std::string& name) {
     throw Error(name + ": " + error.what());
   }
 }
+
+}  // namespace
+
+Trace read_csv_trace(std::istream& in, const std::string& name) { return read_trace(in, name); }
+Trace read_csv_trace_text(std::string_view text, const std::string& name) { return read_trace(text, name); }
 
 Trace read_csv_trace_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

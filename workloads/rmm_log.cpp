@@ -10,35 +10,17 @@
 #include "sim/error.hpp"
 #include "workloads/id_renumbering.hpp"
 #include "workloads/text_lines.hpp"
+#include "workloads/time_of_day.hpp"
 
 namespace allocsim {
 namespace {
 
 constexpr std::string_view kHeader = "Thread,Time,Action,Pointer,Size,Stream";
-constexpr Nanos kDay = 24ull * 3600 * 1'000'000'000;
-
 std::optional<std::uint64_t> parse_number(std::string_view text, int base = 10) {
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
   if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
   return value;
-}
-
-// `HH:MM:SS.uuuuuu` or, up to v21.04, `HH:MM:SS:uuuuuu`: nanoseconds of the day.
-Nanos parse_time(std::string_view text) {
-  const auto bad = [&] { return Error("time '" + std::string(text) + "' is not HH:MM:SS.uuuuuu (or HH:MM:SS:uuuuuu)"); };
-  if (text.size() < 10 || text[2] != ':' || text[5] != ':' || (text[8] != '.' && text[8] != ':')) throw bad();
-  const auto hours = parse_number(text.substr(0, 2));
-  const auto minutes = parse_number(text.substr(3, 2));
-  const auto seconds = parse_number(text.substr(6, 2));
-  const std::string_view fraction = text.substr(9);
-  const auto micros = parse_number(fraction);
-  if (!hours || !minutes || !seconds || !micros || *hours > 23 || *minutes > 59 || *seconds > 60 || fraction.size() > 9) {
-    throw bad();
-  }
-  Nanos fraction_ns = *micros;
-  for (std::size_t digits = fraction.size(); digits < 9; ++digits) fraction_ns *= 10;
-  return ((*hours * 60 + *minutes) * 60 + *seconds) * 1'000'000'000 + fraction_ns;
 }
 
 // A pointer or stream handle as a number: hex with 0x, or as the version printed it
@@ -66,7 +48,7 @@ class Reader {
     if (count != fields.size()) throw Error(std::to_string(count) + " fields, the header has 6");
     const std::string_view thread = fields[0];
     if (!parse_number(thread)) throw Error("thread '" + std::string(thread) + "' is not a thread id");
-    const Nanos time = monotonic(parse_time(fields[1]));
+    const Nanos time = clock_.next(parse_time_of_day(fields[1]));
     const std::string_view action = fields[2];
     const auto size = parse_number(fields[4]);
     if (!size) throw Error("size '" + std::string(fields[4]) + "' is not a non-negative integer");
@@ -98,19 +80,6 @@ class Reader {
   }
 
  private:
-  // Times of the day, made non-decreasing: a wrap past midnight adds a day; a row a little
-  // earlier than the one before (threads flushing out of order) takes that row's time.
-  Nanos monotonic(Nanos of_day) {
-    Nanos time = day_ + of_day;
-    if (time + kDay / 2 < last_) {
-      day_ += kDay;
-      time += kDay;
-    }
-    last_ = std::max(last_, time);
-    if (!origin_) origin_ = last_;
-    return last_ - *origin_;
-  }
-
   std::string pointer_key(std::string_view text) const {
     const auto value = parse_handle(text, 16);
     if (!value || *value == 0) throw Error("pointer '" + std::string(text) + "' is not a device address");
@@ -135,17 +104,14 @@ class Reader {
   std::vector<RmmFailure> failures_;
   std::map<std::string, std::size_t> threads_;
   std::unordered_map<std::string, Stream> streams_;
-  Nanos day_ = 0;
-  Nanos last_ = 0;
-  std::optional<Nanos> origin_;  // the first row's time: the trace starts at 0
+  DayClock clock_;  // the first row's time is 0
 };
 
-}  // namespace
-
-RmmLog read_rmm_log(std::istream& in, const std::string& name) {
+template <class Source>
+RmmLog read_log(Source&& source, const std::string& name) {
   Reader reader(name);
   bool seen_header = false;
-  for_each_line(in, name, [&](std::string_view text, std::size_t line_number) {
+  for_each_line(source, name, [&](std::string_view text, std::size_t line_number) {
     if (seen_header) {
       reader.row(text, line_number);
     } else {
@@ -161,6 +127,11 @@ RmmLog read_rmm_log(std::istream& in, const std::string& name) {
   }
 }
 
+}  // namespace
+
+RmmLog read_rmm_log(std::istream& in, const std::string& name) { return read_log(in, name); }
+RmmLog read_rmm_log_text(std::string_view text, const std::string& name) { return read_log(text, name); }
+
 RmmLog read_rmm_log_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path.string() + ": cannot open");
@@ -168,11 +139,16 @@ RmmLog read_rmm_log_file(const std::filesystem::path& path) {
 }
 
 Claim claims_rmm_log(std::string_view spec, std::string_view head) {
+  if (head.starts_with(kUtf8Bom)) head.remove_prefix(kUtf8Bom.size());
   const std::string_view first = trim_line(head.substr(0, head.find('\n')));
   if (first == kHeader) return Claim::by_content;
+  // RMM's Python names each device's log NAME.devN.EXT (rmm.mr._append_id), or NAME.devN.
   const auto dev = spec.rfind(".dev");
-  if (dev != std::string_view::npos && parse_number(spec.substr(dev + 4))) return Claim::by_name;
-  return Claim::no;
+  if (dev == std::string_view::npos) return Claim::no;
+  std::string_view device = spec.substr(dev + 4);
+  device = device.substr(0, device.find('.'));
+  const bool only_an_extension_after = spec.substr(dev + 4 + device.size()).find('/') == std::string_view::npos;
+  return parse_number(device) && only_an_extension_after ? Claim::by_name : Claim::no;
 }
 
 }  // namespace allocsim

@@ -1,11 +1,16 @@
 // RAPIDS RMM's logging_resource_adaptor CSV (../shared/reference/formats.md section 3,
 // allocators.md 4.7): header `Thread,Time,Action,Pointer,Size,Stream`, one row per call,
 // Action `allocate`, `free` or `allocate failure`. Every historical variant reads:
-// - Time `HH:MM:SS.uuuuuu`, or `HH:MM:SS:uuuuuu` (up to v21.04);
-// - Stream decimal (v0.15), `0x...` (fmt::ptr, v0.17 to v24.10) or hex without a prefix
-//   (HEAD); streams are identities, so each distinct value is one stream;
-// - null pointers of failure rows `(nil)` or `0x0`; logs before v22.04 have no failures;
-// - a file named with Python's `.devN` suffix (`rmm_log.dev0.csv`) is recognised by content.
+// - Time `HH:MM:SS.uuuuuu` (the adaptor's spdlog pattern `%t,%H:%M:%S.%f`), or
+//   `HH:MM:SS:uuuuuu`, the form RMM's replay benchmark documents for logs up to v21.04;
+// - Pointer `0x...` (fmt, or printf `%p` at HEAD) or hex without a prefix (`%llx` in the
+//   first rapids_logger builds, 24.12 and 25.02);
+// - Stream decimal (v0.15), `0x...` (fmt::ptr from v0.17 to v24.10; `std::hex` of the
+//   handle at HEAD, which prints the default stream as `0`) or hex without a prefix
+//   (`%llx`); streams are identities, so each distinct value is one stream;
+// - null pointers of failure rows `(nil)`, `0x0` or `0`; logs before v22.04 have no failures;
+// - a file named by RMM's Python `NAME.devN.EXT` or `NAME.devN` is recognised by its
+//   header, or by that name when the header cannot tell (an empty log).
 // What the format lacks, and what is assumed instead:
 // - requested sizes: Size is what the caller passed (RMM rounds to 256 itself), so each
 //   policy rounds as it does; no tags or layers (every allocation is `other`);
@@ -44,9 +49,11 @@ struct RmmLog {
 
 // Throws Error "NAME:LINE: what" on the first bad row.
 RmmLog read_rmm_log(std::istream& in, const std::string& name);
+// The same on a buffer in memory (the fuzz target's entry).
+RmmLog read_rmm_log_text(std::string_view text, const std::string& name);
 RmmLog read_rmm_log_file(const std::filesystem::path& path);
 
-// By content: the first line is the header; by name: a path ending in .devN.
+// By content: the first line is the header; by name: a path ending in .devN or .devN.EXT.
 Claim claims_rmm_log(std::string_view spec, std::string_view head);
 
 }  // namespace allocsim

@@ -1,9 +1,14 @@
-// What the line-based trace readers (our CSV, RMM's log) share: trimming, the byte order
-// mark a Windows editor leaves, and errors that name the file and line.
+// What the line-based trace readers (our CSV, RMM's log, TensorFlow's memory log) share:
+// trimming, the byte order mark a Windows editor leaves, and errors that name the file and
+// line. Each loop reads a stream (a file, line by line) or a buffer already in memory (what
+// a fuzzer hands a reader).
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
+#include <fstream>
 #include <istream>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -31,14 +36,44 @@ void for_each_line(std::istream& in, const std::string& name, OnLine on_line) {
   try {
     while (std::getline(in, line)) {
       ++line_number;
-      if (line_number == 1 && line.starts_with(kUtf8Bom)) line.erase(0, kUtf8Bom.size());
-      const std::string_view text = trim_line(line);
+      std::string_view text = line;
+      if (line_number == 1 && text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
+      text = trim_line(text);
       if (!text.empty()) on_line(text, line_number);
     }
   } catch (const Error& error) {
     throw Error(name + ":" + std::to_string(line_number) + ": " + error.what());
   }
   if (in.bad()) throw Error(name + ": read error");
+}
+
+// The same over a buffer: lines end at '\n' (a '\r' before it is trimmed); a last line
+// without one counts.
+template <class OnLine>
+void for_each_line(std::string_view buffer, const std::string& name, OnLine on_line) {
+  std::size_t line_number = 0;
+  if (buffer.starts_with(kUtf8Bom)) buffer.remove_prefix(kUtf8Bom.size());
+  try {
+    while (!buffer.empty()) {
+      ++line_number;
+      const auto end = buffer.find('\n');
+      const std::string_view text = trim_line(buffer.substr(0, end));
+      buffer.remove_prefix(end == std::string_view::npos ? buffer.size() : end + 1);
+      if (!text.empty()) on_line(text, line_number);
+    }
+  } catch (const Error& error) {
+    throw Error(name + ":" + std::to_string(line_number) + ": " + error.what());
+  }
+}
+
+// A whole file in memory, for the readers that parse a buffer (JSON). Throws Error
+// "PATH: cannot open" or "PATH: read error".
+inline std::string read_whole_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot open");
+  std::string text{std::istreambuf_iterator<char>(in), {}};
+  if (in.bad()) throw Error(path.string() + ": read error");
+  return text;
 }
 
 }  // namespace allocsim
