@@ -96,7 +96,7 @@ BatchReport batch_report_from_sweep(std::istream& csv, const std::string& name) 
     std::string facet_name;
     for (const std::size_t at : facet_columns) {
       if (!facet_name.empty()) facet_name += ", ";
-      facet_name += header[at] + "=" + (header[at] == "capacity_bytes" ? format_bytes(bytes_cell(row[at])) : row[at]);
+      facet_name += header[at] == "capacity_bytes" ? "capacity=" + format_bytes(bytes_cell(row[at])) : header[at] + "=" + row[at];
     }
     auto [it, added] = facet_index.emplace(facet_name, facets.size());
     if (added) facets.push_back(FacetBuilder{BatchFacet{facet_name, bytes_cell(row[capacity_at]), {}}, {}});

@@ -74,7 +74,8 @@
       [lane.peak_allocated, lane.peak_reserved, lane.live_lower_bound].forEach(function (b) { row.append('td').attr('class', 'num').text(fmtBytes(b)); });
       row.append('td').attr('class', 'num').text(lane.oom_count);
     });
-    lanes.forEach(function (lane) { root.append('pre').attr('class', 'verdict').text((lane.label ? lane.label + ': ' : '') + lane.verdict); });
+    // A verdict begins with its tenant; in a comparison, the policy goes first.
+    lanes.forEach(function (lane) { root.append('pre').attr('class', 'verdict').text((data.runs.length > 1 ? lane.label + ': ' : '') + lane.verdict); });
 
     // Bytes over simulated time, every tenant and policy on the same axes.
     root.append('h2').text('Memory over simulated time');
@@ -224,7 +225,7 @@
     data.facets.forEach(function (f) { f.curves.forEach(function (c) { if (policies.indexOf(c.policy) < 0) policies.push(c.policy); }); });
     var colour = (policies.length <= 10 ? d3.scale.category10() : d3.scale.category20()).domain(policies);
     root.append('h2').text('Peak memory against ' + data.x_axis);
-    root.append('p').attr('class', 'note').text('Per policy: solid, peak reserved; dashed, peak allocated; a filled dot fits, a hollow one ran out of memory. Red dashes: the device capacity. The vertical mark is the policy\'s largest ' + data.x_axis + ' that fits.');
+    root.append('p').attr('class', 'note').text('Per policy: dashed, peak reserved; solid, peak allocated; a filled dot fits, a hollow one ran out of memory. Red dashes: the device capacity. The vertical mark is the policy\'s largest ' + data.x_axis + ' that fits.');
     legend(root, policies.map(function (p) { return {label: p, colour: colour(p)}; }));
     var grid = root.append('div').attr('class', 'facets');
     var single = data.facets.length === 1;
