@@ -40,7 +40,7 @@ TEST_CASE("the same run makes the same page, byte for byte", "[cli][report]") {
   CHECK(first == page());
 }
 
-TEST_CASE("--report is an output: never over an input or another output", "[cli][report]") {
+TEST_CASE("the report is an output: never over an input or another output", "[cli][report]") {
   TempDir dir;
   const std::string csv = dir.file("out.csv");
   const Outcome same = cli({"run", "--workload", "random:n=10", "--policy", "bestfit", "--csv", csv, "--report", csv});
