@@ -24,6 +24,7 @@ Usage:
   allocsim replay FILE.pickle --policy SPECS                would another setting have saved this run?
   allocsim sweep --workload SPECS --policy SPECS [lists]    the cross product of lists, one CSV (sweep --help)
   allocsim maxbatch --workload MODEL --policy SPECS         the largest batch without OOM, per policy
+  allocsim compare --workload SPEC --policy SPECS           the policies side by side (--report FILE.html)
   allocsim advise --workload SPEC [--framework tf|torch]    what to change so that it fits (advise --help)
   allocsim trace info|convert|slice FILE ...                look at, convert or cut a trace (trace --help)
   allocsim validate --workload SPEC --policy SPEC [--cap S] simulation and the GPU side by side (validate --help)
@@ -36,6 +37,7 @@ Examples:
   allocsim --device v100-16gb --tenant random:live=10GiB@bestfit --tenant random:seed=2,live=2GiB@direct
   allocsim --capacity 16GiB --tenant resnet50_b64@bfc@start=2s --tenant resnet50_b32@growth   (B starts first)
   allocsim --workload random --policy bestfit:region=4GiB --csv out.csv --json out.json --timeline t.csv
+  allocsim --workload resnet50_b64 --policy bfc --report run.html   (a page to look at, offline)
 
 Sizes take binary or SI units: 4096, 512MiB, 16GiB, 1.5GB. Times: 0, 250us, 500ms, 2s.
 The table opens with a verdict per tenant: fits, or why not over the whole run (capacity:
@@ -62,13 +64,14 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     if (command == "replay") return replay_command(args.subspan(1), out);
     if (command == "sweep") return sweep_command(args.subspan(1), out, err);
     if (command == "maxbatch") return maxbatch_command(args.subspan(1), out);
+    if (command == "compare") return compare_command(args.subspan(1), out);
     if (command == "advise") return advise_command(args.subspan(1), out);
     if (command == "trace") return trace_command(args.subspan(1), out);
     if (command == "validate") return validate_command(args.subspan(1), out);
     if (command == "calibrate") return calibrate_command(args.subspan(1), out);
     if (!command.empty() && command.front() != '-') {
       throw Error("unknown command '" + command +
-                  "' (run, replay-check, replay, sweep, maxbatch, advise, trace, validate, calibrate, policies, workloads, devices, help, version)");
+                  "' (run, replay-check, replay, sweep, maxbatch, compare, advise, trace, validate, calibrate, policies, workloads, devices, help, version)");
     }
     if (args.empty()) {
       out << kAllocsimUsage;

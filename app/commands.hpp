@@ -34,6 +34,9 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
 // allocsim maxbatch: the largest batch that runs without OOM, per policy (maxbatch_command.cpp).
 int maxbatch_command(std::span<const std::string> args, std::ostream& out);
 
+// allocsim compare: one workload through several policies, one table (compare_command.cpp).
+int compare_command(std::span<const std::string> args, std::ostream& out);
+
 // allocsim advise: what to change so that a workload fits, each line a run (advise_command.cpp).
 int advise_command(std::span<const std::string> args, std::ostream& out);
 

@@ -17,7 +17,10 @@
 #include "sim/metrics.hpp"
 #include "sim/output_paths.hpp"
 #include "sim/report.hpp"
+#include "sim/version.hpp"
+#include "studies/batch_report.hpp"
 #include "studies/maxbatch_study.hpp"
+#include "studies/report_page.hpp"
 #include "studies/sweep_grid.hpp"
 #include "workloads/model/model_spec.hpp"
 
@@ -55,6 +58,7 @@ struct MaxBatchOptions {
   std::vector<std::string> policies;
   DeviceChoice device;
   std::string csv;
+  std::string report;
   std::int64_t limit = 65536;
   int neighbours = 4;
   int accumulation = 4;
@@ -127,6 +131,8 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
       ("neighbours", po::value(&o.neighbours)->value_name("N"), "batches checked on each side of the answer (default 4)")
       ("accumulation", po::value(&o.accumulation)->value_name("N"), "micro-batches per step for the accumulation line (default 4)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "also a CSV row per device, policy and variant (written whole)")
+      ("report", po::value(&o.report)->value_name("FILE.html"),
+       "a self-contained HTML page: peak bytes against the batch per policy, the device line, each largest batch")
       ("resume", po::bool_switch(&o.resume), "keep the searches already in --csv FILE, run only the others")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)");
   add_device_options(description, o.device, DeviceLists::many, false);
@@ -162,6 +168,7 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   if (study.threads == 0) study.threads = std::max(1u, std::thread::hardware_concurrency());
   OutputPaths paths;  // the --resume file is the output itself, read first
   paths.output("--csv", o.csv);
+  paths.output("--report", o.report);
   paths.check();
   MaxBatchResults results = plan_maxbatch(study);
   if (o.resume && std::filesystem::exists(o.csv)) {
@@ -219,6 +226,10 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
     }
   }
   if (!o.csv.empty()) write_file_atomically(o.csv, [&](std::ostream& file) { write_maxbatch_csv(file, results); });
+  if (!o.report.empty()) {
+    const std::string title = "allocsim maxbatch: " + o.workload;
+    write_report_page(o.report, title, batch_report_data(title, command_text(command_line()), batch_report_from_maxbatch(results)));
+  }
   return 0;
 }
 

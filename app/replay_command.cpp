@@ -15,6 +15,9 @@
 #include "sim/error.hpp"
 #include "sim/report.hpp"
 #include "sim/output_paths.hpp"
+#include "sim/version.hpp"
+#include "studies/report_page.hpp"
+#include "studies/run_report.hpp"
 #include "studies/replay_from_recording.hpp"
 #include "studies/replay_log.hpp"
 #include "studies/run_exports.hpp"
@@ -121,6 +124,7 @@ void print_log_table(std::ostream& out, const LogReplay& replay) {
 int replay_log_command(const std::string& file, const std::vector<std::string>& policy_lists,
                        const std::optional<Bytes>& capacity, const std::string& csv, std::optional<int> cuda_device,
                        const ExportFiles& exports,
+                       const std::string& report,
                        std::ostream& out) {
   std::vector<std::string> policies;
   for (const std::string& list : policy_lists.empty() ? std::vector<std::string>{"rmm-pool,rmm-arena,rmm-binning,async"}
@@ -131,7 +135,7 @@ int replay_log_command(const std::string& file, const std::vector<std::string>& 
   if (capacity) device.capacity = *capacity;
   LoadOptions options;
   options.cuda_device = cuda_device;
-  const LogReplay replay = replay_log_file(file, policies, device, options, exports);
+  const LogReplay replay = replay_log_file(file, policies, device, options, exports, !report.empty());
   out << "replay " << file << ": every policy from an empty allocator, in the file's order (" << replay.reader << ")\n"
       << "  " << replay.events << " events; failed requests in the log: " << replay.failures << "\n"
       << "  device: " << format_bytes_exact(device.capacity) << (capacity ? ", --capacity" : ", the default (--capacity sets it)")
@@ -141,6 +145,14 @@ int replay_log_command(const std::string& file, const std::vector<std::string>& 
     std::vector<RunResult> runs;
     for (const LogReplayOutcome& outcome : replay.outcomes) runs.push_back(outcome.run);
     write_file_atomically(csv, [&](std::ostream& stream) { write_csv(stream, runs); });
+  }
+  if (!report.empty()) {
+    std::vector<ReportedRun> reported;
+    for (const LogReplayOutcome& outcome : replay.outcomes) {
+      reported.push_back(ReportedRun{outcome.policy, outcome.scenario, outcome.run, *outcome.recorders});
+    }
+    const std::string title = "allocsim replay: " + std::filesystem::path(file).filename().string();
+    write_report_page(report, title, run_report_data(title, command_text(command_line()), reported));
   }
   return 0;
 }
@@ -182,6 +194,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   SnapshotArguments snapshot;
   std::string csv;
   ExportFiles exports;
+  std::string report;
   po::options_description description("Options");
   description.add_options()("help,h", "this help")(
       "policy,p", po::value(&policy_lists)->value_name("SPECS")->composing(),
@@ -193,7 +206,10 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
       "the replay through one --policy as a PyTorch memory snapshot for pytorch.org/memory_viz (docs/export.md)")(
       "chrome-trace", po::value(&exports.chrome_trace)->value_name("FILE.json"),
       "the same replay as Chrome trace JSON for ui.perfetto.dev (counters in bytes, the 20000 largest "
-      "allocations as slices, OOMs)");
+      "allocations as slices, OOMs)")(
+
+      "report", po::value(&report)->value_name("FILE.html"),
+      "a log's replay as a self-contained HTML page: every policy's bytes over time, memory map, OOMs and peak");
   if (!parse_snapshot_arguments(args, description, snapshot, kReplayUsage, "replay needs a snapshot: allocsim replay FILE.pickle --policy SPECS", out)) return 0;
   const std::string& file = snapshot.file;
   const std::optional<int>& cuda_device = snapshot.cuda_device;
@@ -212,9 +228,15 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   paths.output("--csv", csv);
   paths.output("--memory-viz", exports.memory_viz);
   paths.output("--chrome-trace", exports.chrome_trace);
+  paths.output("--report", report);
   paths.check();
 
-  if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, cuda_device, exports, out);
+  if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, cuda_device, exports, report, out);
+  // The what-if replay of a recording is not drawn yet: its observers are the exports' alone.
+  if (!report.empty()) {
+    throw Error("--report: not for a PyTorch recording's what-if replay yet; `allocsim run --workload " + file +
+                " --policy SPEC --report FILE.html` reports its trace replayed from an empty allocator");
+  }
 
   const TorchRecording recording = read_torch_recording(file, cuda_device);
   const WhatIf what_if = replay_from_recording(recording, policies, device_capacity, exports);

@@ -18,7 +18,10 @@
 #include "sim/output_paths.hpp"
 #include "sim/report.hpp"
 #include "sim/timeline.hpp"
+#include "sim/version.hpp"
+#include "studies/report_page.hpp"
 #include "studies/run_exports.hpp"
+#include "studies/run_report.hpp"
 #include "studies/scenario_choice.hpp"
 #include "workloads/catalogue.hpp"
 #include "workloads/csv_trace.hpp"
@@ -38,6 +41,7 @@ struct RunOptions {
   std::string csv;
   std::string json;
   std::string timeline;
+  std::string report;
   std::string save_trace;
   std::string memory_viz;
   std::string chrome_trace;
@@ -69,6 +73,8 @@ po::options_description run_options(RunOptions& options) {
       ("chrome-trace", po::value(&options.chrome_trace)->value_name("FILE.json"),
        "the run as Chrome trace JSON for ui.perfetto.dev or chrome://tracing: a process per tenant, "
        "byte counters, the 20000 largest allocations as slices, OOMs as instants")
+      ("report", po::value(&options.report)->value_name("FILE.html"),
+       "a self-contained HTML page (opens offline): bytes over time, the memory map, the OOMs, the peak")
       ("batch,b", po::value(&options.batch)->value_name("N"), "the batch of every model workload (as its _bN token)")
       ("save-trace", po::value(&options.save_trace)->value_name("FILE"),
        "write the workload's trace as CSV (one tenant), e.g. to see what a model step allocates")
@@ -113,6 +119,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   paths.output("--csv", options.csv);
   paths.output("--json", options.json);
   paths.output("--timeline", options.timeline);
+  paths.output("--report", options.report);
   paths.output("--save-trace", options.save_trace);
   paths.output("--memory-viz", options.memory_viz);
   paths.output("--chrome-trace", options.chrome_trace);
@@ -150,6 +157,10 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   std::optional<Timeline> timeline;
   std::vector<Observer*> observers;
   if (!options.timeline.empty()) observers.push_back(&timeline.emplace());
+  std::optional<RunRecorders> recorders;
+  if (!options.report.empty()) {
+    for (Observer* observer : recorders.emplace().observers()) observers.push_back(observer);
+  }
   const RunResult result = run_and_export(scenario, ExportFiles{options.memory_viz, options.chrome_trace}, observers);
 
   const DeviceSpec& device = scenario.device;
@@ -163,6 +174,11 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   if (!options.csv.empty()) write_file_atomically(options.csv, [&](std::ostream& file) { write_csv(file, {&result, 1}); });
   if (!options.json.empty()) write_file_atomically(options.json, [&](std::ostream& file) { write_json(file, result); });
   if (timeline) write_file_atomically(options.timeline, [&](std::ostream& file) { timeline->write_csv(file); });
+  if (recorders) {
+    const ReportedRun reported{"", scenario, result, *recorders};
+    const std::string title = "allocsim run: " + run_title(result);
+    write_report_page(options.report, title, run_report_data(title, command_text(command_line()), {&reported, 1}));
+  }
   return 0;
 }
 

@@ -18,6 +18,10 @@
 #include "sim/error.hpp"
 #include "sim/interrupt.hpp"
 #include "sim/output_paths.hpp"
+#include "sim/version.hpp"
+#include "studies/batch_report.hpp"
+#include "studies/csv_resume.hpp"
+#include "studies/report_page.hpp"
 #include "studies/sweep_grid.hpp"
 #include "studies/sweep_run.hpp"
 #include "workloads/catalogue.hpp"
@@ -60,6 +64,7 @@ constexpr std::string_view kInternal = "internal error: ";
 struct SweepCliOptions {
   SweepOptions sweep;
   std::string csv;
+  std::string report;
   int threads = 0;
   double save_every = 2;
   bool resume = false;
@@ -80,6 +85,9 @@ po::options_description sweep_options(SweepCliOptions& o) {
        "an option of a generator workload, swept (repeatable): --param seed=1:8:1 --param live=1GiB:4GiB")
       ("on-oom", po::value(&s.on_oom)->value_name("stop,continue"), "what an OOM does (default stop)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "write the CSV here (written whole, by rename), else to stdout")
+      ("report", po::value(&o.report)->value_name("FILE.html"),
+       "a self-contained HTML page: peak reserved and allocated against the batch per policy, the device line, "
+       "each policy's largest batch; a chart per precision, device or other swept parameter")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)")
       ("resume", po::bool_switch(&o.resume), "keep the points already in --csv FILE, run only the others")
       ("save-every", po::value(&o.save_every)->value_name("SECONDS"),
@@ -123,6 +131,7 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
     }
   }
   paths.output("--csv", options.csv);
+  paths.output("--report", options.report);
   paths.check();
   const std::vector<std::string> extras = probe_extra_columns(points);
   const std::unique_ptr<Ranks> ranks = make_ranks();
@@ -200,13 +209,20 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
                                         std::to_string(finished.size()) + " of " + std::to_string(points.size()) +
                                         " points finished"
                                   : "";
+  const std::size_t row_count = rows.size();
+  std::ostringstream table;
+  write_sweep_csv(table, options.timing, extras, std::move(rows));
+  if (!options.report.empty() && !cut) {
+    std::istringstream csv(table.str());
+    const std::string title = "allocsim sweep: " + join_csv(options.sweep.workloads);
+    write_report_page(options.report, title, batch_report_data(title, command_text(command_line()), batch_report_from_sweep(csv, "the sweep")));
+  }
   if (options.csv.empty()) {
-    write_sweep_csv(out, options.timing, extras, std::move(rows));
+    out << table.str();
     if (cut) throw Interrupted(signal, stopped + ", their rows printed above; with --csv FILE, --resume would run the rest");
     return 0;
   }
-  const std::size_t row_count = rows.size();
-  write_file_atomically(options.csv, [&](std::ostream& file) { write_sweep_csv(file, options.timing, extras, std::move(rows)); });
+  write_file_atomically(options.csv, [&](std::ostream& file) { file << table.str(); });
   if (cut) {
     throw Interrupted(signal, stopped + ", their " + std::to_string(row_count) + " rows written to " + options.csv +
                                   "; the same command with --resume runs the rest");

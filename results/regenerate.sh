@@ -7,9 +7,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 allocsim="$root/tools/allocsim"
 out="$root/results"
 
+# The HTML reports show the command that made them: paths relative to the repository.
+cd "$root"
+
 echo "== ResNet-50 batch sweep: 1..1024 (powers of two and midpoints), fp32 and amp, every policy, 16 and 80 GiB" >&2
 "$allocsim" sweep --workload resnet50 --batch 1:1024,3:768 --precision fp32,amp --policy all \
-  --capacity 16GiB,80GiB --quiet --csv "$out/resnet50_batch_sweep.csv"
+  --capacity 16GiB,80GiB --quiet --csv results/resnet50_batch_sweep.csv --report results/report_sweep_resnet50.html
 
 echo "== BERT-base sequence-length sweep: 32..512 (and midpoints), batch 8 and 32, fp32 and amp, every policy" >&2
 "$allocsim" sweep --workload bert_base --sequence 32:512,48:384 --batch 8,32 --precision fp32,amp --policy all \
@@ -22,3 +25,9 @@ echo "== Two tenants: A (4 GiB live, every policy) preallocates before B (2.5 Gi
 echo "== ResNet-50 largest batch per policy and device (with amp and 4-step accumulation)" >&2
 "$allocsim" maxbatch --workload resnet50 --policy all --device t4,v100-16gb,v100-32gb,rtx3090,a100-40gb,a100-80gb,h100-80gb \
   --csv "$out/resnet50_maxbatch.csv" >"$out/resnet50_maxbatch.txt"
+
+echo "== HTML reports: two tenants on a V100 (B starts 1 ms after A's bfc took the card), and the seed's fragmentation case" >&2
+"$allocsim" run --device v100-16gb --tenant resnet50_b64@bfc --tenant resnet50_b32@growth@start=1ms \
+  --report results/report_resnet50_b64.html >/dev/null
+"$allocsim" compare --workload workloads/traces/seed_fragmentation.csv --policy bfc,direct,caching,expandable \
+  --capacity 10GiB --report results/report_compare_fragmentation.html >/dev/null

@@ -106,23 +106,43 @@ std::string describe_oom(const OomRecord& oom) {
          ": " + why;
 }
 
-void write_table(std::ostream& out, const RunResult& run) {
-  for (const TenantResult& tenant : run.tenants) out << describe_verdict(verdict_of(run, tenant), run.device.name);
+void write_table(std::ostream& out, const RunResult& run) { write_table(out, {&run, 1}, {}); }
+
+void write_table(std::ostream& out, std::span<const RunResult> runs, std::span<const std::string> labels) {
+  struct Column {
+    const RunResult* run;
+    const TenantResult* tenant;
+    std::string label;   // the header cell
+    std::string prefix;  // before each line about it: "" for a lone run's tenants
+  };
+  std::vector<Column> columns;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    for (const TenantResult& tenant : runs[r].tenants) {
+      const std::string name = "tenant " + std::to_string(tenant.index);
+      if (labels.empty()) {
+        columns.push_back(Column{&runs[r], &tenant, name, ""});
+      } else {
+        const std::string label = runs[r].tenants.size() > 1 ? labels[r] + " " + name : labels[r];
+        columns.push_back(Column{&runs[r], &tenant, label, label + ": "});
+      }
+    }
+  }
+  for (const Column& c : columns) out << c.prefix << describe_verdict(verdict_of(*c.run, *c.tenant), c.run->device.name);
   // A grid of strings first, so that every column can be padded to its widest cell.
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header{""};
-  for (const TenantResult& tenant : run.tenants) header.push_back("tenant " + std::to_string(tenant.index));
+  for (const Column& c : columns) header.push_back(c.label);
   rows.push_back(std::move(header));
   for (const Metric& metric : metrics()) {
     if (!metric.in_table) continue;
     std::vector<std::string> row{std::string(metric.name)};
-    for (const TenantResult& tenant : run.tenants) row.push_back(format_human(metric.get(run, tenant), metric.unit));
+    for (const Column& c : columns) row.push_back(format_human(metric.get(*c.run, *c.tenant), metric.unit));
     rows.push_back(std::move(row));
   }
-  for (const std::string& name : extra_columns({&run, 1})) {
+  for (const std::string& name : extra_columns(runs)) {
     std::vector<std::string> row{name};
-    for (const TenantResult& tenant : run.tenants) {
-      const PolicyStat* stat = find_stat(tenant, name);
+    for (const Column& c : columns) {
+      const PolicyStat* stat = find_stat(*c.tenant, name);
       row.push_back(stat ? format_human(stat->value, stat->unit) : "-");
     }
     rows.push_back(std::move(row));
@@ -139,19 +159,21 @@ void write_table(std::ostream& out, const RunResult& run) {
     }
     out << line << '\n';
   }
-  for (const TenantResult& tenant : run.tenants) {
+  for (const Column& c : columns) {
+    const TenantResult& tenant = *c.tenant;
     if (const std::string breakdown = describe_breakdown(tenant.at_peak); !breakdown.empty()) {
-      out << "tenant " << tenant.index << " at its peak (event " << tenant.peak_event << describe_step(tenant)
+      out << c.prefix << "tenant " << tenant.index << " at its peak (event " << tenant.peak_event << describe_step(tenant)
           << "): " << breakdown << '\n';
     }
   }
-  for (const TenantResult& tenant : run.tenants) {
+  for (const Column& c : columns) {
+    const TenantResult& tenant = *c.tenant;
     if (const OomRecord* oom = tenant.first_oom()) {
-      out << describe_oom(*oom) << '\n';
+      out << c.prefix << describe_oom(*oom) << '\n';
       if (!oom->policy_state.empty()) out << oom->policy_state;
     }
     if (tenant.hang_event) {
-      out << "HANG at event " << *tenant.hang_event << " of tenant " << tenant.index << ": " << tenant.hang_reason
+      out << c.prefix << "HANG at event " << *tenant.hang_event << " of tenant " << tenant.index << ": " << tenant.hang_reason
           << "; the real allocator never returns from this request, so the tenant stops here\n";
     }
     if (tenant.oom_count > 1) out << "  (" << tenant.oom_count << " OOMs in all for tenant " << tenant.index << ")\n";

@@ -4,12 +4,16 @@
 
 #include <ostream>
 #include <span>
+#include <string>
 
 #include "sim/result.hpp"
 
 namespace allocsim {
 
 void write_table(std::ostream& out, const RunResult& run);
+// The same table over several runs (compare: one per policy), a column per tenant of each;
+// `labels` (one per run) head its columns and begin the lines about it.
+void write_table(std::ostream& out, std::span<const RunResult> runs, std::span<const std::string> labels);
 // The header is always written, even for no runs; extra columns are the union of every
 // policy statistic, in order of first appearance, empty where a policy lacks one.
 void write_csv(std::ostream& out, std::span<const RunResult> runs);

@@ -24,7 +24,8 @@ class OomEvents final : public Observer {
 }  // namespace
 
 LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_events,
-                     std::span<const std::string> policies, const DeviceSpec& device, const ExportFiles& exports) {
+                     std::span<const std::string> policies, const DeviceSpec& device, const ExportFiles& exports,
+                     bool record) {
   if (exports.any() && policies.size() != 1) {
     throw Error("--memory-viz and --chrome-trace export one replay: give one --policy (" +
                 std::to_string(policies.size()) + " given)");
@@ -43,8 +44,13 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
     scenario.on_oom = OnOom::continue_run;
     scenario.tenants.push_back(TenantSpec{shared, policy, 0});
     OomEvents ooms;
-    Observer* observers[] = {&ooms};
-    LogReplayOutcome outcome{policy, run_and_export(scenario, exports, observers), 0, 0};
+    std::vector<Observer*> observers{&ooms};
+    std::shared_ptr<RunRecorders> recorders;
+    if (record) {
+      recorders = std::make_shared<RunRecorders>();
+      for (Observer* observer : recorders->observers()) observers.push_back(observer);
+    }
+    LogReplayOutcome outcome{policy, run_and_export(scenario, exports, observers), scenario, recorders, 0, 0};
     for (const std::size_t event : ooms.events) {
       if (std::binary_search(expected.begin(), expected.end(), event)) {
         ++outcome.failures_reproduced;
@@ -58,16 +64,16 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
 }
 
 LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device,
-                          const LoadOptions& options, const ExportFiles& exports) {
+                          const LoadOptions& options, const ExportFiles& exports, bool record) {
   const ReaderInfo& reader = find_reader(path);
   LogReplay replay;
   if (reader.name == "rmm-log" && !options.cuda_device) {
     const RmmLog log = read_rmm_log_file(path);
     std::vector<std::size_t> failures;
     for (const RmmFailure& failure : log.failures) failures.push_back(failure.event);
-    replay = replay_log(log.trace, failures, policies, device, exports);
+    replay = replay_log(log.trace, failures, policies, device, exports, record);
   } else {
-    replay = replay_log(load_workload(path, options), {}, policies, device, exports);
+    replay = replay_log(load_workload(path, options), {}, policies, device, exports, record);
   }
   replay.reader = reader.name;
   return replay;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,12 +17,15 @@
 #include "sim/trace.hpp"
 #include "studies/run_exports.hpp"
 #include "workloads/reader.hpp"
+#include "studies/run_report.hpp"
 
 namespace allocsim {
 
 struct LogReplayOutcome {
   std::string policy;
   RunResult run;  // one tenant
+  Scenario scenario;                        // what was replayed, for a report
+  std::shared_ptr<RunRecorders> recorders;  // what a report draws, when asked for (record)
   std::size_t failures_reproduced = 0;  // the log's failed requests that failed here too
   std::size_t ooms_elsewhere = 0;       // requests the log served and this replay did not
 };
@@ -38,13 +42,15 @@ struct LogReplay {
 // past a failed request, so the replay does too); `failure_events` are the alloc events
 // the log says failed (each is freed at once in the trace when it is served). Throws Error
 // on a bad spec. `exports`: the export files of the replay, which take one policy (Error
-// otherwise).
+// otherwise). With `record`, each outcome keeps the observers a report needs.
 LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_events,
-                     std::span<const std::string> policies, const DeviceSpec& device, const ExportFiles& exports = {});
+                     std::span<const std::string> policies, const DeviceSpec& device, const ExportFiles& exports = {},
+                     bool record = false);
 
 // The file through the catalogue (an RMM log keeps its failure rows), then replay_log.
 // `options` go to the file's reader (--cuda-device of a profiler trace or TensorFlow log).
 LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device,
-                          const LoadOptions& options = {}, const ExportFiles& exports = {});
+                          const LoadOptions& options = {}, const ExportFiles& exports = {},
+                          bool record = false);
 
 }  // namespace allocsim

@@ -1,0 +1,237 @@
+#include "studies/run_report.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/breakdown.hpp"
+#include "sim/report.hpp"
+#include "sim/verdict.hpp"
+#include "sim/version.hpp"
+
+namespace allocsim {
+namespace {
+
+using nlohmann::json;
+
+// Addresses as the map draws them: the address ranges the tenant ever used (segments and
+// blocks), merged and laid end to end, so that the gaps between segments take no room.
+class PackedAddresses {
+ public:
+  explicit PackedAddresses(const TenantBlocks& blocks) {
+    std::vector<std::pair<Addr, Addr>> ranges;
+    for (const SegmentSpan& segment : blocks.segments) ranges.emplace_back(segment.addr, segment.addr + segment.bytes);
+    for (const BlockSpan& block : blocks.blocks) ranges.emplace_back(block.addr, block.addr + block.size);
+    std::sort(ranges.begin(), ranges.end());
+    for (const auto& [from, to] : ranges) {
+      if (!merged_.empty() && from <= merged_.back().to) {
+        merged_.back().to = std::max(merged_.back().to, to);
+      } else {
+        merged_.push_back(Range{from, to, merged_.empty() ? 0 : merged_.back().offset + merged_.back().to - merged_.back().from});
+      }
+    }
+  }
+  Bytes offset_of(Addr addr) const {
+    auto it = std::upper_bound(merged_.begin(), merged_.end(), addr, [](Addr a, const Range& r) { return a < r.from; });
+    if (it == merged_.begin()) return 0;
+    --it;
+    return it->offset + (addr - it->from);
+  }
+  Bytes extent() const { return merged_.empty() ? 0 : merged_.back().offset + merged_.back().to - merged_.back().from; }
+  json ranges() const {
+    json out = json::array();
+    for (const Range& range : merged_) out.push_back({range.offset, range.to - range.from});
+    return out;
+  }
+
+ private:
+  struct Range {
+    Addr from;
+    Addr to;
+    Bytes offset;
+  };
+  std::vector<Range> merged_;
+};
+
+std::vector<Tag> tags_by_id(const Trace& trace) {
+  std::vector<Tag> tags(trace.allocations(), Tag::other);
+  for (const Event& event : trace.events) {
+    if (event.op == Op::alloc) tags[index_of(event.id)] = event.tag;
+  }
+  return tags;
+}
+
+json series_of(const Timeline& timeline, std::size_t tenant) {
+  json points = json::array();
+  for (const Sample& sample : timeline.points()) {
+    if (sample.tenant == tenant) points.push_back({sample.time, sample.allocated, sample.reserved, sample.device_used});
+  }
+  return points;
+}
+
+json breakdown_of(const Breakdown& breakdown) {
+  json by_tag = json::array();
+  for (int tag = 0; tag < kTagCount; ++tag) {
+    if (breakdown.by_tag[tag] > 0) by_tag.push_back({name_of(static_cast<Tag>(tag)), breakdown.by_tag[tag]});
+  }
+  json layers = json::array();
+  for (const auto& [layer, bytes] : breakdown.top_layers) layers.push_back({layer, bytes});
+  return {{"event", breakdown.event}, {"by_tag", by_tag}, {"layers", layers}};
+}
+
+constexpr std::size_t kPeakLayers = 15;
+constexpr std::size_t kFreeBlocksShown = 12;
+
+// The free blocks inside the tenant's segments just after `event`: each segment less the
+// live blocks in it. Empty without segments (a VMM policy's pages are mapped, not segments).
+json free_blocks_at(const TenantBlocks& blocks, const PackedAddresses& packed, std::size_t event) {
+  std::vector<std::pair<Addr, Bytes>> live;
+  for (const BlockSpan& block : blocks.blocks) {
+    if (block.placed_event <= event && block.freed_event > event) live.emplace_back(block.addr, block.size);
+  }
+  std::sort(live.begin(), live.end());
+  std::vector<std::pair<Bytes, Addr>> holes;  // size, address
+  Bytes segment_bytes = 0;
+  for (const SegmentSpan& segment : blocks.segments) {
+    if (segment.reserved_event > event || segment.released_event <= event) continue;
+    segment_bytes += segment.bytes;
+    Addr at = segment.addr;
+    const Addr end = segment.addr + segment.bytes;
+    for (auto it = std::lower_bound(live.begin(), live.end(), std::pair<Addr, Bytes>{segment.addr, 0});
+         it != live.end() && it->first < end; ++it) {
+      if (it->first > at) holes.emplace_back(it->first - at, at);
+      at = std::max(at, it->first + it->second);
+    }
+    if (end > at) holes.emplace_back(end - at, at);
+  }
+  std::sort(holes.begin(), holes.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  Bytes free_bytes = 0;
+  for (const auto& hole : holes) free_bytes += hole.first;
+  json largest = json::array();
+  for (std::size_t i = 0; i < holes.size() && i < kFreeBlocksShown; ++i) {
+    largest.push_back({packed.offset_of(holes[i].second), holes[i].first});
+  }
+  return {{"segments_bytes", segment_bytes}, {"count", holes.size()}, {"bytes", free_bytes}, {"largest", largest},
+          {"complete", blocks.dropped_blocks == 0 && blocks.dropped_segments == 0}};
+}
+
+json map_of(const TenantBlocks& blocks, const Trace& trace, Nanos end, std::size_t cap) {
+  const PackedAddresses packed(blocks);
+  const std::vector<Tag> tags = tags_by_id(trace);
+  std::vector<std::size_t> order(blocks.blocks.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (order.size() > cap) {
+    // The blocks a person sees at this scale: the largest in bytes x lifetime.
+    const auto area = [&](std::size_t i) {
+      const BlockSpan& b = blocks.blocks[i];
+      const Nanos until = b.freed_event == kStillLive ? end : b.freed;
+      return static_cast<double>(b.size) * static_cast<double>(std::max<Nanos>(until - b.placed, 1));
+    };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return area(a) > area(b); });
+    order.resize(cap);
+    std::sort(order.begin(), order.end());
+  }
+  json drawn = json::array();
+  for (const std::size_t i : order) {
+    const BlockSpan& b = blocks.blocks[i];
+    const std::size_t id = index_of(b.id);
+    const int layer = trace.layer.empty() ? -1 : static_cast<int>(trace.layer[id]);
+    const bool live = b.freed_event == kStillLive;
+    drawn.push_back({packed.offset_of(b.addr), b.size, b.requested, static_cast<int>(tags[id]), layer, b.placed_event,
+                     live ? json(nullptr) : json(b.freed_event), b.placed, live ? end : b.freed});
+  }
+  json segments = json::array();
+  for (const SegmentSpan& s : blocks.segments) {
+    segments.push_back({packed.offset_of(s.addr), s.bytes, s.reserved, s.released_event == kStillLive ? end : s.released});
+  }
+  return {{"extent", packed.extent()},
+          {"ranges", packed.ranges()},
+          {"segments", segments},
+          {"blocks", drawn},
+          {"total_blocks", blocks.blocks.size() + blocks.dropped_blocks},
+          {"shown_blocks", drawn.size()},
+          {"layers", trace.layer_names}};
+}
+
+json oom_of(const OomRecord& oom, const TenantBlocks& blocks, const PackedAddresses& packed) {
+  return {{"event", oom.event},
+          {"time", oom.time},
+          {"bytes", oom.bytes},
+          {"kind", name_of(oom.kind)},
+          {"request_kind", name_of(oom.request_kind)},
+          {"text", describe_oom(oom)},
+          {"state", oom.policy_state},
+          {"holders", describe_holders(holders_at(oom.context))},
+          {"free", free_blocks_at(blocks, packed, oom.event)}};
+}
+
+constexpr std::size_t kOomsShown = 5;
+
+}  // namespace
+
+std::string run_title(const RunResult& run) {
+  std::string title;
+  for (const TenantResult& tenant : run.tenants) {
+    if (!title.empty()) title += ", ";
+    title += tenant.workload + " with " + tenant.policy;
+  }
+  return title;
+}
+
+std::string run_report_data(std::string_view title, std::string_view command, std::span<const ReportedRun> runs,
+                            std::size_t map_blocks) {
+  json lanes = json::array();
+  json devices = json::array();
+  const TenantBlocks none;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const ReportedRun& run = runs[r];
+    devices.push_back({{"name", run.result.device.name}, {"capacity", run.result.device.capacity}});
+    for (const TenantResult& tenant : run.result.tenants) {
+      const Trace& trace = *run.scenario.tenants[tenant.index].trace;
+      const auto& logged = run.recorders.blocks.tenants();
+      const TenantBlocks& blocks = tenant.index < logged.size() ? logged[tenant.index] : none;
+      const Nanos end = tenant.end_time;
+      const Verdict verdict = verdict_of(run.result, tenant);
+      Breakdown peak = tenant.at_peak;
+      // With --on-oom stop nothing was skipped: the trace alone tells every layer alive at the peak.
+      if (tenant.peak_allocated > 0 && (tenant.oom_count == 0 || run.scenario.on_oom == OnOom::stop)) {
+        peak = live_breakdown(trace, tenant.peak_event, {}, kPeakLayers);
+      }
+      json ooms = json::array();
+      const PackedAddresses packed(blocks);
+      for (std::size_t i = 0; i < tenant.ooms.size() && i < kOomsShown; ++i) ooms.push_back(oom_of(tenant.ooms[i], blocks, packed));
+      std::string label = run.result.tenants.size() > 1 ? "tenant " + std::to_string(tenant.index) + ": " : std::string();
+      label += run.label.empty() ? tenant.policy : run.label;
+      lanes.push_back({{"label", label},
+                       {"run", r},
+                       {"tenant", tenant.index},
+                       {"workload", tenant.workload},
+                       {"policy", tenant.policy},
+                       {"verdict", describe_verdict(verdict, run.result.device.name)},
+                       {"fits", verdict.fits},
+                       {"end_time", end},
+                       {"events", tenant.events},
+                       {"events_replayed", tenant.events_replayed},
+                       {"peak_allocated", tenant.peak_allocated},
+                       {"peak_reserved", tenant.peak_reserved},
+                       {"peak_requested", tenant.peak_requested},
+                       {"live_lower_bound", tenant.live_lower_bound},
+                       {"oom_count", tenant.oom_count},
+                       {"peak", tenant.peak_allocated > 0 ? breakdown_of(peak) : json(nullptr)},
+                       {"series", series_of(run.recorders.timeline, tenant.index)},
+                       {"map", map_of(blocks, trace, end, map_blocks)},
+                       {"ooms", ooms}});
+    }
+  }
+  json tags = json::array();
+  for (int tag = 0; tag < kTagCount; ++tag) tags.push_back(name_of(static_cast<Tag>(tag)));
+  const json page = {{"kind", "run"}, {"title", title},  {"command", command}, {"version", allocsim_version()},
+                     {"tags", tags},  {"runs", devices}, {"lanes", lanes},     {"map_cap", map_blocks}};
+  return page.dump();
+}
+
+}  // namespace allocsim
