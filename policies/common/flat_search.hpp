@@ -15,7 +15,8 @@ std::size_t flat_lower_bound(const T* data, std::size_t n, Before before) {
   const T* base = data;
   while (n > 1) {
     const std::size_t half = n / 2;
-    base = before(base[half - 1]) ? base + half : base;
+    // A multiply, not a ?: : GCC compiles the latter to a branch.
+    base += static_cast<std::size_t>(before(base[half - 1])) * half;
     n -= half;
   }
   return static_cast<std::size_t>(base - data) + (before(*base) ? 1 : 0);
