@@ -246,13 +246,14 @@ int main(int argc, char** argv) {
               trace->allocations(), gen_seconds.count());
   std::printf("heap per event: trace %.1f B, peak while generating %.1f B (target: <= 32 B while replaying)\n",
               trace_per_event, gen_peak_per_event);
-  std::printf("%-10s %13s %14s %16s %14s\n", "policy", "events/s(cpu)", "ratio_to_noop", "replay_peak B/ev",
-              "heap allocs");
+  std::printf("%-10s %13s %14s %16s %14s %14s\n", "policy", "events/s(cpu)", "ratio_to_noop", "replay_peak B/ev",
+              "heap allocs", "allocs/ev");
   const double noop_rate = rows.front().events_per_second;
   for (const MemoryRow& row : rows) {
-    std::printf("%-10s %12.2fM %14.3f %16.1f %14llu%s\n", row.policy.c_str(), row.events_per_second / 1e6,
+    std::printf("%-10s %12.2fM %14.3f %16.1f %14llu %14.6f%s\n", row.policy.c_str(), row.events_per_second / 1e6,
                 row.events_per_second / noop_rate, row.replay_peak_per_event,
-                static_cast<unsigned long long>(row.allocations), row.completed ? "" : "  (stopped at an OOM)");
+                static_cast<unsigned long long>(row.allocations), static_cast<double>(row.allocations) / events,
+                row.completed ? "" : "  (stopped at an OOM)");
   }
   return 0;
 }

@@ -143,14 +143,14 @@ std::optional<AsyncPoolPolicy::Ranges::iterator> AsyncPoolPolicy::choose(Bytes s
   const auto own = freed_by_stream_.find(stream);
   for (const BySize* index : {&never_used_, own == freed_by_stream_.end() ? nullptr : &own->second}) {
     if (index == nullptr) continue;
-    const auto fit = index->lower_bound({size, 0});
-    if (fit != index->end()) consider(free_.find(fit->second), 0);
+    const SizeBins::Cursor fit = index->lower_bound(size);
+    if (fit != SizeBins::end()) consider(free_.find((*index)[fit].addr), 0);
   }
   if (best) return best;
   for (const auto& [other, index] : freed_by_stream_) {
     if (other == stream) continue;
-    for (auto fit = index.lower_bound({size, 0}); fit != index.end(); ++fit) {
-      const auto it = free_.find(fit->second);
+    for (auto fit = index.lower_bound(size); fit != SizeBins::end(); fit = index.next(fit)) {
+      const auto it = free_.find(index[fit].addr);
       const int rank = reuse_rank(it->second, stream, now);
       if (rank >= 0) consider(it, rank);
     }
@@ -183,9 +183,11 @@ void AsyncPoolPolicy::deallocate(const Block& block, Nanos now) {
 // Merges with neighbours of the same chunk on the same stream; the merged range counts as
 // freed at the later of the two (a stream that may use it may use both parts).
 void AsyncPoolPolicy::add_free(Addr addr, FreeRange range) {
-  const std::size_t chunk = chunk_of(addr);
+  // Ranges never cross a chunk, so a neighbour that touches this range lies in its chunk
+  // unless the range starts or ends at the chunk's edge.
+  const Segment& chunk = chunks_[chunk_of(addr)].segment;
   const auto mergeable = [&](const FreeRange& other, Addr other_addr) {
-    return other.stream == range.stream && chunk_of(other_addr) == chunk;
+    return other.stream == range.stream && other_addr >= chunk.addr && other_addr < chunk.addr + chunk.bytes;
   };
   auto after = free_.lower_bound(addr);
   if (after != free_.end() && after->first == addr + range.size && mergeable(after->second, after->first)) {
@@ -206,13 +208,13 @@ void AsyncPoolPolicy::add_free(Addr addr, FreeRange range) {
     }
   }
   free_.emplace(addr, range);
-  free_sizes_.insert(range.size);
-  size_index(range).emplace(range.size, addr);
+  free_sizes_.insert({range.size, addr, 0});
+  size_index(range).insert({range.size, addr, 0});
 }
 
 void AsyncPoolPolicy::erase_free(Ranges::iterator it) {
-  free_sizes_.erase(free_sizes_.find(it->second.size));
-  size_index(it->second).erase({it->second.size, it->first});
+  free_sizes_.erase(it->second.size, it->first);
+  size_index(it->second).erase(it->second.size, it->first);
   free_.erase(it);
 }
 
@@ -268,7 +270,7 @@ void AsyncPoolPolicy::release_cached() {
 PolicyStats AsyncPoolPolicy::stats() const {
   return PolicyStats{.allocated = allocated_,
                      .reserved = reserved_,
-                     .largest_free = free_sizes_.empty() ? 0 : *free_sizes_.rbegin(),
+                     .largest_free = free_sizes_.empty() ? 0 : free_sizes_.back().size,
                      .limit = cap_.bytes()};
 }
 

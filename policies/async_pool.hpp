@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "policies/common/memory_cap.hpp"
+#include "policies/common/size_bins.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -115,7 +116,7 @@ class AsyncPoolPolicy final : public Policy {
     Nanos freed_at = 0;   // when (simulated time)
   };
   using Ranges = std::map<Addr, FreeRange>;
-  using BySize = std::set<std::pair<Bytes, Addr>>;
+  using BySize = SizeBins;  // (size, address), handles unused
 
   std::optional<Block> serve(Bytes size, const Request& request);
   std::optional<Ranges::iterator> choose(Bytes size, Stream stream, Nanos now);
@@ -152,7 +153,7 @@ class AsyncPoolPolicy final : public Policy {
   // (any stream's), so that a stream's own best fit is one lookup.
   std::map<Stream, BySize> freed_by_stream_;
   BySize never_used_;
-  std::multiset<Bytes> free_sizes_;
+  SizeBins free_sizes_;  // every free range: the largest is the last
   Bytes reserved_ = 0;
   Bytes allocated_ = 0;
   Bytes requested_ = 0;  // raw bytes in use, what PyTorch's fraction counts

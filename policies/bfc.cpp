@@ -4,6 +4,7 @@
 #include <bit>
 #include <string>
 
+#include "policies/common/flat_search.hpp"
 #include "policies/common/memory_cap.hpp"
 #include "sim/error.hpp"
 
@@ -115,9 +116,9 @@ Allocation BfcPolicy::allocate(const Request& request) {
 std::optional<BfcPolicy::Fit> BfcPolicy::find_chunk(Bytes rounded) const {
   const std::size_t bin = bfc_bin_for(rounded);
   const auto& entries = bins_[bin];
-  const auto fit = std::lower_bound(entries.begin(), entries.end(), rounded,
-                                    [](const BinEntry& entry, Bytes size) { return entry.size < size; });
-  if (fit != entries.end()) return Fit{bin, static_cast<std::size_t>(fit - entries.begin())};
+  const std::size_t fit =
+      flat_lower_bound(entries.data(), entries.size(), [&](const BinEntry& entry) { return entry.size < rounded; });
+  if (fit < entries.size()) return Fit{bin, fit};
   // Every chunk in a higher bin is larger: the first of the next non-empty bin is it.
   const std::uint32_t higher = nonempty_bins_ & ~((std::uint32_t{2} << bin) - 1);
   if (higher == 0) return std::nullopt;
@@ -131,11 +132,11 @@ std::uint32_t BfcPolicy::use_chunk(Fit fit, Bytes rounded, const Request& reques
   if (entries.empty()) nonempty_bins_ &= ~(std::uint32_t{1} << fit.bin);
   const Bytes size = chunks_[chunk].size;
   if (size >= 2 * rounded || size - rounded >= max_internal_fragmentation_) {
-    insert_into_bin(split_after(chunks_, chunk, rounded, Chunk{0, 0, 0, kNone, kNone, false}));
+    insert_into_bin(split_after(chunks_, chunk, rounded, chunks_[chunk]));
   }
   Chunk& used = chunks_[chunk];
   used.in_use = true;
-  touch(used.ptr + used.size);
+  touch(used);
   used.requested = request.bytes;
   const std::size_t id = index_of(request.id);
   if (id >= chunk_of_.size()) chunk_of_.resize(std::max(id + 1, chunk_of_.size() * 2), kNone);
@@ -216,7 +217,8 @@ bool BfcPolicy::extend(Bytes rounded) {
   if (!increased) region_target_ *= 2;  // unsigned: wraps exactly as TensorFlow's size_t does
   pool_bytes_ += bytes;
   peak_pool_bytes_ = std::max(peak_pool_bytes_, pool_bytes_);
-  const std::uint32_t chunk = chunks_.add(Chunk{segment->addr, bytes, 0, kNone, kNone, false});
+  const auto region = static_cast<std::uint32_t>(regions_.size());
+  const std::uint32_t chunk = chunks_.add(Chunk{segment->addr, bytes, 0, kNone, kNone, region, false});
   regions_.push_back(Region{*segment, chunk, segment->addr});
   never_touched_ += bytes;
   insert_into_bin(chunk);
@@ -249,6 +251,9 @@ void BfcPolicy::free_regions_wholly_free() {
     pool_bytes_ -= region.segment.bytes;
     return true;
   });
+  for (std::uint32_t r = 0; r < regions_.size(); ++r) {  // rare: renumber the regions left
+    for (std::uint32_t c = regions_[r].first_chunk; c != kNone; c = chunks_[c].next) chunks_[c].region = r;
+  }
 }
 
 void BfcPolicy::release_cached() { free_regions_wholly_free(); }
@@ -257,9 +262,11 @@ void BfcPolicy::release_cached() { free_regions_wholly_free(); }
 std::pair<std::size_t, std::vector<BfcPolicy::BinEntry>::iterator> BfcPolicy::bin_position(const Chunk& chunk) {
   const std::size_t bin = bfc_bin_for(chunk.size);
   auto& entries = bins_[bin];
-  return {bin, std::lower_bound(entries.begin(), entries.end(), chunk, [](const BinEntry& entry, const Chunk& key) {
-            return entry_less(entry.size, entry.ptr, key.size, key.ptr);
-          })};
+  const unsigned __int128 key = static_cast<unsigned __int128>(chunk.size) << 64 | chunk.ptr;
+  const std::size_t at = flat_lower_bound(entries.data(), entries.size(), [&](const BinEntry& entry) {
+    return (static_cast<unsigned __int128>(entry.size) << 64 | entry.ptr) < key;  // (size, address), branch-free
+  });
+  return {bin, entries.begin() + static_cast<std::ptrdiff_t>(at)};
 }
 
 void BfcPolicy::insert_into_bin(std::uint32_t chunk) {
@@ -288,15 +295,11 @@ PolicyStats BfcPolicy::stats() const {
 
 // A chunk is carved from the low end of a free one, so what blocks have covered in a
 // region is one stretch from its start: everything after its end is untouched.
-void BfcPolicy::touch(Addr end) {
-  for (auto region = regions_.rbegin(); region != regions_.rend(); ++region) {  // the newest first
-    if (region->segment.addr < end && end <= region->segment.addr + region->segment.bytes) {
-      if (end > region->touched_end) {
-        never_touched_ -= end - region->touched_end;
-        region->touched_end = end;
-      }
-      return;
-    }
+void BfcPolicy::touch(const Chunk& chunk) {
+  Region& region = regions_[chunk.region];
+  if (const Addr end = chunk.ptr + chunk.size; end > region.touched_end) {
+    never_touched_ -= end - region.touched_end;
+    region.touched_end = end;
   }
 }
 
@@ -370,6 +373,7 @@ void BfcPolicy::check() const {
     for (std::uint32_t c = region.first_chunk; c != kNone; prev = c, c = chunks_[c].next) {
       const Chunk& chunk = chunks_[c];
       if (chunk.ptr != expected || chunk.prev != prev) fail("chunks do not tile their region");
+      if (chunk.region != static_cast<std::size_t>(&region - regions_.data())) fail("a chunk names another region");
       if (chunk.size == 0 || chunk.size % kMinAllocation != 0) fail("a chunk of " + std::to_string(chunk.size) + " bytes");
       if (!chunk.in_use && prev != kNone && !chunks_[prev].in_use) fail("two free neighbours left unmerged");
       if (chunk.in_use) in_use += chunk.size;

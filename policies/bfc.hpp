@@ -97,6 +97,7 @@ class BfcPolicy final : public Policy {
     Bytes requested;
     std::uint32_t prev;  // physical neighbours in the same region, kNone at its ends
     std::uint32_t next;
+    std::uint32_t region;  // its index in regions_, so that touch() finds it at once
     bool in_use;
   };
   struct Region {
@@ -126,7 +127,7 @@ class BfcPolicy final : public Policy {
   std::pair<std::size_t, std::vector<BinEntry>::iterator> bin_position(const Chunk& chunk);
   void insert_into_bin(std::uint32_t chunk);
   void remove_from_bin(std::uint32_t chunk);
-  void touch(Addr end);  // a block now ends at `end`: its region is touched up to there
+  void touch(const Chunk& chunk);  // a block is carved from the chunk's region up to its end
 
   Device& device_;
   Limit limit_rule_;

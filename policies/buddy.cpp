@@ -1,6 +1,8 @@
 #include "policies/buddy.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <functional>
 #include <string>
 
 #include "sim/error.hpp"
@@ -32,9 +34,21 @@ bool BuddyPolicy::acquire_region() {
   // The device promises 512-byte alignment; buddies are paired relative to the base.
   base_ = region_->addr;
   top_order_ = order_of(bytes);
-  free_.clear();
-  for (std::size_t order = 0; order <= top_order_; ++order) free_.emplace_back(&nodes_);
-  free_[top_order_].insert(base_);
+  free_.assign(top_order_ + 1, {});
+  free_[top_order_].push_back(base_);
+  return true;
+}
+
+void BuddyPolicy::insert_free(std::size_t order, Addr addr) {
+  std::vector<Addr>& free = free_[order];
+  free.insert(std::lower_bound(free.begin(), free.end(), addr, std::greater<>()), addr);
+}
+
+bool BuddyPolicy::take_free(std::size_t order, Addr addr) {
+  std::vector<Addr>& free = free_[order];
+  const auto it = std::lower_bound(free.begin(), free.end(), addr, std::greater<>());
+  if (it == free.end() || *it != addr) return false;
+  free.erase(it);
   return true;
 }
 
@@ -46,11 +60,11 @@ Allocation BuddyPolicy::allocate(const Request& request) {
   std::size_t found = order;
   while (found <= top_order_ && free_[found].empty()) ++found;
   if (found > top_order_) return std::nullopt;
-  const Addr addr = *free_[found].begin();
-  free_[found].erase(free_[found].begin());
+  const Addr addr = free_[found].back();
+  free_[found].pop_back();
   while (found > order) {  // halve, keeping the lower half, freeing the upper
     --found;
-    free_[found].insert(addr + size_of(found));
+    insert_free(found, addr + size_of(found));
   }
   allocated_ += size_of(order);
   return Block{addr, size_of(order), request.bytes, request.id, request.stream};
@@ -62,13 +76,11 @@ void BuddyPolicy::deallocate(const Block& block, Nanos) {
   allocated_ -= block.size;
   while (order < top_order_) {
     const Addr buddy = base_ + ((addr - base_) ^ size_of(order));
-    const auto it = free_[order].find(buddy);
-    if (it == free_[order].end()) break;
-    free_[order].erase(it);
+    if (!take_free(order, buddy)) break;
     addr = std::min(addr, buddy);
     ++order;
   }
-  free_[order].insert(addr);
+  insert_free(order, addr);
 }
 
 PolicyStats BuddyPolicy::stats() const {
@@ -100,13 +112,19 @@ void BuddyPolicy::check() const {
     for (const Addr addr : free_[order]) {
       if ((addr - base_) % size_of(order) != 0) throw Error("buddy: a free block off its boundary");
       if (addr + size_of(order) > base_ + region_->bytes) throw Error("buddy: a free block past the region");
-      if (order < top_order_ && free_[order].contains(base_ + ((addr - base_) ^ size_of(order)))) {
+      const Addr buddy = base_ + ((addr - base_) ^ size_of(order));
+      if (order < top_order_ && std::binary_search(free_[order].begin(), free_[order].end(), buddy, std::greater<>())) {
         throw Error("buddy: two free buddies left unmerged");
       }
       free_bytes += size_of(order);
     }
   }
   if (free_bytes + allocated_ != region_->bytes) throw Error("buddy: free + allocated != region");
+  for (const std::vector<Addr>& free : free_) {
+    if (std::adjacent_find(free.begin(), free.end(), std::less_equal<>()) != free.end()) {
+      throw Error("buddy: a free list out of order");
+    }
+  }
 }
 
 }  // namespace allocsim

@@ -12,9 +12,7 @@
 #pragma once
 
 #include <array>
-#include <memory_resource>
 #include <optional>
-#include <set>
 #include <vector>
 
 #include "sim/device.hpp"
@@ -52,8 +50,12 @@ class BuddyPolicy final : public Policy {
   std::optional<Segment> region_;
   Addr base_ = 0;  // the region's first aligned address: buddies pair relative to it
   std::size_t top_order_ = 0;
-  std::pmr::unsynchronized_pool_resource nodes_;
-  std::vector<std::pmr::set<Addr>> free_;  // by order, lowest address first
+  // Free blocks by order, each a vector sorted by falling address: the lowest is popped
+  // from the back, a buddy found by binary search; capacity is kept, so a steady state
+  // allocates nothing.
+  std::vector<std::vector<Addr>> free_;
+  void insert_free(std::size_t order, Addr addr);
+  bool take_free(std::size_t order, Addr addr);  // false when it is not free
   Bytes allocated_ = 0;
 };
 

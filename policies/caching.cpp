@@ -170,41 +170,81 @@ void CachingPolicy::prepare(const ReplaySetup& setup) {
   if (setup.allocations > block_of_.size()) block_of_.resize(setup.allocations, kNone);
 }
 
-CachingPolicy::Key CachingPolicy::key_of(std::uint32_t block) const {
-  const CachedBlock& b = blocks_[block];
-  return Key{Key::order(b.stream, b.size), b.ptr, block};
+SizeBins* CachingPolicy::Pool::find(Stream stream) {
+  return const_cast<SizeBins*>(std::as_const(*this).find(stream));
+}
+
+const SizeBins* CachingPolicy::Pool::find(Stream stream) const {
+  if (streams.size() == 1) return streams.front().first == stream ? &streams.front().second : nullptr;
+  const auto it = std::lower_bound(streams.begin(), streams.end(), stream,
+                                   [](const auto& entry, Stream s) { return entry.first < s; });
+  return it != streams.end() && it->first == stream ? &it->second : nullptr;
+}
+
+SizeBins& CachingPolicy::Pool::bins(Stream stream) {
+  if (SizeBins* found = find(stream)) return *found;
+  const auto it = std::lower_bound(streams.begin(), streams.end(), stream,
+                                   [](const auto& entry, Stream s) { return entry.first < s; });
+  return streams.emplace(it, stream, SizeBins{})->second;
+}
+
+std::size_t CachingPolicy::Pool::count() const {
+  std::size_t count = 0;
+  for (const auto& [stream, bins] : streams) count += bins.size();
+  return count;
+}
+
+void CachingPolicy::Pool::add_unmapped(const UnmappedKey& key) {
+  unmapped.insert(std::lower_bound(unmapped.begin(), unmapped.end(), key), key);
+}
+
+void CachingPolicy::Pool::erase_unmapped(const UnmappedKey& key) {
+  const auto it = std::lower_bound(unmapped.begin(), unmapped.end(), key);
+  if (it == unmapped.end() || key < *it) throw Error("caching: no unmapped space at " + std::to_string(key.ptr));
+  unmapped.erase(it);
+}
+
+bool CachingPolicy::Pool::has_unmapped(const UnmappedKey& key) const {
+  const auto it = std::lower_bound(unmapped.begin(), unmapped.end(), key);
+  return it != unmapped.end() && !(key < *it) && it->block == key.block;
 }
 
 void CachingPolicy::cache(std::uint32_t block) {
-  Pool& pool = pool_of(blocks_[block].small);
-  blocks_[block].gc_base = pool.lookups;
-  pool.blocks.insert(key_of(block));
+  CachedBlock& b = blocks_[block];
+  Pool& pool = pool_of(b.small);
+  b.gc_base = pool.lookups;
+  pool.bins(b.stream).insert(SizeBins::Entry{b.size, b.ptr, block});
 }
 
-void CachingPolicy::uncache(std::uint32_t block) { pool_of(blocks_[block].small).blocks.erase(key_of(block)); }
+void CachingPolicy::uncache(std::uint32_t block) {
+  const CachedBlock& b = blocks_[block];
+  pool_of(b.small).find(b.stream)->erase(b.size, b.ptr);
+}
 
 std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes size) {
   ++pool.lookups;
-  auto it = pool.blocks.lower_bound(Key{Key::order(stream, size), 0, 0});
-  if (it == pool.blocks.end() || it->stream() != stream) return kNone;
+  SizeBins* const bins = pool.find(stream);
+  if (bins == nullptr) return kNone;
+  SizeBins::Cursor it = bins->lower_bound(size);
+  if (it == SizeBins::end()) return kNone;
   if (expandable_) {
     // Best fit counts the unmapped space after a free expandable block as its own.
     const auto expandable_size = [&](std::uint32_t b) {
       const std::uint32_t next = blocks_[b].next;
       return blocks_[b].size + (next != kNone && !blocks_[next].mapped ? blocks_[next].size : 0);
     };
-    for (auto next = std::next(it); next != pool.blocks.end() && next->stream() == stream &&
-                                    expandable_size(next->block) < expandable_size(it->block);
-         ++next) {
+    for (auto next = bins->next(it);
+         next != SizeBins::end() && expandable_size((*bins)[next].handle) < expandable_size((*bins)[it].handle);
+         next = bins->next(next)) {
       it = next;
     }
   }
   // The max_split_size rules judge only the block found; there is no further search.
-  if (size < max_split_size_ && it->size() >= max_split_size_) return kNone;
-  if (size >= max_split_size_ && it->size() >= size + max_non_split_rounding_) return kNone;
-  const std::uint32_t block = it->block;
-  pool.blocks.erase(it);
-  return block;
+  const SizeBins::Entry found = (*bins)[it];
+  if (size < max_split_size_ && found.size >= max_split_size_) return kNone;
+  if (size >= max_split_size_ && found.size >= size + max_non_split_rounding_) return kNone;
+  bins->erase(it);
+  return found.handle;
 }
 
 std::uint32_t CachingPolicy::alloc_block(Bytes size, Bytes alloc_size, bool small, Stream stream, bool is_retry) {
@@ -251,20 +291,22 @@ bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, B
   // PyTorch releases no expandable block here; release_cached_blocks unmaps them.
   if (max_split_size_ == kUnlimited || expandable_) return false;
   const Bytes key_size = std::max(size, max_split_size_);
-  auto it = pool.blocks.lower_bound(Key{Key::order(stream, key_size), 0, 0});
-  if (it != pool.blocks.end() && it->stream() == stream) {
-    release_block(it->block);  // one cached block large enough
+  const SizeBins* const bins = pool.find(stream);
+  if (bins == nullptr) return false;
+  SizeBins::Cursor it = bins->lower_bound(key_size);
+  if (it != SizeBins::end()) {
+    release_block((*bins)[it].handle);  // one cached block large enough
     return true;
   }
   // Otherwise free oversize blocks of this stream from the largest down; those freed stay
   // freed even when they are not enough.
   std::vector<std::uint32_t> victims;
   Bytes released = 0;
-  while (released < key_size && it != pool.blocks.begin()) {
-    --it;
-    if (it->stream() != stream || it->size() < max_split_size_) break;
-    victims.push_back(it->block);
-    released += it->size();
+  while (released < key_size && it != bins->begin()) {
+    it = bins->prev(it);
+    if ((*bins)[it].size < max_split_size_) break;
+    victims.push_back((*bins)[it].handle);
+    released += (*bins)[it].size;
   }
   for (const std::uint32_t block : victims) release_block(block);
   return released >= key_size;
@@ -274,13 +316,13 @@ void CachingPolicy::release_cached_blocks() {
   for (Pool* pool : {&large_, &small_}) {
     std::vector<std::uint32_t> whole;
     std::vector<std::uint32_t> to_unmap;
-    for (const Key& key : pool->blocks) {
+    pool->for_each([&](const SizeBins::Entry& free) {
       if (expandable_) {
-        to_unmap.push_back(key.block);
-      } else if (unsplit(key.block)) {
-        whole.push_back(key.block);
+        to_unmap.push_back(free.handle);
+      } else if (unsplit(free.handle)) {
+        whole.push_back(free.handle);
       }
-    }
+    });
     for (const std::uint32_t block : whole) release_block(block);
     for (const std::uint32_t block : to_unmap) unmap_block(block);
   }
@@ -293,11 +335,11 @@ void CachingPolicy::garbage_collect_cached_blocks() {
   const Bytes target = reserved_ - threshold;
   std::uint64_t total_age = 0;
   std::uint64_t count = 0;
-  for (const Key& key : large_.blocks) {
-    if (!unsplit(key.block)) continue;
-    total_age += large_.lookups - blocks_[key.block].gc_base;
+  large_.for_each([&](const SizeBins::Entry& free) {
+    if (!unsplit(free.handle)) return;
+    total_age += large_.lookups - blocks_[free.handle].gc_base;
     ++count;
-  }
+  });
   if (count == 0) return;
   Bytes reclaimed = 0;
   bool freed = true;
@@ -305,10 +347,10 @@ void CachingPolicy::garbage_collect_cached_blocks() {
     freed = false;
     // age >= total_age / count, as PyTorch compares in double; exactly, in integers.
     std::vector<std::uint32_t> old;
-    for (const Key& key : large_.blocks) {
-      const unsigned __int128 age = large_.lookups - blocks_[key.block].gc_base;
-      if (unsplit(key.block) && age * count >= total_age) old.push_back(key.block);
-    }
+    large_.for_each([&](const SizeBins::Entry& free) {
+      const unsigned __int128 age = large_.lookups - blocks_[free.handle].gc_base;
+      if (unsplit(free.handle) && age * count >= total_age) old.push_back(free.handle);
+    });
     for (const std::uint32_t block : old) {  // the whole pass, even past the target
       total_age -= large_.lookups - blocks_[block].gc_base;
       --count;
@@ -395,7 +437,7 @@ void CachingPolicy::forget(std::uint32_t block) {
   if (blocks_[block].mapped) {
     uncache(block);
   } else {
-    pool_of(blocks_[block].small).unmapped.erase(unmapped_key_of(block));
+    pool_of(blocks_[block].small).erase_unmapped(unmapped_key_of(block));
   }
 }
 
@@ -491,16 +533,12 @@ PolicyStats CachingPolicy::stats() const {
                      .limit_kind = cap_.capped() ? LimitKind::fraction : LimitKind::device};
 }
 
-// Keys order by stream, then size: each stream's largest block is the last key before the
-// next stream's first, so the walk jumps from stream to stream instead of block to block.
+// Each stream's largest free block is the last of its bins.
 Bytes CachingPolicy::largest_cached() const {
   Bytes largest = 0;
   for (const Pool* pool : {&small_, &large_}) {
-    auto end = pool->blocks.end();
-    while (end != pool->blocks.begin()) {
-      const Key& last = *std::prev(end);
-      largest = std::max(largest, last.size());
-      end = pool->blocks.lower_bound(Key{Key::order(last.stream(), 0), 0, 0});
+    for (const auto& [stream, bins] : pool->streams) {
+      if (!bins.empty()) largest = std::max(largest, bins.back().size);
     }
   }
   return largest;
@@ -509,13 +547,13 @@ Bytes CachingPolicy::largest_cached() const {
 PolicyInspection CachingPolicy::inspect(Detail) const {
   Bytes releasable = 0;
   for (const Pool* pool : {&small_, &large_}) {
-    for (const Key& key : pool->blocks) {
+    pool->for_each([&](const SizeBins::Entry& free) {
       if (expandable_) {
-        releasable += whole_free_pages(key.block);
-      } else if (unsplit(key.block)) {
-        releasable += key.size();
+        releasable += whole_free_pages(free.handle);
+      } else if (unsplit(free.handle)) {
+        releasable += free.size;
       }
-    }
+    });
   }
   return PolicyInspection{releasable, extra_stats(), {}};
 }
@@ -523,9 +561,9 @@ PolicyInspection CachingPolicy::inspect(Detail) const {
 std::vector<PolicyStat> CachingPolicy::extra_stats() const {
   Bytes inactive_split = 0;  // free blocks inside segments that are partly in use
   for (const Pool* pool : {&small_, &large_}) {
-    for (const Key& key : pool->blocks) {  // expandable segments are left out, as PyTorch does
-      if (!unsplit(key.block) && !expandable_) inactive_split += key.size();
-    }
+    pool->for_each([&](const SizeBins::Entry& free) {  // expandable segments are left out, as PyTorch does
+      if (!unsplit(free.handle) && !expandable_) inactive_split += free.size;
+    });
   }
   // torch.cuda.memory_stats() keys. Without cross-stream frees, active equals allocated.
   return {
@@ -572,15 +610,20 @@ void CachingPolicy::check() const {
       allocated += block.size;
     } else if (!block.mapped) {
       ++unmapped;
-      if (!pool_of_const(block.small).unmapped.contains(unmapped_key_of(b))) fail("unmapped space missing from its pool");
+      if (!pool_of_const(block.small).has_unmapped(unmapped_key_of(b))) fail("unmapped space missing from its pool");
     } else {
       ++cached;
-      if (!pool_of_const(block.small).blocks.contains(key_of(b))) fail("a free block missing from its pool");
+      const SizeBins* bins = pool_of_const(block.small).find(block.stream);
+      if (bins == nullptr || !bins->contains(block.size, block.ptr)) fail("a free block missing from its pool");
     }
   }
   if (reserved != reserved_) fail("reserved bytes are off");
   if (allocated != allocated_) fail("allocated bytes are off");
-  if (cached != small_.blocks.size() + large_.blocks.size()) fail("stale pool entries");
+  if (cached != small_.count() + large_.count()) fail("stale pool entries");
+  for (const Pool* pool : {&small_, &large_}) {
+    for (const auto& [stream, bins] : pool->streams) bins.check();
+    if (!std::is_sorted(pool->unmapped.begin(), pool->unmapped.end())) fail("unmapped space out of order");
+  }
   if (unmapped != small_.unmapped.size() + large_.unmapped.size()) fail("stale unmapped entries");
   check_pages();
 }

@@ -29,9 +29,8 @@
 #include <utility>
 #include <vector>
 
-#include <absl/container/btree_set.h>
-
 #include "policies/common/memory_cap.hpp"
+#include "policies/common/size_bins.hpp"
 #include "policies/common/slots.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
@@ -132,7 +131,7 @@ class CachingPolicy final : public Policy {
 
  private:
   std::vector<PolicyStat> extra_stats() const;
-  Bytes largest_cached() const;  // O(streams x log n): stats() is read at every new peak
+  Bytes largest_cached() const;  // O(streams): stats() is read at every new peak
   static constexpr std::uint32_t kNone = kNoNeighbour;
 
   struct CachedBlock {
@@ -147,23 +146,6 @@ class CachingPolicy final : public Policy {
     bool mapped;  // backed by device memory; false only for unmapped expandable address space
     std::uint64_t gc_base;  // the pool's lookup count when it was cached
   };
-  // Pools order free blocks by (stream, size, address). The first two share one word
-  // (sizes stay below 2^48 bytes, 256 TiB), so a comparison is one 128-bit compare.
-  struct Key {
-    std::uint64_t stream_size;
-    Addr ptr;
-    std::uint32_t block;
-    static constexpr Bytes kSizeMask = (Bytes{1} << 48) - 1;
-    static std::uint64_t order(Stream stream, Bytes size) {  // larger sizes only appear as lookup bounds
-      return std::uint64_t{stream} << 48 | std::min(size, kSizeMask);
-    }
-    Bytes size() const { return stream_size & kSizeMask; }
-    Stream stream() const { return static_cast<Stream>(stream_size >> 48); }
-    friend bool operator<(const Key& a, const Key& b) {
-      return (static_cast<unsigned __int128>(a.stream_size) << 64 | a.ptr) <
-             (static_cast<unsigned __int128>(b.stream_size) << 64 | b.ptr);
-    }
-  };
   struct UnmappedKey {  // expandable address space, found lowest address first
     Addr ptr;
     std::uint32_t block;
@@ -172,12 +154,25 @@ class CachingPolicy final : public Policy {
       return a.stream != b.stream ? a.stream < b.stream : a.ptr < b.ptr;
     }
   };
-  // B-trees: a best-fit lookup and an insert per allocation touch a few cache lines
-  // instead of a red-black tree's dozens of nodes.
+  // A pool orders its free blocks by (stream, size, address), as PyTorch's
+  // BlockComparatorSize does: per stream, flat size bins (a best fit is a binary search in
+  // one short vector). Unmapped space is a sorted vector: a few ranges per stream.
   struct Pool {
-    absl::btree_set<Key> blocks;  // free, mapped
-    absl::btree_set<UnmappedKey> unmapped;
+    std::vector<std::pair<Stream, SizeBins>> streams;  // by stream; free, mapped blocks
+    std::vector<UnmappedKey> unmapped;                 // sorted
     std::uint64_t lookups = 0;
+
+    SizeBins* find(Stream stream);
+    const SizeBins* find(Stream stream) const;
+    SizeBins& bins(Stream stream);  // made on first use
+    std::size_t count() const;      // free mapped blocks
+    template <typename Visit>
+    void for_each(Visit visit) const {  // every free mapped block, by (stream, size, address)
+      for (const auto& [stream, bins] : streams) bins.for_each(visit);
+    }
+    void add_unmapped(const UnmappedKey& key);
+    void erase_unmapped(const UnmappedKey& key);
+    bool has_unmapped(const UnmappedKey& key) const;
   };
   // An expandable segment: address space for 1.125 x the device (reserve_addresses),
   // mapped page by page.
@@ -190,7 +185,6 @@ class CachingPolicy final : public Policy {
   };
 
   void apply_conf(std::string_view conf);
-  Key key_of(std::uint32_t block) const;
   Pool& pool_of(bool small) { return small ? small_ : large_; }
   const Pool& pool_of_const(bool small) const { return small ? small_ : large_; }
   void cache(std::uint32_t block);

@@ -4,7 +4,7 @@
 // cuMemCreate per page, then one device map call for the pages a block needs, charged the
 // device's map cost as PyTorch pays cuMemMap + cuMemSetAccess); releasing unmaps the
 // whole pages inside free blocks (one unmap call) and releases them (cuMemRelease).
-// Mapped and unmapped space never merge; unmapped space sits in the pool's `unmapped` set.
+// Mapped and unmapped space never merge; unmapped space sits in the pool's sorted `unmapped` vector.
 #include <algorithm>
 
 #include "policies/caching.hpp"
@@ -33,8 +33,8 @@ std::uint32_t CachingPolicy::find_expandable_block(Pool& pool, Stream stream, By
     for (; bytes < size && b != kNone && !blocks_[b].allocated; b = blocks_[b].next) bytes += blocks_[b].size;
     return bytes >= size;
   };
-  for (auto it = pool.unmapped.lower_bound(UnmappedKey{0, 0, stream}); it != pool.unmapped.end() && it->stream == stream;
-       ++it) {
+  for (auto it = std::lower_bound(pool.unmapped.begin(), pool.unmapped.end(), UnmappedKey{0, 0, stream});
+       it != pool.unmapped.end() && it->stream == stream; ++it) {
     std::uint32_t candidate = it->block;
     if (const std::uint32_t prev = blocks_[candidate].prev; prev != kNone && !blocks_[prev].allocated) {
       candidate = prev;
@@ -59,7 +59,7 @@ std::uint32_t CachingPolicy::new_virtual_segment(Pool& pool, Stream stream, bool
                                    [](const VirtualSegment& segment, Addr addr) { return segment.base < addr; });
   virtual_segments_.insert(at, VirtualSegment{base, page, std::vector<Addr>(pages, 0), reserved_at, reserved_bytes});
   const std::uint32_t block = blocks_.add(CachedBlock{base, pages * page, 0, kNone, kNone, stream, small, false, false, 0});
-  pool.unmapped.insert(unmapped_key_of(block));
+  pool.add_unmapped(unmapped_key_of(block));
   ++segments_;
   note_peaks();
   return block;
@@ -111,8 +111,8 @@ std::uint32_t CachingPolicy::map_block(std::uint32_t block, Bytes size) {
   for (std::size_t p = first; p < end; ++p) segment.pages[p] = created[p - first].addr;
   const Bytes mapped = (end - first) * segment.page;
   Pool& pool = pool_of(blocks_[block].small);
-  pool.unmapped.erase(unmapped_key_of(block));
-  if (mapped < blocks_[block].size) pool.unmapped.insert(unmapped_key_of(split_after(blocks_, block, mapped, blocks_[block])));
+  pool.erase_unmapped(unmapped_key_of(block));
+  if (mapped < blocks_[block].size) pool.add_unmapped(unmapped_key_of(split_after(blocks_, block, mapped, blocks_[block])));
   blocks_[block].mapped = true;
   block = absorb_free_neighbours(block);
   cache(block);
@@ -159,7 +159,7 @@ void CachingPolicy::unmap_block(std::uint32_t block) {
   reserved_ -= unmapped;
   ++num_device_free_;
   if (!unsplit(block)) {
-    pool.unmapped.insert(unmapped_key_of(block));
+    pool.add_unmapped(unmapped_key_of(block));
     return;
   }
   device_.release_addresses(segment.reserved_at, segment.reserved_bytes);

@@ -242,7 +242,8 @@ bool CompactPolicy::open_gap(Bytes size) {
   }
   if (best_cost == std::numeric_limits<Bytes>::max()) return false;
   // Free ranges outside the window, for best fit (none of them touch, so none merge).
-  FreeList room;
+  FreeList& room = room_;
+  room.clear();
   const Addr window_end = best_start + size;
   pool_.free().for_each([&](Range range) {
     if (range.addr < best_start) room.add(Range{range.addr, std::min(range.end(), best_start) - range.addr});

@@ -97,6 +97,7 @@ class CompactPolicy final : public Policy {
   bool prealloc_;
   MoveListener* listener_ = nullptr;
   SegmentPool pool_;
+  FreeList room_;  // compact_for's free ranges outside the window: kept, so its bins keep their capacity
   std::vector<Addr> where_;                 // by AllocId: the live block's address now
   std::vector<Bytes> size_;                 // by AllocId
   std::vector<std::uint32_t> live_;         // ids of live blocks, unordered

@@ -65,7 +65,7 @@ Allocation RmmPoolPolicy::allocate(const Request& request) {
     it = lists_.erase(it);
     FreeList& mine = lists_[request.stream];
     for (const auto& [at, block] : other.blocks) {
-      free_sizes_.erase(free_sizes_.find(block.size));
+      free_sizes_.erase(block.size, at);
       insert(mine, at, block);
     }
     addr = take_best_fit(mine, size);
@@ -88,9 +88,9 @@ Allocation RmmPoolPolicy::allocate(const Request& request) {
 // The smallest block that fits, the first (lowest address) among equals, split at the
 // front: the rest stays in the same list.
 std::optional<Addr> RmmPoolPolicy::take_best_fit(FreeList& list, Bytes size) {
-  const auto fit = list.by_size.lower_bound({size, 0});
-  if (fit == list.by_size.end()) return std::nullopt;
-  const auto best = list.blocks.find(fit->second);
+  const SizeBins::Cursor fit = list.by_size.lower_bound(size);
+  if (fit == SizeBins::end()) return std::nullopt;
+  const auto best = list.blocks.find(list.by_size[fit].addr);
   const Addr addr = best->first;
   const FreeBlock block = best->second;
   erase(list, best);
@@ -137,13 +137,13 @@ void RmmPoolPolicy::insert(FreeList& list, Addr addr, FreeBlock block) {
     }
   }
   blocks.emplace(addr, block);
-  list.by_size.emplace(block.size, addr);
-  free_sizes_.insert(block.size);
+  list.by_size.insert({block.size, addr, 0});
+  free_sizes_.insert({block.size, addr, 0});
 }
 
 void RmmPoolPolicy::erase(FreeList& list, Blocks::iterator it) {
-  free_sizes_.erase(free_sizes_.find(it->second.size));
-  list.by_size.erase({it->second.size, it->first});
+  free_sizes_.erase(it->second.size, it->first);
+  list.by_size.erase(it->second.size, it->first);
   list.blocks.erase(it);
 }
 
@@ -168,7 +168,7 @@ void RmmPoolPolicy::release_cached() {
 PolicyStats RmmPoolPolicy::stats() const {
   return PolicyStats{.allocated = allocated_,
                      .reserved = pool_size_,
-                     .largest_free = free_sizes_.empty() ? 0 : *free_sizes_.rbegin(),
+                     .largest_free = free_sizes_.empty() ? 0 : free_sizes_.back().size,
                      .limit = maximum_.value_or(0)};
 }
 

@@ -23,6 +23,7 @@
 #include <set>
 #include <utility>
 
+#include "policies/common/size_bins.hpp"
 #include "policies/common/upstream.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
@@ -62,7 +63,7 @@ class RmmPoolPolicy final : public Policy {
   // fit (the smallest, the lowest address among equals) is one lookup instead of a scan.
   struct FreeList {
     Blocks blocks;
-    std::set<std::pair<Bytes, Addr>> by_size;
+    SizeBins by_size;  // handles unused
   };
 
   std::optional<Addr> take_best_fit(FreeList& list, Bytes size);
@@ -76,7 +77,7 @@ class RmmPoolPolicy final : public Policy {
   bool started_ = false;
   std::map<Stream, FreeList> lists_;   // by stream: RMM keys them by the stream's event
   std::map<Addr, Segment> upstream_;   // the upstream blocks, by address
-  std::multiset<Bytes> free_sizes_;
+  SizeBins free_sizes_;  // every list's blocks: the largest is the last
   Bytes pool_size_ = 0;
   Bytes allocated_ = 0;
   std::uint64_t growths_ = 0;

@@ -1,25 +1,17 @@
-// A coalescing free list: free address ranges indexed by address (to find neighbours)
-// and by (size, address) (to find the best fit). The building block of best fit, BFC's
-// placement, compaction and first fit.
+// A coalescing free list: free address ranges indexed by address (to find neighbours and
+// the first fit) and by (size, address) (to find the best fit), both flat: leaves of
+// ranges in address order (AddressRanges) and size bins (SizeBins). The building block of
+// best fit, first fit, next fit, worst fit, compaction and the small pages of vmm.
 #pragma once
 
 #include <cstddef>
-#include <map>
-#include <memory_resource>
 #include <optional>
-#include <set>
-#include <utility>
 
+#include "policies/common/address_ranges.hpp"
+#include "policies/common/size_bins.hpp"
 #include "sim/units.hpp"
 
 namespace allocsim {
-
-struct Range {
-  Addr addr;
-  Bytes size;
-  Addr end() const { return addr + size; }
-  friend bool operator==(const Range&, const Range&) = default;
-};
 
 // Contract: ranges never overlap; add() merges a range with free neighbours that touch
 // it, so no two ranges in the list are adjacent. Ranges of different device segments
@@ -38,7 +30,7 @@ class FreeList {
 
   // The smallest range of at least `size` bytes, the lowest address among equals.
   std::optional<Range> best_fit(Bytes size) const;
-  // The lowest-addressed range of at least `size` bytes (a scan: O(ranges)).
+  // The lowest-addressed range of at least `size` bytes (a scan of the leaves: O(ranges / 64)).
   std::optional<Range> first_fit(Bytes size) const;
   // The first fitting range at or after `from`, wrapping around to the lowest address.
   std::optional<Range> next_fit(Bytes size, Addr from) const;
@@ -47,26 +39,22 @@ class FreeList {
   // The highest-addressed range, if any (where a growing arena ends).
   std::optional<Range> last() const {
     if (by_addr_.empty()) return std::nullopt;
-    return Range{by_addr_.rbegin()->first, by_addr_.rbegin()->second};
+    return by_addr_[by_addr_.prev(by_addr_.end())];
   }
 
   Bytes total() const { return total_; }
-  Bytes largest() const { return by_size_.empty() ? 0 : by_size_.rbegin()->first; }
+  Bytes largest() const { return by_size_.empty() ? 0 : by_size_.back().size; }
   std::size_t count() const { return by_addr_.size(); }
   template <typename Visit>
   void for_each(Visit visit) const {
-    for (const auto& [addr, size] : by_addr_) visit(Range{addr, size});
+    by_addr_.for_each(visit);
   }
 
   void check() const;  // both indexes agree, nothing overlaps or touches, the total adds up
 
  private:
-  void erase_size_entry(Range range);
-
-  // Tree nodes come from a pool so that a steady state allocates nothing per request.
-  std::pmr::unsynchronized_pool_resource pool_;
-  std::pmr::map<Addr, Bytes> by_addr_;
-  std::pmr::set<std::pair<Bytes, Addr>> by_size_;
+  AddressRanges by_addr_;
+  SizeBins by_size_;  // handles unused
   Bytes total_ = 0;
 };
 

@@ -1281,3 +1281,31 @@ TEST_CASE("a preallocating bfc tenant leaves another too little: a reservation O
 
 }  // namespace
 }  // namespace allocsim::test
+
+namespace allocsim::test {
+namespace {
+
+// Regions after a freed one move down in the list; a chunk must still touch its own.
+// growth, limit 8 MiB: A = 2 MiB fills region 0 (2 MiB); B = 1 MiB opens region 1 (4 MiB,
+// 3 MiB never touched); A freed; C = 3.5 MiB: available 8 - 6 = 2 MiB < 3.5, gc frees
+// region 0 (3.5 <= 2 + 2) and opens region 2 of 4 MiB (C takes it whole: 4 < 7, 0.5 MiB
+// < 128 MiB); D = 1 MiB best-fits region 1's 3 MiB chunk: touched up to 2 MiB from its
+// start, so 2 MiB stay never touched.
+TEST_CASE("bfc counts never-touched bytes of the right region after gc frees one before it", "[bfc]") {
+  Driver driver("growth:limit=8MiB", Bytes{1} << 40);
+  const auto a = driver.alloc(2_MiB);
+  REQUIRE(a);
+  REQUIRE(driver.alloc(1_MiB));
+  CHECK(driver.policy->stats().never_touched == 3_MiB);
+  driver.policy->deallocate(*a, 0);
+  REQUIRE(driver.alloc(3_MiB + 512_KiB));
+  CHECK(driver.device.frees == 1);
+  CHECK(driver.policy->stats().reserved == 8_MiB);
+  CHECK(driver.policy->stats().never_touched == 3_MiB);
+  REQUIRE(driver.alloc(1_MiB));
+  CHECK(driver.policy->stats().never_touched == 2_MiB);
+  driver.policy->check();
+}
+
+}  // namespace
+}  // namespace allocsim::test

@@ -1,0 +1,91 @@
+// Free blocks ordered by (size, address): the order of best fit in PyTorch's caching
+// allocator (BlockComparatorSize) and TensorFlow's BFC, kept flat instead of in a tree.
+// As TensorFlow's BFC (and TLSF) does, sizes fall into bins, here 8 per power of two, each
+// bin a vector sorted by (size, address), with a bitmap of the non-empty bins: a best fit
+// is a binary search in one short vector, or the first entry of the next non-empty bin (a
+// find-first-set), and every size in a bin is larger than every size in the bins below.
+// Vectors keep their capacity, so a steady state allocates nothing.
+// Contract: no two entries have the same (size, address); cursors stay valid only until
+// the next insert or erase.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "sim/units.hpp"
+
+namespace allocsim {
+
+class SizeBins {
+ public:
+  struct Entry {
+    Bytes size;
+    Addr addr;
+    std::uint32_t handle;  // the owner's record for this block
+  };
+  // A position in the order: bin, then index in it; end() is {kBins, 0}.
+  struct Cursor {
+    std::uint32_t bin;
+    std::uint32_t index;
+    friend bool operator==(const Cursor&, const Cursor&) = default;
+  };
+
+  static constexpr std::uint32_t kSubBits = 3;  // 8 bins per power of two
+  // 496 bins cover every 64-bit size; rounded up to whole bitmap words.
+  static constexpr std::uint32_t kBins = 512;
+
+  // Sizes below 8 have a bin each; from 8 on, [2^e, 2^(e+1)) splits into 8 equal bins.
+  static constexpr std::uint32_t bin_of(Bytes size) {
+    if (size < (Bytes{1} << kSubBits)) return static_cast<std::uint32_t>(size);
+    const auto exponent = static_cast<std::uint32_t>(std::bit_width(size)) - 1;
+    const auto sub = static_cast<std::uint32_t>(size >> (exponent - kSubBits)) - (1u << kSubBits);
+    return ((exponent - kSubBits + 1) << kSubBits) + sub;
+  }
+
+  void insert(const Entry& entry);
+  void erase(Bytes size, Addr addr);  // exactly an entry in the set; Error otherwise
+  void erase(Cursor at);
+  bool contains(Bytes size, Addr addr) const;
+
+  // The first entry of at least `size` bytes (the lowest address among equals), or end().
+  Cursor lower_bound(Bytes size) const;
+  Cursor begin() const { return Cursor{next_nonempty(0), 0}; }
+  static constexpr Cursor end() { return Cursor{kBins, 0}; }
+  Cursor next(Cursor at) const;
+  Cursor prev(Cursor at) const;  // at must not be begin()
+  const Entry& operator[](Cursor at) const { return bins_[at.bin][at.index]; }
+
+  std::size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  // The last entry in the order, the largest size at its highest address: size() > 0.
+  const Entry& back() const { return bins_[prev_nonempty(kBins)].back(); }
+  template <typename Visit>
+  void for_each(Visit visit) const {  // in order
+    for (std::uint32_t bin = next_nonempty(0); bin < kBins; bin = next_nonempty(bin + 1)) {
+      for (const Entry& entry : bins_[bin]) visit(entry);
+    }
+  }
+  void clear();
+
+  // Every bin sorted, in the right bin, its bitmap bit set iff it is non-empty, the count
+  // right; Error otherwise.
+  void check() const;
+
+ private:
+  static constexpr std::uint32_t kWords = kBins / 64;
+  static_assert(kBins % 64 == 0 && kWords <= 64);
+
+  std::uint32_t next_nonempty(std::uint32_t from) const;    // the first >= from, or kBins
+  std::uint32_t prev_nonempty(std::uint32_t before) const;  // the last < before; kBins if none
+  void mark(std::uint32_t bin, bool nonempty);
+
+  std::array<std::vector<Entry>, kBins> bins_;
+  std::array<std::uint64_t, kWords> words_{};  // bit b % 64 of word b / 64: bin b is non-empty
+  std::uint64_t summary_ = 0;                  // bit w: word w is non-zero
+  std::size_t count_ = 0;
+};
+
+}  // namespace allocsim
