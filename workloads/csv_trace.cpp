@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <fstream>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -139,10 +138,10 @@ class Reader {
 
 }  // namespace
 
-Trace read_csv_trace(std::istream& in, const std::string& name) {
+Trace parse_csv_trace(std::string_view text, const std::string& name) {
   Reader reader(name);
   bool seen_header = false;
-  for_each_line(in, name, [&](std::string_view text, std::size_t) {
+  for_each_line(text, name, [&](std::string_view text, std::size_t) {
     if (text.front() == '#') return;
     if (seen_header) {
       reader.row(text);
@@ -159,11 +158,9 @@ Trace read_csv_trace(std::istream& in, const std::string& name) {
   }
 }
 
-Trace read_csv_trace_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open");
-  return read_csv_trace(in, path.string());
-}
+Trace read_csv_trace(std::istream& in, const std::string& name) { return parse_csv_trace(read_text(in, name), name); }
+
+Trace read_csv_trace_file(const std::filesystem::path& path) { return parse_csv_trace(read_text_file(path), path.string()); }
 
 Claim claims_csv_trace(std::string_view spec, std::string_view head) {
   if (head.starts_with(kUtf8Bom)) head.remove_prefix(kUtf8Bom.size());

@@ -11,6 +11,7 @@
 #include <istream>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "sim/trace.hpp"
 #include "workloads/reader.hpp"
@@ -18,6 +19,8 @@
 namespace allocsim {
 
 // Throws Error "NAME:LINE: what" on the first bad line; NAME is `name` (the file path).
+// The stream and file versions read the whole text and parse it.
+Trace parse_csv_trace(std::string_view text, const std::string& name);
 Trace read_csv_trace(std::istream& in, const std::string& name);
 Trace read_csv_trace_file(const std::filesystem::path& path);
 

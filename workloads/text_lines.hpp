@@ -1,8 +1,11 @@
 // What the line-based trace readers (our CSV, RMM's log) share: trimming, the byte order
-// mark a Windows editor leaves, and errors that name the file and line.
+// mark a Windows editor leaves, errors that name the file and line, and reading a whole
+// file or stream: each reader parses a buffer (what the fuzz targets in tests/fuzz call).
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
+#include <fstream>
 #include <istream>
 #include <string>
 #include <string_view>
@@ -21,24 +24,39 @@ inline std::string_view trim_line(std::string_view text) {
   return text;
 }
 
-// Calls on_line(text, line_number) for each non-blank line of `in`, trimmed, a leading
-// byte order mark dropped. An Error from on_line comes back as "name:LINE: message"; a
-// failed read is "name: read error".
+// Calls on_line(text, line_number) for each non-blank line of `text`, trimmed, a leading
+// byte order mark dropped. An Error from on_line comes back as "name:LINE: message".
 template <class OnLine>
-void for_each_line(std::istream& in, const std::string& name, OnLine on_line) {
-  std::string line;
+void for_each_line(std::string_view text, const std::string& name, OnLine on_line) {
+  if (text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
   std::size_t line_number = 0;
   try {
-    while (std::getline(in, line)) {
+    while (!text.empty()) {
       ++line_number;
-      if (line_number == 1 && line.starts_with(kUtf8Bom)) line.erase(0, kUtf8Bom.size());
-      const std::string_view text = trim_line(line);
-      if (!text.empty()) on_line(text, line_number);
+      const auto end = text.find('\n');
+      const std::string_view line = trim_line(text.substr(0, end));
+      text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+      if (!line.empty()) on_line(line, line_number);
     }
   } catch (const Error& error) {
     throw Error(name + ":" + std::to_string(line_number) + ": " + error.what());
   }
+}
+
+// The whole of `in`, for the readers that parse a buffer; "name: read error" when reading fails.
+inline std::string read_text(std::istream& in, const std::string& name) {
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) text.append(chunk, static_cast<std::size_t>(in.gcount()));
   if (in.bad()) throw Error(name + ": read error");
+  return text;
+}
+
+// A file's bytes; "PATH: cannot open" when it cannot be read.
+inline std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot open");
+  return read_text(in, path.string());
 }
 
 }  // namespace allocsim
