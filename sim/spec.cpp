@@ -56,7 +56,8 @@ Spec parse_spec(std::string_view text) {
   if (spec.name.empty()) throw Error("bad spec '" + std::string(text) + "': no name before ':'");
   if (colon == std::string_view::npos) return spec;
   std::string_view rest = text.substr(colon + 1);
-  while (!rest.empty()) {
+  if (rest.empty()) return spec;  // "direct:" is "direct"
+  while (true) {  // every item after a comma too: "bfc:growth=true," has an empty one
     const auto comma = next_comma_outside_brackets(rest);
     const std::string_view item = rest.substr(0, comma);
     const auto equals = item.find('=');
@@ -95,7 +96,9 @@ Params::Params(const Spec& spec, std::span<const ParamInfo> declared, std::strin
     : owner_(std::move(owner)) {
   for (const ParamInfo& param : declared) values_.emplace_back(param.key, std::string(param.default_value));
   std::vector<std::string> given(declared.size());  // as written, for the message on a repeat
-  for (const auto& [key, value] : spec.args) {
+  for (const auto& arg : spec.args) {
+    const std::string& key = arg.first;  // named, not bound: clang 14 (the fuzz build) captures no bindings
+    const std::string& value = arg.second;
     const auto found = std::find_if(declared.begin(), declared.end(), [&](const ParamInfo& param) {
       return param.key == key || (!param.native.empty() && param.native == key);
     });

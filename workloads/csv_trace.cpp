@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <fstream>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -137,11 +136,12 @@ class Reader {
   IdRenumbering ids_;
 };
 
-template <class Source>
-Trace read_trace(Source&& source, const std::string& name) {
+}  // namespace
+
+Trace parse_csv_trace(std::string_view text, const std::string& name) {
   Reader reader(name);
   bool seen_header = false;
-  for_each_line(source, name, [&](std::string_view text, std::size_t) {
+  for_each_line(text, name, [&](std::string_view text, std::size_t) {
     if (text.front() == '#') return;
     if (seen_header) {
       reader.row(text);
@@ -158,16 +158,9 @@ Trace read_trace(Source&& source, const std::string& name) {
   }
 }
 
-}  // namespace
+Trace read_csv_trace(std::istream& in, const std::string& name) { return parse_csv_trace(read_text(in, name), name); }
 
-Trace read_csv_trace(std::istream& in, const std::string& name) { return read_trace(in, name); }
-Trace read_csv_trace_text(std::string_view text, const std::string& name) { return read_trace(text, name); }
-
-Trace read_csv_trace_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open");
-  return read_csv_trace(in, path.string());
-}
+Trace read_csv_trace_file(const std::filesystem::path& path) { return parse_csv_trace(read_text_file(path), path.string()); }
 
 Claim claims_csv_trace(std::string_view spec, std::string_view head) {
   if (head.starts_with(kUtf8Bom)) head.remove_prefix(kUtf8Bom.size());

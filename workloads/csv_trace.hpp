@@ -19,9 +19,9 @@
 namespace allocsim {
 
 // Throws Error "NAME:LINE: what" on the first bad line; NAME is `name` (the file path).
+// The stream and file versions read the whole text and parse it.
+Trace parse_csv_trace(std::string_view text, const std::string& name);
 Trace read_csv_trace(std::istream& in, const std::string& name);
-// The same on a buffer in memory (the fuzz target's entry).
-Trace read_csv_trace_text(std::string_view text, const std::string& name);
 Trace read_csv_trace_file(const std::filesystem::path& path);
 
 // By content: the first line that is not a comment is a header naming time_ns and op; by

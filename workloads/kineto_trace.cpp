@@ -263,7 +263,7 @@ class Pairing {
 
 }  // namespace
 
-KinetoTrace read_kineto_trace_text(std::string_view text, const std::string& name, std::optional<int> cuda_device) {
+KinetoTrace parse_kineto_trace(std::string_view text, const std::string& name, std::optional<int> cuda_device) {
   if (text.starts_with("\x1f\x8b")) {
     throw Error(name + ": is gzip-compressed; decompress it first (gunzip -k " + name + ")");
   }
@@ -336,7 +336,7 @@ KinetoTrace read_kineto_trace_text(std::string_view text, const std::string& nam
 }
 
 KinetoTrace read_kineto_trace_file(const std::filesystem::path& path, std::optional<int> cuda_device) {
-  return read_kineto_trace_text(read_whole_file(path), path.string(), cuda_device);
+  return parse_kineto_trace(read_text_file(path), path.string(), cuda_device);
 }
 
 Claim claims_kineto_trace(std::string_view spec, std::string_view head) {

@@ -40,7 +40,7 @@ struct KinetoTrace {
 };
 
 // Throws Error "NAME: what" (the event named by its position among [memory] events and ts).
-KinetoTrace read_kineto_trace_text(std::string_view text, const std::string& name, std::optional<int> cuda_device = {});
+KinetoTrace parse_kineto_trace(std::string_view text, const std::string& name, std::optional<int> cuda_device = {});
 KinetoTrace read_kineto_trace_file(const std::filesystem::path& path, std::optional<int> cuda_device = {});
 
 // By content: a JSON object or array whose first bytes name `traceEvents` or a `ph` field;

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <charconv>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -107,11 +106,12 @@ class Reader {
   DayClock clock_;  // the first row's time is 0
 };
 
-template <class Source>
-RmmLog read_log(Source&& source, const std::string& name) {
+}  // namespace
+
+RmmLog parse_rmm_log(std::string_view text, const std::string& name) {
   Reader reader(name);
   bool seen_header = false;
-  for_each_line(source, name, [&](std::string_view text, std::size_t line_number) {
+  for_each_line(text, name, [&](std::string_view text, std::size_t line_number) {
     if (seen_header) {
       reader.row(text, line_number);
     } else {
@@ -127,16 +127,9 @@ RmmLog read_log(Source&& source, const std::string& name) {
   }
 }
 
-}  // namespace
+RmmLog read_rmm_log(std::istream& in, const std::string& name) { return parse_rmm_log(read_text(in, name), name); }
 
-RmmLog read_rmm_log(std::istream& in, const std::string& name) { return read_log(in, name); }
-RmmLog read_rmm_log_text(std::string_view text, const std::string& name) { return read_log(text, name); }
-
-RmmLog read_rmm_log_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open");
-  return read_rmm_log(in, path.string());
-}
+RmmLog read_rmm_log_file(const std::filesystem::path& path) { return parse_rmm_log(read_text_file(path), path.string()); }
 
 Claim claims_rmm_log(std::string_view spec, std::string_view head) {
   if (head.starts_with(kUtf8Bom)) head.remove_prefix(kUtf8Bom.size());

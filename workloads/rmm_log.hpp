@@ -47,10 +47,10 @@ struct RmmLog {
   std::size_t threads = 0;
 };
 
-// Throws Error "NAME:LINE: what" on the first bad row.
+// Throws Error "NAME:LINE: what" on the first bad row. The stream and file versions read
+// the whole text and parse it.
+RmmLog parse_rmm_log(std::string_view text, const std::string& name);
 RmmLog read_rmm_log(std::istream& in, const std::string& name);
-// The same on a buffer in memory (the fuzz target's entry).
-RmmLog read_rmm_log_text(std::string_view text, const std::string& name);
 RmmLog read_rmm_log_file(const std::filesystem::path& path);
 
 // By content: the first line is the header; by name: a path ending in .devN or .devN.EXT.

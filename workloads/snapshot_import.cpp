@@ -39,7 +39,7 @@ struct TemporaryFolder {
 };
 
 std::string read_all(const fs::path& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -47,7 +47,7 @@ std::string read_all(const fs::path& path) {
 
 }  // namespace
 
-ConvertedSnapshot convert_torch_snapshot(const fs::path& pickle, std::optional<int> cuda_device) {
+ConverterOutput run_snapshot_converter(const fs::path& pickle, std::optional<int> cuda_device) {
   const TemporaryFolder folder;
   const fs::path csv = folder.path / "trace.csv";
   const fs::path sidecar = folder.path / "settings.json";
@@ -78,10 +78,18 @@ ConvertedSnapshot convert_torch_snapshot(const fs::path& pickle, std::optional<i
     std::replace(reason.begin(), reason.end(), '\0', '?');  // the converter escapes them; never cut a message short
     throw Error(reason.empty() ? pickle.string() + ": the snapshot converter failed" : reason);
   }
-  std::ifstream in(csv, std::ios::binary);
-  Trace trace = read_csv_trace(in, pickle.string() + " (converted)");  // errors name the pickle
-  trace.info = TraceInfo{pickle.string(), "torch snapshot"};
-  return ConvertedSnapshot{std::move(trace), read_all(sidecar)};
+  return ConverterOutput{read_all(csv), read_all(sidecar)};
+}
+
+Trace parse_converted_trace(std::string_view csv, const std::string& pickle) {
+  Trace trace = parse_csv_trace(csv, pickle + " (converted)");  // errors name the pickle
+  trace.info = TraceInfo{pickle, "torch snapshot"};
+  return trace;
+}
+
+ConvertedSnapshot convert_torch_snapshot(const fs::path& pickle, std::optional<int> cuda_device) {
+  ConverterOutput output = run_snapshot_converter(pickle, cuda_device);
+  return ConvertedSnapshot{parse_converted_trace(output.csv, pickle.string()), std::move(output.sidecar)};
 }
 
 Claim claims_torch_snapshot(std::string_view spec, std::string_view head) {

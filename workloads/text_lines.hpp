@@ -1,7 +1,6 @@
-// What the line-based trace readers (our CSV, RMM's log, TensorFlow's memory log) share:
-// trimming, the byte order mark a Windows editor leaves, and errors that name the file and
-// line. Each loop reads a stream (a file, line by line) or a buffer already in memory (what
-// a fuzzer hands a reader).
+// What the line-based trace readers (our CSV, RMM's log, TensorFlow's memory log) share: trimming, the byte order
+// mark a Windows editor leaves, errors that name the file and line, and reading a whole
+// file or stream: each reader parses a buffer (what the fuzz targets in tests/fuzz call).
 #pragma once
 
 #include <cstddef>
@@ -26,54 +25,39 @@ inline std::string_view trim_line(std::string_view text) {
   return text;
 }
 
-// Calls on_line(text, line_number) for each non-blank line of `in`, trimmed, a leading
-// byte order mark dropped. An Error from on_line comes back as "name:LINE: message"; a
-// failed read is "name: read error".
+// Calls on_line(text, line_number) for each non-blank line of `text`, trimmed, a leading
+// byte order mark dropped. An Error from on_line comes back as "name:LINE: message".
 template <class OnLine>
-void for_each_line(std::istream& in, const std::string& name, OnLine on_line) {
-  std::string line;
+void for_each_line(std::string_view text, const std::string& name, OnLine on_line) {
+  if (text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
   std::size_t line_number = 0;
   try {
-    while (std::getline(in, line)) {
+    while (!text.empty()) {
       ++line_number;
-      std::string_view text = line;
-      if (line_number == 1 && text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
-      text = trim_line(text);
-      if (!text.empty()) on_line(text, line_number);
+      const auto end = text.find('\n');
+      const std::string_view line = trim_line(text.substr(0, end));
+      text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+      if (!line.empty()) on_line(line, line_number);
     }
   } catch (const Error& error) {
     throw Error(name + ":" + std::to_string(line_number) + ": " + error.what());
   }
+}
+
+// The whole of `in`, for the readers that parse a buffer; "name: read error" when reading fails.
+inline std::string read_text(std::istream& in, const std::string& name) {
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) text.append(chunk, static_cast<std::size_t>(in.gcount()));
   if (in.bad()) throw Error(name + ": read error");
+  return text;
 }
 
-// The same over a buffer: lines end at '\n' (a '\r' before it is trimmed); a last line
-// without one counts.
-template <class OnLine>
-void for_each_line(std::string_view buffer, const std::string& name, OnLine on_line) {
-  std::size_t line_number = 0;
-  if (buffer.starts_with(kUtf8Bom)) buffer.remove_prefix(kUtf8Bom.size());
-  try {
-    while (!buffer.empty()) {
-      ++line_number;
-      const auto end = buffer.find('\n');
-      const std::string_view text = trim_line(buffer.substr(0, end));
-      buffer.remove_prefix(end == std::string_view::npos ? buffer.size() : end + 1);
-      if (!text.empty()) on_line(text, line_number);
-    }
-  } catch (const Error& error) {
-    throw Error(name + ":" + std::to_string(line_number) + ": " + error.what());
-  }
-}
-
-// A whole file in memory, for the readers that parse a buffer (JSON). Throws Error
-// "PATH: cannot open" or "PATH: read error".
-inline std::string read_whole_file(const std::filesystem::path& path) {
+// A file's bytes; "PATH: cannot open" when it cannot be read.
+inline std::string read_text_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path.string() + ": cannot open");
-  std::string text{std::istreambuf_iterator<char>(in), {}};
-  if (in.bad()) throw Error(path.string() + ": read error");
-  return text;
+  return read_text(in, path.string());
 }
 
 }  // namespace allocsim

@@ -281,27 +281,20 @@ class Reader {
   Nanos time_ = 0;
 };
 
-template <class Source>
-TfMemoryLog read_log(Source&& source, const std::string& name, std::optional<int> cuda_device) {
+}  // namespace
+
+TfMemoryLog parse_tf_memory_log(std::string_view text, const std::string& name, std::optional<int> cuda_device) {
   Reader reader;
-  for_each_line(source, name, [&](std::string_view text, std::size_t line_number) { reader.line(text, line_number); });
+  for_each_line(text, name, [&](std::string_view line, std::size_t line_number) { reader.line(line, line_number); });
   return std::move(reader).finish(name, cuda_device);
 }
 
-}  // namespace
-
 TfMemoryLog read_tf_memory_log(std::istream& in, const std::string& name, std::optional<int> cuda_device) {
-  return read_log(in, name, cuda_device);
-}
-
-TfMemoryLog read_tf_memory_log_text(std::string_view text, const std::string& name, std::optional<int> cuda_device) {
-  return read_log(text, name, cuda_device);
+  return parse_tf_memory_log(read_text(in, name), name, cuda_device);
 }
 
 TfMemoryLog read_tf_memory_log_file(const std::filesystem::path& path, std::optional<int> cuda_device) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open");
-  return read_tf_memory_log(in, path.string(), cuda_device);
+  return parse_tf_memory_log(read_text_file(path), path.string(), cuda_device);
 }
 
 Claim claims_tf_memory_log(std::string_view spec, std::string_view head) {

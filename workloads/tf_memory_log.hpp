@@ -45,7 +45,7 @@ struct TfMemoryLog {
 
 // Throws Error "NAME:LINE: what" on the first bad record.
 TfMemoryLog read_tf_memory_log(std::istream& in, const std::string& name, std::optional<int> cuda_device = {});
-TfMemoryLog read_tf_memory_log_text(std::string_view text, const std::string& name, std::optional<int> cuda_device = {});
+TfMemoryLog parse_tf_memory_log(std::string_view text, const std::string& name, std::optional<int> cuda_device = {});
 TfMemoryLog read_tf_memory_log_file(const std::filesystem::path& path, std::optional<int> cuda_device = {});
 
 // By content: the file's first bytes hold a `__LOG_MEMORY__` line; by name: a path ending in

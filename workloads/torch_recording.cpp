@@ -1,10 +1,14 @@
 #include "workloads/torch_recording.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
+#include "sim/units.hpp"
 #include "workloads/snapshot_import.hpp"
 
 namespace allocsim {
@@ -12,13 +16,28 @@ namespace {
 
 using nlohmann::json;
 
+// A field the converter writes as a whole number that fits T. nlohmann's get<T> would cast
+// a float or a negative number (undefined behaviour for a float out of range), so check.
+template <class T>
+T whole(const json& value, std::string_view key) {
+  constexpr auto most = static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+  if (!value.is_number_unsigned() || value.get<std::uint64_t>() > most) {
+    throw Error("'" + std::string(key) + "' is not a whole number from 0 to " +
+                std::to_string(most));
+  }
+  return static_cast<T>(value.get<std::uint64_t>());
+}
+template <class T>
+T whole_at(const json& item, std::string_view key) {
+  return whole<T>(item.at(key), key);
+}
+
 RecordedSegment segment_from(const json& item) {
-  RecordedSegment segment{item.at("addr").get<Addr>(), item.at("size").get<Bytes>(),
-                          item.at("stream").get<Stream>(), item.at("pool").get<std::string>() == "small",
-                          item.value("expandable", false), {}};
+  RecordedSegment segment{whole_at<Addr>(item, "addr"), whole_at<Bytes>(item, "size"), whole_at<Stream>(item, "stream"),
+                          item.at("pool").get<std::string>() == "small", item.value("expandable", false), {}};
   for (const json& block : item.value("blocks", json::array())) {
     segment.blocks.push_back(
-        RecordedBlock{block.at("addr").get<Addr>(), block.at("size").get<Bytes>(), block.at("allocated").get<bool>()});
+        RecordedBlock{whole_at<Addr>(block, "addr"), whole_at<Bytes>(block, "size"), block.at("allocated").get<bool>()});
   }
   return segment;
 }
@@ -45,7 +64,9 @@ TorchAllocatorSettings settings_from(const json& item, bool recorded) {
   settings.conf = item.value("PYTORCH_CUDA_ALLOC_CONF", std::string());
   const json divisions_by_interval = item.value("roundup_power2_divisions", json::object());
   for (const auto& [megabytes, divisions] : divisions_by_interval.items()) {
-    settings.roundup_power2_divisions.emplace_back(std::stoull(megabytes), divisions.get<std::uint64_t>());
+    settings.roundup_power2_divisions.emplace_back(
+        parse_unsigned(megabytes, "roundup_power2_divisions interval '" + megabytes + "'"),
+        whole<std::uint64_t>(divisions, "roundup_power2_divisions"));
   }
   std::sort(settings.roundup_power2_divisions.begin(), settings.roundup_power2_divisions.end());
   return settings;
@@ -63,16 +84,16 @@ std::string_view to_string(RecordedSegmentEvent::Action action) {
   return "?";
 }
 
-TorchRecording parse_torch_sidecar(const std::string& text, const std::string& origin) {
+TorchRecording parse_torch_sidecar(std::string_view text, const std::string& origin) {
   try {
     const json document = json::parse(text);
     TorchRecording recording;
-    recording.device = document.value("device", 0);
+    recording.device = whole<int>(document.value("device", json(0)), "device");
     recording.format = document.value("format", std::string());
-    for (const json& addr : document.value("addresses", json::array())) recording.addresses.push_back(addr.get<Addr>());
+    for (const json& addr : document.value("addresses", json::array())) recording.addresses.push_back(whole<Addr>(addr, "addresses"));
     for (const json& oom : document.value("ooms", json::array())) {
-      recording.ooms.push_back(RecordedOom{oom.at("size").get<Bytes>(), oom.at("device_free").get<Bytes>(),
-                                           oom.at("stream").get<Stream>(), oom.at("before_event").get<std::size_t>()});
+      recording.ooms.push_back(RecordedOom{whole_at<Bytes>(oom, "size"), whole_at<Bytes>(oom, "device_free"),
+                                           whole_at<Stream>(oom, "stream"), whole_at<std::size_t>(oom, "before_event")});
     }
     for (const json& pool : document.value("private_pools", json::array())) {
       recording.private_pools.push_back(PrivatePool{pool.at("pool").get<std::string>(), pool.at("entry").get<std::string>()});
@@ -82,27 +103,34 @@ TorchRecording parse_torch_sidecar(const std::string& text, const std::string& o
     for (const json& block : document.at("preexisting")) {
       const json& size = block.at("block_size");
       recording.preexisting.push_back(
-          PreexistingBlock{block.at("addr").get<Addr>(), block.at("size").get<Bytes>(), block.at("stream").get<Stream>(),
-                           size.is_null() ? std::nullopt : std::optional<Bytes>(size.get<Bytes>())});
+          PreexistingBlock{whole_at<Addr>(block, "addr"), whole_at<Bytes>(block, "size"), whole_at<Stream>(block, "stream"),
+                           size.is_null() ? std::nullopt : std::optional<Bytes>(whole<Bytes>(size, "block_size"))});
     }
     for (const json& item : document.at("segments_at_start")) recording.segments_at_start.push_back(segment_from(item));
     for (const json& item : document.at("segments_at_end")) recording.segments_at_end.push_back(segment_from(item));
     for (const json& event : document.at("segment_events")) {
       recording.segment_events.push_back(RecordedSegmentEvent{
-          action_from(event.at("action").get<std::string>()), event.at("addr").get<Addr>(),
-          event.at("size").get<Bytes>(), event.at("stream").get<Stream>(), event.at("during_event").get<std::size_t>()});
+          action_from(event.at("action").get<std::string>()), whole_at<Addr>(event, "addr"), whole_at<Bytes>(event, "size"),
+          whole_at<Stream>(event, "stream"), whole_at<std::size_t>(event, "during_event")});
     }
     return recording;
   } catch (const json::exception& error) {
     throw Error(origin + ": the converter's settings are unreadable: " + error.what());
+  } catch (const Error& error) {
+    throw Error(origin + ": the converter's settings are unreadable: " + error.what());
   }
 }
 
-TorchRecording read_torch_recording(const std::filesystem::path& pickle, std::optional<int> cuda_device) {
-  ConvertedSnapshot converted = convert_torch_snapshot(pickle, cuda_device);
-  TorchRecording recording = parse_torch_sidecar(converted.sidecar, pickle.string());
-  recording.trace = std::move(converted.trace);
+TorchRecording parse_torch_recording(std::string_view csv, std::string_view sidecar, const std::string& pickle) {
+  Trace trace = parse_converted_trace(csv, pickle);  // the trace's errors first, as they always came
+  TorchRecording recording = parse_torch_sidecar(sidecar, pickle);
+  recording.trace = std::move(trace);
   return recording;
+}
+
+TorchRecording read_torch_recording(const std::filesystem::path& pickle, std::optional<int> cuda_device) {
+  const ConverterOutput output = run_snapshot_converter(pickle, cuda_device);
+  return parse_torch_recording(output.csv, output.sidecar, pickle.string());
 }
 
 }  // namespace allocsim

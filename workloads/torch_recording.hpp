@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -92,7 +93,11 @@ struct TorchRecording {
 TorchRecording read_torch_recording(const std::filesystem::path& pickle, std::optional<int> cuda_device = {});
 
 // The converter's JSON sidecar, parsed; `trace` is left empty. Throws Error on bad JSON.
-TorchRecording parse_torch_sidecar(const std::string& json, const std::string& origin);
+TorchRecording parse_torch_sidecar(std::string_view json, const std::string& origin);
+
+// The converter's two outputs (run_snapshot_converter) parsed: the CSV trace and the sidecar.
+// Throws Error naming `pickle`. What the snapshot fuzz target calls (tests/fuzz).
+TorchRecording parse_torch_recording(std::string_view csv, std::string_view sidecar, const std::string& pickle);
 
 std::string_view to_string(RecordedSegmentEvent::Action action);
 

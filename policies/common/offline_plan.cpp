@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <list>
 #include <map>
+#include <mutex>
 #include <numeric>
+#include <span>
 #include <tuple>
 
 #include "policies/common/free_list.hpp"
@@ -59,65 +62,116 @@ void sweep(const Trace& trace, const Items& items, Visit visit) {
   }
 }
 
-// Who overlaps whom in time, as compressed rows: neighbours of i are
-// adjacency[first[i] .. first[i + 1]).
-struct Conflicts {
-  std::vector<std::uint64_t> first;
-  std::vector<std::uint32_t> adjacency;
+// Who overlaps whom in time. The degrees come in O(events): an allocation overlaps those
+// live when it is made and those made while it lives. The rows themselves, O(pairs), are
+// built the first time one is asked for: the greedy heuristics may never need them (see
+// greedy()). Neighbours of i are adjacency[first[i] .. first[i + 1]).
+class Conflicts {
+ public:
+  Conflicts(const Trace& trace, const Items& items) : trace_(trace), items_(items), first_(items.count() + 1, 0) {
+    std::vector<std::uint64_t> made_before(trace.events.size() + 1, 0);  // non-empty allocs before each event
+    for (std::size_t k = 0; k < trace.events.size(); ++k) {
+      const Event& event = trace.events[k];
+      const bool made = event.op == Op::alloc && items.size[index_of(event.id)] != 0;
+      made_before[k + 1] = made_before[k] + (made ? 1 : 0);
+    }
+    std::vector<std::uint64_t> degree(items.count() + 1, 0);
+    sweep(trace, items, [&](std::uint32_t i, const std::vector<std::uint32_t>& live) {
+      degree[i] = live.size() + made_before[items.end[i]] - made_before[items.start[i] + 1];
+    });
+    std::partial_sum(degree.begin(), degree.end() - 1, first_.begin() + 1);
+  }
+
+  std::uint64_t degree(std::uint32_t i) const { return first_[i + 1] - first_[i]; }
+
+  std::span<const std::uint32_t> row(std::uint32_t i) {
+    if (!built_) build();
+    return std::span<const std::uint32_t>(adjacency_).subspan(first_[i], degree(i));
+  }
+
+ private:
+  void build() {
+    built_ = true;
+    adjacency_.resize(first_.back());
+    std::vector<std::uint64_t> fill(first_.begin(), first_.end() - 1);
+    sweep(trace_, items_, [&](std::uint32_t i, const std::vector<std::uint32_t>& live) {
+      for (std::uint32_t j : live) {
+        adjacency_[fill[i]++] = j;
+        adjacency_[fill[j]++] = i;
+      }
+    });
+  }
+
+  const Trace& trace_;
+  const Items& items_;
+  std::vector<std::uint64_t> first_;
+  std::vector<std::uint32_t> adjacency_;
+  bool built_ = false;
 };
 
-Conflicts conflicts_of(const Trace& trace, const Items& items) {
-  Conflicts conflicts;
-  std::vector<std::uint64_t> degree(items.count() + 1, 0);
-  sweep(trace, items, [&](std::uint32_t i, const std::vector<std::uint32_t>& live) {
-    degree[i] += live.size();
-    for (std::uint32_t j : live) ++degree[j];
-  });
-  conflicts.first.assign(items.count() + 1, 0);
-  std::partial_sum(degree.begin(), degree.end() - 1, conflicts.first.begin() + 1);
-  conflicts.adjacency.resize(conflicts.first.back());
-  std::vector<std::uint64_t> fill(conflicts.first.begin(), conflicts.first.end() - 1);
-  sweep(trace, items, [&](std::uint32_t i, const std::vector<std::uint32_t>& live) {
-    for (std::uint32_t j : live) {
-      conflicts.adjacency[fill[i]++] = j;
-      conflicts.adjacency[fill[j]++] = i;
-    }
-  });
-  return conflicts;
-}
+// An allocation already placed, for the scan in offset order: where it lies and when it lives.
+struct Placed {
+  Bytes begin;
+  Bytes end;
+  std::uint64_t start;
+  std::uint64_t stop;
+};
 
 // Places allocations in `order`, each at the best-fitting gap (the smallest that holds
 // it, the lowest among equals; or with `lowest`, the lowest that holds it) between the
 // placed allocations that overlap it in time, or on top of them. Gives up (returns
 // kNone) once the arena reaches `give_up`.
-Bytes greedy(const Items& items, const Conflicts& conflicts, const std::vector<std::uint32_t>& order, bool lowest,
-             Bytes give_up, std::vector<Bytes>& offset) {
+// Those placed neighbours are found one of two ways, whichever is cheaper for the item
+// (`search` forces one, for the tests that compare them): gathered from its conflict row
+// and sorted by offset, O(d log d) for d neighbours; or by scanning every placed
+// allocation in offset order, kept sorted as they are placed, and skipping those that do
+// not overlap it in time, O(placed). Both see the same neighbours in the same offset order,
+// so the gap found is the same. The scan wins where most allocations overlap most others,
+// as in a training step whose weights and optimizer state live throughout.
+Bytes greedy(const Items& items, Conflicts& conflicts, const std::vector<std::uint32_t>& order, bool lowest,
+             Bytes give_up, GapSearch search, std::vector<Bytes>& offset) {
   std::vector<char> placed(items.count(), 0);
   std::vector<std::pair<Bytes, Bytes>> taken;  // [offset, end) of placed neighbours
+  std::vector<Placed> by_offset;               // every placed allocation, by begin
   Bytes arena = 0;
   for (std::uint32_t i : order) {
     const Bytes size = items.size[i];
     if (size == 0) continue;
-    taken.clear();
-    for (std::uint64_t k = conflicts.first[i]; k < conflicts.first[i + 1]; ++k) {
-      const std::uint32_t j = conflicts.adjacency[k];
-      if (placed[j]) taken.emplace_back(offset[j], offset[j] + items.size[j]);
-    }
-    std::sort(taken.begin(), taken.end());
     Bytes best = kNone;
     Bytes best_gap = kNone;
     Bytes top = 0;
-    for (const auto& [begin, end] : taken) {
+    const auto consider = [&](Bytes begin, Bytes end) {
       if (begin > top && begin - top >= size && begin - top < best_gap) {
         best = top;
         best_gap = begin - top;
-        if (lowest) break;
+        if (lowest) return false;
       }
       top = std::max(top, end);
+      return true;
+    };
+    const bool scan = search == GapSearch::by_offset ||
+                      (search == GapSearch::cheaper && by_offset.size() < 4 * conflicts.degree(i));
+    if (scan) {
+      for (const Placed& other : by_offset) {
+        if (other.start < items.end[i] && items.start[i] < other.stop && !consider(other.begin, other.end)) break;
+      }
+    } else {
+      taken.clear();
+      for (const std::uint32_t j : conflicts.row(i)) {
+        if (placed[j]) taken.emplace_back(offset[j], offset[j] + items.size[j]);
+      }
+      std::sort(taken.begin(), taken.end());
+      for (const auto& [begin, end] : taken) {
+        if (!consider(begin, end)) break;
+      }
     }
     if (best == kNone) best = top;
     offset[i] = best;
     placed[i] = 1;
+    const Placed self{best, best + size, items.start[i], items.end[i]};
+    by_offset.insert(std::upper_bound(by_offset.begin(), by_offset.end(), self,
+                                      [](const Placed& a, const Placed& b) { return a.begin < b.begin; }),
+                     self);
     arena = std::max(arena, best + size);
     if (arena >= give_up) return kNone;
   }
@@ -189,10 +243,68 @@ Bytes aligned_lower_bound(const Trace& trace, const Items& items) {
   return most;
 }
 
-}  // namespace
+// What a plan depends on: the aligned sizes and lifetimes, the trace's length (a block
+// never freed lives to its end) and the options.
+struct PlanKey {
+  Items items;
+  std::size_t events;
+  Bytes alignment;
+  std::uint64_t max_pairs;
+  GapSearch gap_search;
 
-OfflinePlan plan_offline(const Trace& trace, const OfflinePlanOptions& options) {
-  const Items items = items_of(trace, options.alignment);
+  bool operator==(const PlanKey& other) const {
+    return events == other.events && alignment == other.alignment && max_pairs == other.max_pairs &&
+           gap_search == other.gap_search && items.size == other.items.size && items.start == other.items.start &&
+           items.end == other.items.end;
+  }
+  std::size_t bytes() const { return items.count() * 3 * sizeof(std::uint64_t); }
+};
+
+// A sweep replays one trace at every capacity point, and the plan is the same each time:
+// the plans made last are kept, up to kMemoBytes with their keys, and handed out again to
+// a trace that matches a key exactly. Shared by the sweep's threads.
+class PlanMemo {
+ public:
+  static constexpr std::size_t kMemoBytes = 64u << 20;
+
+  std::optional<OfflinePlan> find(const PlanKey& key) {
+    const std::lock_guard lock(mutex_);
+    for (auto entry = entries_.begin(); entry != entries_.end(); ++entry) {
+      if (entry->key == key) {
+        entries_.splice(entries_.begin(), entries_, entry);  // the most recent first
+        return entries_.front().plan;
+      }
+    }
+    return std::nullopt;
+  }
+
+  void keep(PlanKey key, const OfflinePlan& plan) {
+    const std::size_t cost = key.bytes() + plan.offset.size() * 2 * sizeof(Bytes);
+    if (cost > kMemoBytes) return;
+    const std::lock_guard lock(mutex_);
+    for (const Entry& entry : entries_) {
+      if (entry.key == key) return;  // another thread planned it meanwhile
+    }
+    entries_.push_front(Entry{std::move(key), plan, cost});
+    bytes_ += cost;
+    while (bytes_ > kMemoBytes) {
+      bytes_ -= entries_.back().cost;
+      entries_.pop_back();
+    }
+  }
+
+ private:
+  struct Entry {
+    PlanKey key;
+    OfflinePlan plan;
+    std::size_t cost;
+  };
+  std::mutex mutex_;
+  std::list<Entry> entries_;
+  std::size_t bytes_ = 0;
+};
+
+OfflinePlan plan_afresh(const Trace& trace, const Items& items, const OfflinePlanOptions& options) {
   const std::size_t n = items.count();
   OfflinePlan plan;
   plan.size = items.size;
@@ -212,7 +324,7 @@ OfflinePlan plan_offline(const Trace& trace, const OfflinePlanOptions& options) 
   sweep(trace, items, [&](std::uint32_t, const std::vector<std::uint32_t>& live) { plan.pairs += live.size(); });
   if (plan.arena == plan.aligned_lower_bound || plan.pairs > options.max_pairs) return plan;
 
-  const Conflicts conflicts = conflicts_of(trace, items);
+  Conflicts conflicts(trace, items);
   const std::vector<Bytes> breadth = breadth_of(trace, items);
   auto lifetime = [&](std::uint32_t i) { return items.end[i] - items.start[i]; };
   // Each order breaks ties by the others, then by id, so that plans are deterministic.
@@ -241,7 +353,7 @@ OfflinePlan plan_offline(const Trace& trace, const OfflinePlanOptions& options) 
     std::iota(order.begin(), order.end(), 0u);
     std::sort(order.begin(), order.end(), candidate.before);
     for (const bool lowest : {false, true}) {
-      const Bytes arena = greedy(items, conflicts, order, lowest, plan.arena, offset);
+      const Bytes arena = greedy(items, conflicts, order, lowest, plan.arena, options.gap_search, offset);
       if (arena < plan.arena) {
         plan.arena = arena;
         plan.offset = offset;
@@ -250,6 +362,18 @@ OfflinePlan plan_offline(const Trace& trace, const OfflinePlanOptions& options) 
       }
     }
   }
+  return plan;
+}
+
+}  // namespace
+
+OfflinePlan plan_offline(const Trace& trace, const OfflinePlanOptions& options) {
+  static PlanMemo memo;
+  PlanKey key{items_of(trace, options.alignment), trace.events.size(), options.alignment, options.max_pairs,
+              options.gap_search};
+  if (std::optional<OfflinePlan> plan = memo.find(key)) return std::move(*plan);
+  OfflinePlan plan = plan_afresh(trace, key.items, options);
+  memo.keep(std::move(key), plan);
   return plan;
 }
 

@@ -10,8 +10,10 @@
 //   lifetime first, TFLite's GreedyByBreadth), by lifetime, by area (size x lifetime);
 // - online best fit and online first fit in time order over an unbounded arena (cheap:
 //   O(n log n), first fit O(n x free ranges)).
-// The greedy ones cost O(conflicting pairs); they run only when the trace has at most
-// `max_pairs` of them, the online ones always. The smallest arena wins.
+// The greedy ones cost O(conflicting pairs) at most; they run only when the trace has at
+// most `max_pairs` of them, the online ones always. The smallest arena wins. The plan is a
+// function of the sizes and lifetimes alone: the last plans made are remembered, so a sweep
+// plans a trace once for all its capacities.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +25,15 @@
 
 namespace allocsim {
 
+// How the greedy heuristics find the allocations already placed beside one in time: each
+// way finds the same gap (offline_plan.cpp); `cheaper` picks per allocation, the others are
+// for the tests that compare them.
+enum class GapSearch : std::uint8_t { cheaper, neighbours, by_offset };
+
 struct OfflinePlanOptions {
   Bytes alignment = 256;                  // sizes and offsets are multiples of this
   std::uint64_t max_pairs = 30'000'000;   // budget of time-overlapping pairs for the greedy heuristics
+  GapSearch gap_search = GapSearch::cheaper;
 };
 
 struct OfflinePlan {

@@ -5,6 +5,7 @@
 #include "policies/common/offline_plan.hpp"
 #include "policies/registry.hpp"
 #include "sim/engine.hpp"
+#include "workloads/catalogue.hpp"
 #include "workloads/random_trace.hpp"
 
 namespace allocsim::test {
@@ -90,6 +91,63 @@ TEST_CASE("optimal never goes below the lower bound and never overlaps, on rando
     CHECK(result.peak_reserved == plan.arena);
     CHECK(result.oom_count == 0);
   }
+}
+
+// The greedy heuristics find the placed neighbours of an allocation from its conflict row or
+// by scanning the placed ones in offset order; the plans must be the same, offset for offset.
+TEST_CASE("optimal plans the same whichever way the greedy heuristics find neighbours", "[optimal]") {
+  std::vector<Trace> traces;
+  for (std::uint64_t seed : {1, 2, 3}) {
+    RandomTraceOptions options;
+    options.events = 3'000;
+    options.seed = seed;
+    options.max_bytes = 1_MiB;
+    options.target_live = seed * 8_MiB;  // sparse to dense: the cheaper way differs
+    options.order = seed % 2 ? FreeOrder::random : FreeOrder::fifo;
+    traces.push_back(make_random_trace(options, "random"));
+  }
+  for (const char* model : {"resnet18_b3", "resnet18_b12_amp", "seed_cnn_b6_adam"}) traces.push_back(load_workload(model));
+  bool greedy_won = false;
+  for (const Trace& trace : traces) {
+    CAPTURE(trace.info.name);
+    OfflinePlanOptions options;
+    options.gap_search = GapSearch::neighbours;
+    const OfflinePlan reference = plan_offline(trace, options);
+    greedy_won = greedy_won || reference.heuristic.starts_with("greedy");
+    for (const GapSearch search : {GapSearch::by_offset, GapSearch::cheaper}) {
+      options.gap_search = search;
+      const OfflinePlan plan = plan_offline(trace, options);
+      CHECK(plan.heuristic == reference.heuristic);
+      CHECK(plan.arena == reference.arena);
+      CHECK(plan.offset == reference.offset);
+    }
+  }
+  CHECK(greedy_won);  // the comparison reached the greedy placements
+}
+
+// Plans are remembered by the trace's sizes and lifetimes: a trace with the same lifetimes and
+// one size changed is planned afresh, not handed the plan of the first.
+TEST_CASE("optimal hands a remembered plan only to the same trace", "[optimal]") {
+  const auto trap = [](Bytes c_bytes) {
+    TraceBuilder builder(TraceInfo{"trap", "test"});
+    const AllocId a = builder.alloc(0, 256);
+    const AllocId b = builder.alloc(1, 512);
+    builder.free(2, a);
+    const AllocId c = builder.alloc(3, c_bytes);
+    builder.free(4, b);
+    builder.free(5, c);
+    return std::move(builder).finish();
+  };
+  const OfflinePlan first = plan_offline(trap(512));
+  CHECK(plan_offline(trap(512)).offset == first.offset);
+  const Trace smaller = trap(256);
+  const OfflinePlan second = plan_offline(smaller);
+  CHECK(second.size[2] == 256);
+  CHECK(second.arena == 768);  // c fits a's hole: b + c
+  CHECK_FALSE(find_plan_conflict(smaller, second));
+  OfflinePlanOptions aligned;
+  aligned.alignment = 1024;
+  CHECK(plan_offline(trap(512), aligned).arena == 2048);  // options are part of what it depends on
 }
 
 }  // namespace

@@ -29,6 +29,14 @@ TEST_CASE("specs split into a name and key=value arguments", "[spec]") {
   CHECK_THROWS_WITH(parse_spec("bfc:=1"), Catch::Contains("is not key=value"));
 }
 
+// Found by the spec fuzz target (tests/fuzz/spec/trailing_comma): a trailing comma was
+// dropped, so the spec did not print back as written, while ",," was an error.
+TEST_CASE("a trailing comma is an empty item, as two commas are", "[spec]") {
+  CHECK_THROWS_WITH(parse_spec("bfc:growth=true,"), Catch::Contains("'' is not key=value"));
+  CHECK_THROWS_WITH(parse_spec("bfc:growth=true,,limit=1GiB"), Catch::Contains("'' is not key=value"));
+  CHECK(parse_spec("bfc:growth=true,limit=[1,2]").args.size() == 2);
+}
+
 TEST_CASE("params take defaults, typed values, and reject unknown keys with the valid ones", "[spec]") {
   const Params defaults(parse_spec("x"), kParams, "policy x");
   CHECK(defaults.bytes("limit") == 4_GiB);

@@ -15,11 +15,11 @@ Trace read(const std::string& text) {
 
 TEST_CASE("a CSV trace reads the same from a buffer, errors naming its line", "[csv]") {
   const std::string text = "\xEF\xBB\xBF# bom, then a comment\ntime_ns,op,id,bytes\n0,alloc,a,10\n4,free,a,";
-  const Trace trace = read_csv_trace_text(text, "buffer.csv");
+  const Trace trace = parse_csv_trace(text, "buffer.csv");
   REQUIRE(trace.events.size() == 2);  // the last line has no newline
   CHECK(trace.events[1].time == 4);
   CHECK(read(text).events.size() == 2);
-  CHECK_THROWS_WITH(read_csv_trace_text("time_ns,op,id,bytes\n0,alloc,a,x\n", "buffer.csv"),
+  CHECK_THROWS_WITH(parse_csv_trace("time_ns,op,id,bytes\n0,alloc,a,x\n", "buffer.csv"),
                     Catch::Contains("buffer.csv:2: bytes 'x'"));
 }
 

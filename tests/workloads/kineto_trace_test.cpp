@@ -61,11 +61,11 @@ TEST_CASE("kineto: Total Allocated is checked event by event", "[kineto]") {
   // 100 B live before profiling; the third event's total says 100 B more than its events.
   const std::string text = trace_of(memory(1.0, 256, 4096, "356") + "," + memory(2.0, 512, 8192, "868") + "," +
                                     memory(3.0, -256, 4096, "712"));
-  CHECK_THROWS_WITH(read_kineto_trace_text(text, "t.json"),
+  CHECK_THROWS_WITH(parse_kineto_trace(text, "t.json"),
                     Contains("t.json: [memory] event 2 (ts 3 us): Total Allocated is 712 B") &&
                         Contains("make it 612 B") && Contains("missing or out of order"));
   // Without the mismatch it reads; an event without Total Allocated is not checked.
-  CHECK(read_kineto_trace_text(trace_of(memory(1.0, 256, 4096, "356") + "," + memory(2.0, 512, 8192)), "t.json")
+  CHECK(parse_kineto_trace(trace_of(memory(1.0, 256, 4096, "356") + "," + memory(2.0, 512, 8192)), "t.json")
             .trace.events.size() == 2);
 }
 
@@ -74,7 +74,7 @@ TEST_CASE("kineto: a bare array of events, args before name, other nested fields
   text += memory(1.0, 256, 4096, "256");
   text += R"(, {"args": {"Device Type": 1, "Device Id": 0, "Addr": 4096, "Bytes": -256, "nested": {"Bytes": 7}},
             "extra": {"Bytes": 9, "Addr": 1}, "ph": "i", "ts": 2.5, "name": "[memory]"}])";
-  const Trace trace = read_kineto_trace_text(text, "bare.json").trace;
+  const Trace trace = parse_kineto_trace(text, "bare.json").trace;
   REQUIRE(trace.events.size() == 2);
   CHECK(trace.events[1].op == Op::free);
   CHECK(trace.events[1].time == 1500);
@@ -83,7 +83,7 @@ TEST_CASE("kineto: a bare array of events, args before name, other nested fields
 TEST_CASE("kineto: order by ts, the file's order among equal times", "[kineto]") {
   // Written out of order: the free at ts 2 comes first in the file.
   const std::string text = trace_of(memory(2.0, -256, 4096, "0") + "," + memory(1.0, 256, 4096, "256"));
-  const Trace trace = read_kineto_trace_text(text, "t.json").trace;
+  const Trace trace = parse_kineto_trace(text, "t.json").trace;
   REQUIRE(trace.events.size() == 2);
   CHECK(trace.events[0].op == Op::alloc);
   CHECK(trace.events[1].time == 1000);
@@ -92,19 +92,19 @@ TEST_CASE("kineto: order by ts, the file's order among equal times", "[kineto]")
 TEST_CASE("kineto: what cannot be replayed is refused with the reason", "[kineto]") {
   const std::string no_addr = trace_of(
       R"({"ph": "i", "name": "[memory]", "ts": 1, "args": {"Device Type": 1, "Device Id": 0, "Bytes": 512}})");
-  CHECK_THROWS_WITH(read_kineto_trace_text(no_addr, "old.json"),
+  CHECK_THROWS_WITH(parse_kineto_trace(no_addr, "old.json"),
                     Contains("old.json: [memory] event 0 has no Addr") && Contains("PyTorch 1.8 and 1.9"));
-  CHECK_THROWS_WITH(read_kineto_trace_text(trace_of(memory(1.0, 256, 4096) + "," + memory(2.0, -128, 4096)), "t.json"),
+  CHECK_THROWS_WITH(parse_kineto_trace(trace_of(memory(1.0, 256, 4096) + "," + memory(2.0, -128, 4096)), "t.json"),
                     Contains("frees 128 B at Addr 4096, which [memory] event 0 allocated with 256 B"));
-  CHECK_THROWS_WITH(read_kineto_trace_text(trace_of(memory(1.0, 256, 4096) + "," + memory(2.0, 256, 4096)), "t.json"),
+  CHECK_THROWS_WITH(parse_kineto_trace(trace_of(memory(1.0, 256, 4096) + "," + memory(2.0, 256, 4096)), "t.json"),
                     Contains("allocates Addr 4096, which [memory] event 0 allocated and no event freed"));
-  CHECK_THROWS_WITH(read_kineto_trace_text(trace_of(memory(1.0, -256, 4096) + "," + memory(2.0, -256, 4096)), "t.json"),
+  CHECK_THROWS_WITH(parse_kineto_trace(trace_of(memory(1.0, -256, 4096) + "," + memory(2.0, -256, 4096)), "t.json"),
                     Contains("frees Addr 4096, which [memory] event 0 freed and no event allocated since"));
-  CHECK_THROWS_WITH(read_kineto_trace_text(trace_of(R"({"ph": "X", "name": "aten::mm", "ts": 1})"), "t.json"),
+  CHECK_THROWS_WITH(parse_kineto_trace(trace_of(R"({"ph": "X", "name": "aten::mm", "ts": 1})"), "t.json"),
                     Contains("no [memory] events") && Contains("profile_memory=True"));
-  CHECK_THROWS_WITH(read_kineto_trace_text("{\"traceEvents\": [", "cut.json"), Contains("cut.json: not valid JSON"));
-  CHECK_THROWS_WITH(read_kineto_trace_text(std::string("\x1f\x8b\x08\x00", 4), "t.json.gz"), Contains("gzip"));
-  CHECK_THROWS_WITH(read_kineto_trace_text("{\"a\": 1}", "other.json"), Contains("not a Chrome trace"));
+  CHECK_THROWS_WITH(parse_kineto_trace("{\"traceEvents\": [", "cut.json"), Contains("cut.json: not valid JSON"));
+  CHECK_THROWS_WITH(parse_kineto_trace(std::string("\x1f\x8b\x08\x00", 4), "t.json.gz"), Contains("gzip"));
+  CHECK_THROWS_WITH(parse_kineto_trace("{\"a\": 1}", "other.json"), Contains("not a Chrome trace"));
 }
 
 TEST_CASE("kineto: claimed by content, else by a .json name", "[kineto]") {

@@ -88,7 +88,7 @@ TEST_CASE("25.02 (%llx): pointers and streams in hex without a prefix, a null fa
 TEST_CASE("an RMM log reads the same from a buffer as from a file", "[rmm-log]") {
   std::ifstream in(data("rmm_v21.04.csv"), std::ios::binary);
   const std::string text{std::istreambuf_iterator<char>(in), {}};
-  const RmmLog from_buffer = read_rmm_log_text(text, "buffer.csv");
+  const RmmLog from_buffer = parse_rmm_log(text, "buffer.csv");
   const RmmLog from_file = read_rmm_log_file(data("rmm_v21.04.csv"));
   REQUIRE(from_buffer.trace.events.size() == from_file.trace.events.size());
   for (std::size_t i = 0; i < from_file.trace.events.size(); ++i) {
@@ -97,9 +97,9 @@ TEST_CASE("an RMM log reads the same from a buffer as from a file", "[rmm-log]")
   }
   CHECK(from_buffer.threads == 2);
   // No newline at the end, CRLF lines: the last row still counts.
-  CHECK(read_rmm_log_text("Thread,Time,Action,Pointer,Size,Stream\r\n1,10:00:00.000001,allocate,0x100,10,0",
+  CHECK(parse_rmm_log("Thread,Time,Action,Pointer,Size,Stream\r\n1,10:00:00.000001,allocate,0x100,10,0",
                           "crlf.csv").trace.events.size() == 1);
-  CHECK_THROWS_WITH(read_rmm_log_text("Thread,Time\n", "b.csv"),
+  CHECK_THROWS_WITH(parse_rmm_log("Thread,Time\n", "b.csv"),
                     "b.csv:1: header is not Thread,Time,Action,Pointer,Size,Stream");
 }
 

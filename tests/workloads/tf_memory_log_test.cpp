@@ -55,34 +55,34 @@ TEST_CASE("tf log: tensor and raw allocations of the GPU allocator, paired by id
 
 TEST_CASE("tf log: one GPU's allocator, chosen as snapshots choose", "[tf-log]") {
   const std::string two = tensor(1, 100) + tensor(1, 200, "GPU_1_bfc") + tensor(2, 300, "GPU_1_bfc");
-  CHECK_THROWS_WITH(read_tf_memory_log_text(two, "two.log"),
+  CHECK_THROWS_WITH(parse_tf_memory_log(two, "two.log"),
                     Contains("two.log: 2 devices have allocations: 0 (1 allocations), 1 (2 allocations)"));
-  const TfMemoryLog second = read_tf_memory_log_text(two, "two.log", 1);
+  const TfMemoryLog second = parse_tf_memory_log(two, "two.log", 1);
   CHECK(second.allocator == "GPU_1_bfc");
   CHECK(second.trace.live_lower_bound == 500);
-  CHECK_THROWS_WITH(read_tf_memory_log_text(two, "two.log", 4), Contains("no allocations on device 4"));
-  CHECK_THROWS_WITH(read_tf_memory_log_text(tensor(1, 100, "cpu"), "cpu.log"),
+  CHECK_THROWS_WITH(parse_tf_memory_log(two, "two.log", 4), Contains("no allocations on device 4"));
+  CHECK_THROWS_WITH(parse_tf_memory_log(tensor(1, 100, "cpu"), "cpu.log"),
                     Contains("no allocations of a GPU allocator (GPU_N_bfc); allocators: cpu"));
 }
 
 TEST_CASE("tf log: a malformed record names file and line", "[tf-log]") {
-  CHECK_THROWS_WITH(read_tf_memory_log_text("I0501 10:00:00.000001 1 x.cc:1] no memory here\n", "none.log"),
+  CHECK_THROWS_WITH(parse_tf_memory_log("I0501 10:00:00.000001 1 x.cc:1] no memory here\n", "none.log"),
                     Contains("none.log: no __LOG_MEMORY__ lines") && Contains("log_memory=2"));
-  CHECK_THROWS_WITH(read_tf_memory_log_text(tensor(1, 100) + line("MemoryLogTensorAllocation { tensor { "), "bad.log"),
+  CHECK_THROWS_WITH(parse_tf_memory_log(tensor(1, 100) + line("MemoryLogTensorAllocation { tensor { "), "bad.log"),
                     Contains("bad.log:2: a __LOG_MEMORY__ line without a { proto }"));
-  CHECK_THROWS_WITH(read_tf_memory_log_text(line("MemoryLogSomethingNew { a: 1 }"), "new.log"),
+  CHECK_THROWS_WITH(parse_tf_memory_log(line("MemoryLogSomethingNew { a: 1 }"), "new.log"),
                     Contains("new.log:1: unknown record 'MemoryLogSomethingNew'"));
-  CHECK_THROWS_WITH(read_tf_memory_log_text(line("MemoryLogRawAllocation { num_bytes: -5 allocator_name: \"GPU_0_bfc\" }"),
+  CHECK_THROWS_WITH(parse_tf_memory_log(line("MemoryLogRawAllocation { num_bytes: -5 allocator_name: \"GPU_0_bfc\" }"),
                                             "neg.log"),
                     Contains("neg.log:1: num_bytes '-5' is negative"));
   // proto3 prints no allocation_id when it is 0: an allocator that numbers nothing.
-  CHECK_THROWS_WITH(read_tf_memory_log_text(line("MemoryLogRawAllocation { num_bytes: 8 allocator_name: \"GPU_0_bfc\" }"),
+  CHECK_THROWS_WITH(parse_tf_memory_log(line("MemoryLogRawAllocation { num_bytes: 8 allocator_name: \"GPU_0_bfc\" }"),
                                             "zero.log"),
                     Contains("zero.log:1: allocation id 0: GPU_0_bfc numbers no allocations"));
-  CHECK_THROWS_WITH(read_tf_memory_log_text(tensor(1, 100) + tensor(1, 200), "twice.log"),
+  CHECK_THROWS_WITH(parse_tf_memory_log(tensor(1, 100) + tensor(1, 200), "twice.log"),
                     Contains("twice.log:2: allocation id 1 of 200 B while it is live with 100 B"));
   // The same allocation logged twice is one.
-  const TfMemoryLog repeated = read_tf_memory_log_text(tensor(1, 100) + tensor(1, 100), "twice.log");
+  const TfMemoryLog repeated = parse_tf_memory_log(tensor(1, 100) + tensor(1, 100), "twice.log");
   CHECK(repeated.repeated_allocations == 1);
   CHECK(repeated.trace.events.size() == 1);
 }
