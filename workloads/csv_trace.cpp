@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "workloads/csv_fields.hpp"
 #include "workloads/id_renumbering.hpp"
+#include "workloads/mapped_file.hpp"
 #include "workloads/text_lines.hpp"
 
 namespace allocsim {
@@ -20,18 +23,39 @@ constexpr std::array<std::string_view, kColumnCount> kColumnNames{"time_ns", "op
 constexpr int kRequiredColumns = kStream;  // stream and tag are optional
 
 std::vector<std::string_view> split(std::string_view line) {
-  std::vector<std::string_view> fields;
-  while (true) {
-    const auto comma = line.find(',');
-    fields.push_back(trim_line(line.substr(0, comma)));
-    if (comma == std::string_view::npos) return fields;
-    line.remove_prefix(comma + 1);
-  }
+  const char* const end = line.data() + line.size();
+  std::vector<std::string_view> fields(split_csv_fields(line, end, {}));
+  split_csv_fields(line, end, fields);
+  return fields;
 }
+
+// The op and tag of every row, looked up by their length and first byte: one comparison
+// with the name found there before, from_name's search only for a text not seen yet. Every
+// answer is from_name's.
+template <class Enum, std::optional<Enum> (*from_name)(std::string_view)>
+class NameCache {
+ public:
+  std::optional<Enum> find(std::string_view text) {
+    Entry& entry = entries_[text.empty() ? 0 : (text.size() & 15) << 4 | (text.front() & 15)];
+    if (!entry.name.empty() && same_short_text(entry.name, text)) return entry.value;
+    const std::optional<Enum> found = from_name(text);
+    if (found && entry.name.empty()) entry = Entry{std::string(text), *found};
+    return found;
+  }
+
+ private:
+  struct Entry {
+    std::string name;  // empty: none yet
+    Enum value{};
+  };
+  std::array<Entry, 256> entries_;
+};
 
 class Reader {
  public:
-  explicit Reader(const std::string& name) : builder_(TraceInfo{name, "csv"}) {}
+  // `text`: the whole input; rows are views into it.
+  Reader(const std::string& name, std::string_view text)
+      : builder_(TraceInfo{name, "csv"}), text_end_(text.data() + text.size()) {}
 
   void header(std::string_view line) {
     const auto fields = split(line);
@@ -47,19 +71,22 @@ class Reader {
       }
     }
     field_count_ = fields.size();
+    // One slot past the row's fields stays empty: a column the header lacks reads it.
+    fields_.assign(field_count_ + 1, std::string_view{});
+    for (int& position : position_) {
+      if (position < 0) position = static_cast<int>(field_count_);
+    }
   }
 
   void row(std::string_view line) {
-    const auto fields = split(line);
-    if (fields.size() != field_count_) {
-      throw Error(std::to_string(fields.size()) + " fields, the header has " + std::to_string(field_count_));
+    const std::size_t count = split_csv_fields(line, text_end_, std::span(fields_).first(field_count_));
+    if (count != field_count_) {
+      throw Error(std::to_string(count) + " fields, the header has " + std::to_string(field_count_));
     }
-    const auto field = [&](Column column) -> std::string_view {
-      return position_[column] < 0 ? std::string_view{} : fields[position_[column]];
-    };
+    const auto field = [&](Column column) { return fields_[static_cast<std::size_t>(position_[column])]; };
     const Nanos time = number(field(kTime), "time_ns");
     const std::string_view op_text = field(kOp);
-    const auto op = op_from_name(op_text);
+    const auto op = ops_.find(op_text);
     if (!op) throw Error("unknown op '" + std::string(op_text) + "' (alloc, free, release, sync)");
     switch (*op) {
       case Op::alloc:
@@ -77,14 +104,18 @@ class Reader {
     }
   }
 
+  void reserve(std::size_t rows) { builder_.reserve(rows); }
   Trace finish() && { return std::move(builder_).finish(); }
 
  private:
-  static std::uint64_t number(std::string_view text, std::string_view what) {
+  // A number field: plain digits (every row's) the fast way, anything else through
+  // parse_unsigned, which takes a 20-digit number and says what is wrong with a bad one.
+  std::uint64_t number(std::string_view text, std::string_view what) const {
+    if (const std::optional<std::uint64_t> value = csv_digits(text, text_end_)) return *value;
     return parse_unsigned(text, std::string(what) + " '" + std::string(text) + "'");
   }
 
-  static Stream stream_number(std::string_view text) {
+  Stream stream_number(std::string_view text) const {
     const std::uint64_t stream = text.empty() ? 0 : number(text, "stream");
     if (stream > 0xffff) throw Error("stream " + std::to_string(stream) + " is over 65535");
     return static_cast<Stream>(stream);
@@ -92,7 +123,7 @@ class Reader {
 
   // The id column of a sync names its kind: device, stream, event, or wait:S (the row's
   // stream waits for an event recorded on stream S).
-  static Sync sync(std::string_view kind_text, std::string_view stream_text) {
+  Sync sync(std::string_view kind_text, std::string_view stream_text) const {
     const auto colon = kind_text.find(':');
     const auto kind = sync_kind_from_name(kind_text.substr(0, colon));
     if (!kind || (*kind == SyncKind::wait) != (colon != std::string_view::npos)) {
@@ -108,16 +139,15 @@ class Reader {
     if (id.empty()) throw Error("alloc without an id");
     const Bytes bytes = number(bytes_text, "bytes");
     const Stream stream = stream_number(stream_text);
-    const auto tag = tag_text.empty() ? std::optional<Tag>(Tag::other) : tag_from_name(tag_text);
+    const auto tag = tag_text.empty() ? std::optional<Tag>(Tag::other) : tags_.find(tag_text);
     if (!tag) {
       throw Error("unknown tag '" + std::string(tag_text) + "' (" + tag_names() + ")");
     }
-    ids_.check_not_live(id);
-    ids_.open(id, builder_.alloc(time, bytes, stream, *tag));
+    ids_.open_with(id, [&] { return builder_.alloc(time, bytes, stream, *tag); });
   }
 
   void free(Nanos time, std::string_view id, std::string_view bytes_text) {
-    const AllocId dense = ids_.find(id);
+    const AllocId dense = ids_.take(id);
     if (!bytes_text.empty()) {
       const Bytes bytes = number(bytes_text, "bytes");
       const Bytes allocated = builder_.bytes_of(dense);
@@ -127,26 +157,47 @@ class Reader {
       }
     }
     builder_.free(time, dense);
-    ids_.close(id);
   }
 
   TraceBuilder builder_;
+  const char* text_end_;
   std::array<int, kColumnCount> position_{-1, -1, -1, -1, -1, -1};
   std::size_t field_count_ = 0;
-  IdRenumbering ids_;
+  std::vector<std::string_view> fields_;  // of the current row, and the empty one after them
+  IdViewRenumbering ids_;                 // views into the text being parsed
+  NameCache<Op, op_from_name> ops_;
+  NameCache<Tag, tag_from_name> tags_;
 };
 
-}  // namespace
+// Rows to reserve events for: the lines of the first MiB scaled to the whole text, a tenth
+// over, so that the event vector rarely regrows (and copies itself) at the end. Reserved
+// and never written, the excess costs address space, not memory.
+std::size_t estimated_rows(std::string_view text) {
+  constexpr std::size_t kSample = std::size_t{1} << 20;
+  const std::string_view sample = text.substr(0, kSample);
+  const auto lines = static_cast<double>(std::count(sample.begin(), sample.end(), '\n') + 1);
+  if (sample.size() == text.size()) return static_cast<std::size_t>(lines);
+  return static_cast<std::size_t>(lines * 1.1 * static_cast<double>(text.size()) / static_cast<double>(sample.size()));
+}
 
-Trace parse_csv_trace(std::string_view text, const std::string& name) {
-  Reader reader(name);
+// `file`, when the text is its mapping: the pages behind the rows parsed so far are handed
+// back as the parse goes, so the file adds a window, not its size, to the peak memory.
+Trace parse(std::string_view text, const std::string& name, MappedFile* file) {
+  constexpr std::ptrdiff_t kReleaseEvery = std::ptrdiff_t{32} << 20;
+  Reader reader(name, text);
+  reader.reserve(estimated_rows(text));
+  std::ptrdiff_t release_at = kReleaseEvery;
   bool seen_header = false;
-  for_each_line(text, name, [&](std::string_view text, std::size_t) {
-    if (text.front() == '#') return;
+  for_each_line(text, name, [&](std::string_view line, std::size_t) {
+    if (file && line.data() - text.data() >= release_at) {
+      file->release_before(static_cast<std::size_t>(line.data() - text.data()));
+      release_at += kReleaseEvery;
+    }
+    if (line.front() == '#') return;
     if (seen_header) {
-      reader.row(text);
+      reader.row(line);
     } else {
-      reader.header(text);
+      reader.header(line);
       seen_header = true;
     }
   });
@@ -158,9 +209,16 @@ Trace parse_csv_trace(std::string_view text, const std::string& name) {
   }
 }
 
+}  // namespace
+
+Trace parse_csv_trace(std::string_view text, const std::string& name) { return parse(text, name, nullptr); }
+
 Trace read_csv_trace(std::istream& in, const std::string& name) { return parse_csv_trace(read_text(in, name), name); }
 
-Trace read_csv_trace_file(const std::filesystem::path& path) { return parse_csv_trace(read_text_file(path), path.string()); }
+Trace read_csv_trace_file(const std::filesystem::path& path) {
+  MappedFile file(path);
+  return parse(file.bytes(), path.string(), &file);
+}
 
 Claim claims_csv_trace(std::string_view spec, std::string_view head) {
   if (head.starts_with(kUtf8Bom)) head.remove_prefix(kUtf8Bom.size());

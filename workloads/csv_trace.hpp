@@ -19,9 +19,11 @@
 namespace allocsim {
 
 // Throws Error "NAME:LINE: what" on the first bad line; NAME is `name` (the file path).
-// The stream and file versions read the whole text and parse it.
+// The whole text in one buffer: ids become views into it while parsing, no row allocates.
+// Fuzz targets call this one.
 Trace parse_csv_trace(std::string_view text, const std::string& name);
-Trace read_csv_trace(std::istream& in, const std::string& name);
+Trace read_csv_trace(std::istream& in, const std::string& name);  // reads it all, then parses
+// Memory-mapped (a pipe or FIFO is read into memory instead).
 Trace read_csv_trace_file(const std::filesystem::path& path);
 
 // By content: the first line that is not a comment is a header naming time_ns and op; by

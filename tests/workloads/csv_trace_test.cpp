@@ -1,7 +1,12 @@
+#include <sys/stat.h>
+
+#include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
+#include "cli_driver.hpp"
 #include "sim/error.hpp"
 #include "workloads/csv_trace.hpp"
 
@@ -143,6 +148,66 @@ TEST_CASE("a CSV trace reads and writes syncs: device, stream, event and wait", 
   std::istringstream no_stream("time_ns,op,id,bytes,stream,tag\n0,sync,wait,,0,\n");
   CHECK_THROWS_WITH(read_csv_trace(no_stream, "t.csv"),
                     "t.csv:2: sync kind 'wait' is not device, stream, event or wait:STREAM");
+}
+
+}  // namespace
+}  // namespace allocsim
+
+namespace allocsim {
+namespace {
+
+void same_trace(const Trace& a, const Trace& b) {
+  REQUIRE(a.events.size() == b.events.size());
+  for (std::size_t i = 0; i < a.events.size(); ++i) {
+    CHECK(a.events[i].time == b.events[i].time);
+    CHECK(a.events[i].id == b.events[i].id);
+    CHECK(a.events[i].op == b.events[i].op);
+    CHECK(a.events[i].tag == b.events[i].tag);
+    CHECK(a.events[i].stream == b.events[i].stream);
+  }
+  CHECK(a.requested == b.requested);
+  CHECK(a.live_lower_bound == b.live_lower_bound);
+}
+
+TEST_CASE("a CSV trace parses the same from a buffer, a stream, a mapped file and a FIFO", "[csv]") {
+  // No newline after the last line; a blank line; CRLF; a comment; an id reused.
+  const std::string text =
+      "\xEF\xBB\xBFtime_ns,op,id,bytes,stream,tag\r\n0,alloc,a,100,1,weight\r\n\r\n# note\n"
+      "1,free,a,,,\n2,alloc,a,50,0,temp\n3,sync,device,,,\n4,free,a,50,0,temp";
+  const Trace parsed = parse_csv_trace(text, "t.csv");
+  CHECK(parsed.events.size() == 5);
+  CHECK(parsed.allocations() == 2);
+  std::istringstream in(text);
+  same_trace(parsed, read_csv_trace(in, "t.csv"));
+
+  const test::TempDir dir;
+  same_trace(parsed, read_csv_trace_file(dir.file("t.csv", text)));
+  const std::string fifo = dir.file("pipe.csv");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] { std::ofstream(fifo) << text; });
+  const Trace piped = read_csv_trace_file(fifo);
+  writer.join();
+  same_trace(parsed, piped);
+
+  // Errors name the file and line whichever way the text came.
+  CHECK_THROWS_WITH(read_csv_trace_file(dir.file("bad.csv", "time_ns,op,id,bytes\n\n0,alloc,a,x\n")),
+                    (dir.path / "bad.csv").string() + ":3: bytes 'x' is not a non-negative integer");
+  std::ofstream(dir.path / "empty.csv").flush();
+  CHECK_THROWS_WITH(read_csv_trace_file(dir.path / "empty.csv"),
+                    (dir.path / "empty.csv").string() + ": empty trace: no header and no events");
+  CHECK_THROWS_WITH(read_csv_trace_file(dir.path), Catch::StartsWith(dir.path.string() + ": read error"));
+}
+
+TEST_CASE("a CSV trace's ids are texts: an id as long as a line, ids alike but for their end", "[csv]") {
+  const std::string long_id(300, 'z');
+  const Trace trace = parse_csv_trace("time_ns,op,id,bytes\n0,alloc," + long_id + ",1\n1,alloc," + long_id +
+                                          "y,2\n2,alloc,7,3\n3,alloc,07,4\n4,free," + long_id + ",\n5,free,07,4\n",
+                                      "t.csv");
+  REQUIRE(trace.events.size() == 6);
+  CHECK(trace.events[4].id == AllocId{0});
+  CHECK(trace.events[5].id == AllocId{3});  // "07" is not "7"
+  CHECK_THROWS_WITH(parse_csv_trace("time_ns,op,id,bytes\n0,alloc,7,1\n1,free,07,\n", "t.csv"),
+                    "t.csv:3: free of id 07, which is not live");
 }
 
 }  // namespace

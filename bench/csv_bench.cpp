@@ -1,0 +1,161 @@
+// How fast our CSV trace reader is next to what it feeds: one random trace (20M events;
+// ALLOCSIM_BENCH_EVENTS=N scales it) written once to a temporary CSV, then, in one run,
+// `csv/parse` (read_csv_trace_file: map, parse, validate, renumber), `replay/caching` (the
+// same events replayed by PyTorch's default policy) and `csv/load+replay/caching` (both, as
+// `allocsim --workload FILE.csv --policy caching` does). The summary gives the ratios the
+// issue asks for (targets: replay / parse >= 2, load+replay / replay <= 1.5), from these
+// same measurements, in CPU time (what a busy neighbour disturbs least).
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "policies/registry.hpp"
+#include "sim/engine.hpp"
+#include "workloads/csv_trace.hpp"
+#include "workloads/random_trace.hpp"
+
+namespace {
+
+using namespace allocsim;
+
+std::uint64_t trace_events() {
+  const char* const text = std::getenv("ALLOCSIM_BENCH_EVENTS");
+  if (text == nullptr || *text == '\0') return 20'000'000;
+  std::uint64_t events = 0;
+  const auto [end, error] = std::from_chars(text, text + std::strlen(text), events);
+  if (error != std::errc{} || *end != '\0' || events == 0) {
+    std::fprintf(stderr, "allocsim_csv_bench: ALLOCSIM_BENCH_EVENTS=%s is not a positive number of events\n", text);
+    std::exit(2);
+  }
+  return events;
+}
+
+// The temporary CSV: written once before any timing, removed when the program ends.
+class TemporaryCsv {
+ public:
+  explicit TemporaryCsv(const Trace& trace)
+      : path_(std::filesystem::temp_directory_path() /
+              ("allocsim_csv_bench_" + std::to_string(::getpid()) + ".csv")) {
+    write_csv_trace_file(trace, path_);
+  }
+  ~TemporaryCsv() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+  TemporaryCsv(const TemporaryCsv&) = delete;
+  TemporaryCsv& operator=(const TemporaryCsv&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+RunResult replay_caching(std::shared_ptr<const Trace> trace) {
+  Scenario scenario;  // default DeviceSpec, as replay_bench
+  scenario.tenants.push_back(TenantSpec{std::move(trace), "caching"});
+  return run(scenario, make_policy);
+}
+
+void parse_benchmark(benchmark::State& state, const std::filesystem::path& csv, std::size_t events) {
+  for (auto _ : state) {
+    const Trace trace = read_csv_trace_file(csv);
+    if (trace.events.size() != events) state.SkipWithError("the CSV read back to another number of events");
+    benchmark::DoNotOptimize(trace.live_lower_bound);
+  }
+  state.counters["events_per_second"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes_per_second"] = benchmark::Counter(static_cast<double>(std::filesystem::file_size(csv)),
+                                                          benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void replay_benchmark(benchmark::State& state, const std::shared_ptr<const Trace>& trace) {
+  for (auto _ : state) {
+    const RunResult result = replay_caching(trace);
+    if (result.events_replayed != trace->events.size()) state.SkipWithError("the replay stopped at an OOM");
+    benchmark::DoNotOptimize(result.peak_device);
+  }
+  state.counters["events_per_second"] =
+      benchmark::Counter(static_cast<double>(trace->events.size()), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void load_and_replay_benchmark(benchmark::State& state, const std::filesystem::path& csv, std::size_t events) {
+  for (auto _ : state) {
+    const RunResult result = replay_caching(std::make_shared<const Trace>(read_csv_trace_file(csv)));
+    if (result.events_replayed != events) state.SkipWithError("the replay stopped at an OOM");
+    benchmark::DoNotOptimize(result.peak_device);
+  }
+  state.counters["events_per_second"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Prints as the console does and keeps each benchmark's CPU seconds per iteration for the
+// summary, so the ratios come from the very runs printed above them.
+class Recorder final : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (!run.error_occurred && run.iterations > 0) {
+        seconds_[run.run_name.function_name] = run.cpu_accumulated_time / static_cast<double>(run.iterations);
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  double seconds(const std::string& name) const {
+    const auto found = seconds_.find(name);
+    return found == seconds_.end() ? 0 : found->second;
+  }
+
+ private:
+  std::map<std::string, double> seconds_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+
+  RandomTraceOptions options;
+  options.events = trace_events();
+  options.seed = 1;
+  const auto trace = std::make_shared<const Trace>(make_random_trace(options, "random"));
+  const TemporaryCsv csv(*trace);
+  const std::size_t events = trace->events.size();
+
+  benchmark::RegisterBenchmark("csv/parse", parse_benchmark, csv.path(), events)
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(3);
+  benchmark::RegisterBenchmark("replay/caching", replay_benchmark, trace)->Unit(benchmark::kMillisecond)->Iterations(3);
+  benchmark::RegisterBenchmark("csv/load+replay/caching", load_and_replay_benchmark, csv.path(), events)
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(3);
+  Recorder recorder;
+  benchmark::RunSpecifiedBenchmarks(&recorder);
+  benchmark::Shutdown();
+
+  const double parse = recorder.seconds("csv/parse");
+  const double replay = recorder.seconds("replay/caching");
+  const double both = recorder.seconds("csv/load+replay/caching");
+  std::printf("\nCSV trace: %zu events, %.1f MiB (%.1f B/event)\n", events,
+              static_cast<double>(std::filesystem::file_size(csv.path())) / (1 << 20),
+              static_cast<double>(std::filesystem::file_size(csv.path())) / static_cast<double>(events));
+  if (parse > 0 && replay > 0) {
+    std::printf("parse %.3f s (%.1f M events/s), caching replay %.3f s: replay / parse = %.2f (target >= 2)\n", parse,
+                static_cast<double>(events) / parse / 1e6, replay, replay / parse);
+  }
+  if (both > 0 && replay > 0) {
+    std::printf("load + replay %.3f s: (load + replay) / replay = %.2f (target <= 1.5)\n", both, both / replay);
+  }
+  return 0;
+}

@@ -1,0 +1,68 @@
+#include "workloads/mapped_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+namespace {
+
+struct Descriptor {
+  int fd;
+  ~Descriptor() { ::close(fd); }
+};
+
+}  // namespace
+
+MappedFile::MappedFile(const std::filesystem::path& path) {
+  const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  struct stat info {};
+  if (file.fd < 0 || ::fstat(file.fd, &info) != 0) throw Error(path.string() + ": cannot open");
+  if (S_ISREG(info.st_mode)) {
+    size_ = static_cast<std::size_t>(info.st_size);
+    if (size_ == 0) return;
+    void* const mapping = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file.fd, 0);
+    if (mapping != MAP_FAILED) {
+      ::madvise(mapping, size_, MADV_SEQUENTIAL);  // readers walk it once, front to back
+      mapping_ = mapping;
+      data_ = static_cast<const char*>(mapping);
+      return;
+    }
+    // A file system that cannot map (some FUSE ones): read it like a pipe.
+  }
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t got = ::read(file.fd, chunk, sizeof chunk);
+    if (got == 0) break;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw Error(path.string() + ": read error (" + std::strerror(errno) + ")");
+    }
+    copy_.append(chunk, static_cast<std::size_t>(got));
+  }
+  data_ = copy_.data();
+  size_ = copy_.size();
+}
+
+void MappedFile::release_before(std::size_t offset) {
+  if (mapping_ == nullptr) return;
+  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t end = std::min(offset, size_) / page * page;
+  if (end <= released_) return;
+  // A private, never written file mapping: dropped pages come back from the file.
+  ::madvise(static_cast<char*>(mapping_) + released_, end - released_, MADV_DONTNEED);
+  released_ = end;
+}
+
+MappedFile::~MappedFile() {
+  if (mapping_ != nullptr) ::munmap(mapping_, size_);
+}
+
+}  // namespace allocsim

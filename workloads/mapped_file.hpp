@@ -1,0 +1,38 @@
+// A whole input file's bytes as one read-only buffer: memory-mapped when it is a regular
+// file (no copy: pages come in as a reader walks them), read into memory when it is not (a
+// pipe, /dev/stdin, a FIFO), so a reader parses one std::string_view either way.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace allocsim {
+
+// Contract: bytes() is the file as it was when opened; it stays valid while the object
+// lives. A regular file must not shrink meanwhile (the mapping would fault, as any mmap
+// reader does).
+class MappedFile {
+ public:
+  // Throws Error "PATH: cannot open" or "PATH: read error (REASON)".
+  explicit MappedFile(const std::filesystem::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  std::string_view bytes() const { return {data_, size_}; }
+  // The reader is done with the bytes before `offset`: their pages may leave memory. Views
+  // into them stay valid (touched again, a page is read back from the file).
+  void release_before(std::size_t offset);
+  bool mapped() const { return mapping_ != nullptr; }  // false: read into memory
+
+ private:
+  void* mapping_ = nullptr;
+  const char* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t released_ = 0;  // bytes handed back so far, whole pages
+  std::string copy_;  // what a non-regular file held
+};
+
+}  // namespace allocsim
