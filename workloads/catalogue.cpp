@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/error.hpp"
+#include "workloads/atrace.hpp"
 #include "workloads/csv_trace.hpp"
 #include "workloads/rmm_log.hpp"
 #include "workloads/frag_trace.hpp"
@@ -20,14 +21,18 @@ namespace {
 Trace make_random(const Params& params, std::string_view spec) {
   return make_random_trace(random_trace_options(params), std::string(spec));
 }
+std::shared_ptr<const EventSourceFactory> stream_random(const Params& params, std::string_view spec) {
+  return random_trace_stream(random_trace_options(params), std::string(spec));
+}
 
 const std::array kWorkloads{
     WorkloadInfo{"random", "seeded random requests around a target of live bytes, to exercise policies at scale",
-                 kRandomTraceParams, "random:n=100000,seed=7,live=2GiB", make_random},
+                 kRandomTraceParams, "random:n=100000,seed=7,live=2GiB", make_random, stream_random},
     WorkloadInfo{"frag", "traces that cut free memory into holes: the seed article's case, alternating, sawtooth, "
                  "padded vs bucketed sequences",
                  kFragTraceParams, "frag:pattern=seed",
-                 [](const Params& params, std::string_view spec) { return make_frag_trace(params, std::string(spec)); }},
+                 [](const Params& params, std::string_view spec) { return make_frag_trace(params, std::string(spec)); },
+                 nullptr},
 };
 
 Trace read_csv(const std::filesystem::path& path, const LoadOptions& options) {
@@ -38,6 +43,10 @@ Trace read_rmm(const std::filesystem::path& path, const LoadOptions& options) {
   if (options.cuda_device) throw Error(path.string() + ": --cuda-device is for PyTorch snapshots, not RMM logs");
   return read_rmm_log_file(path).trace;
 }
+Trace read_atrace(const std::filesystem::path& path, const LoadOptions& options) {
+  if (options.cuda_device) throw Error(path.string() + ": --cuda-device is for PyTorch snapshots, not .atrace traces");
+  return read_atrace_file(path);
+}
 Trace read_snapshot(const std::filesystem::path& path, const LoadOptions& options) {
   return read_torch_snapshot(path, options);
 }
@@ -46,14 +55,17 @@ const std::array kReaders{
     ReaderInfo{"csv", "our trace CSV: header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, "
                "free, release or sync (id column: device, stream, event or wait:S); a free may leave bytes empty; ids "
                "are any text and may be reused after their free; '#' starts a comment",
-               claims_csv_trace, read_csv},
+               claims_csv_trace, read_csv, nullptr},
+    ReaderInfo{"atrace", "allocsim's binary trace (header magic \\x89ATRACE): 16 bytes per event, memory-mapped, "
+               "checksummed; the one format a replay can stream (--stream) without loading it",
+               claims_atrace, read_atrace, atrace_stream},
     ReaderInfo{"torch-snapshot", "a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot pickle), converted "
                "by an unpickler that refuses every global",
-               claims_torch_snapshot, read_snapshot},
+               claims_torch_snapshot, read_snapshot, nullptr},
     ReaderInfo{"rmm-log", "a RAPIDS RMM logging_resource_adaptor CSV (Thread,Time,Action,Pointer,Size,Stream), any "
                "version; per-thread default streams become one stream per thread; a failed allocate is a request "
                "freed at once",
-               claims_rmm_log, read_rmm},
+               claims_rmm_log, read_rmm, nullptr},
 };
 
 // nullopt when the file cannot be opened.
@@ -72,7 +84,8 @@ std::span<const WorkloadInfo> all_workloads() { return kWorkloads; }
 std::span<const ReaderInfo> all_readers() { return kReaders; }
 
 bool names_a_file(std::string_view spec) {
-  return spec.find('/') != std::string_view::npos || spec.ends_with(".csv") || spec.ends_with(".pickle");
+  return spec.find('/') != std::string_view::npos || spec.ends_with(".csv") || spec.ends_with(".atrace") ||
+         spec.ends_with(".pickle");
 }
 
 const ReaderInfo& find_reader(std::string_view path) {
@@ -105,6 +118,31 @@ Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
   for (const WorkloadInfo& info : kWorkloads) valid += (valid.empty() ? "" : ", ") + std::string(info.name);
   for (const ZooModel& model : zoo()) valid += ", " + std::string(model.name) + "_bN...";
   throw Error("unknown workload '" + spec.name + "'; valid workloads: " + valid + ", or a path to a .csv trace");
+}
+
+std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec_text) {
+  std::string streamable;
+  for (const ReaderInfo& reader : kReaders) {
+    if (reader.stream) streamable += std::string(streamable.empty() ? "" : ", ") + std::string(reader.name) + " files";
+  }
+  for (const WorkloadInfo& info : kWorkloads) {
+    if (info.stream) streamable += ", " + std::string(info.name) + ":...";
+  }
+  if (names_a_file(spec_text)) {
+    const ReaderInfo& reader = find_reader(spec_text);
+    if (!reader.stream) {
+      throw Error(std::string(spec_text) + ": a " + std::string(reader.name) + " file is read whole; what streams: " +
+                  streamable + " (convert it to .atrace first: --save-trace FILE.atrace)");
+    }
+    return reader.stream(std::string(spec_text));
+  }
+  const Spec spec = parse_spec(spec_text);
+  for (const WorkloadInfo& info : kWorkloads) {
+    if (info.name != spec.name) continue;
+    if (!info.stream) throw Error("workload " + spec.name + " cannot stream; what streams: " + streamable);
+    return info.stream(Params(spec, info.params, "workload " + spec.name), spec_text);
+  }
+  throw Error("workload '" + std::string(spec_text) + "' cannot stream; what streams: " + streamable);
 }
 
 }  // namespace allocsim
