@@ -18,6 +18,10 @@ OptimalPolicy::~OptimalPolicy() {
 }
 
 void OptimalPolicy::prepare(const ReplaySetup& setup) {
+  if (setup.streamed) {
+    throw Error("optimal plans over the whole trace, which a streamed replay never holds: replay it without "
+                "--stream (the trace is then loaded into memory)");
+  }
   if (!setup.trace) return;  // no trace ahead: it stays bestfit
   if (unplanned_ && unplanned_->stats().allocated != 0) throw Error("optimal: prepare() after requests were served");
   unplanned_.reset();

@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 
+#include "sim/breakdown.hpp"
 #include "sim/error.hpp"
 #include "sim/metered_device.hpp"
 #include "sim/sim_device.hpp"
@@ -15,30 +16,90 @@ namespace {
 constexpr Bytes kNotLive = std::numeric_limits<Bytes>::max();
 constexpr std::size_t kPrefetchDistance = 16;
 
+// What the engine keeps of one live allocation, by slot: all a free needs, in one place.
 struct LiveBlock {
   Addr addr = 0;
   Bytes size = kNotLive;
+  Bytes requested = 0;
 };
 
-// The most bytes alive at once over the whole trace, each request sized as `policy`
-// rounds it: what no placement of this policy can go below.
-Bytes rounded_lower_bound(const Trace& trace, const Policy& policy) {
-  Bytes live = 0;
-  Bytes peak = 0;
-  for (const Event& event : trace.events) {
-    if (event.op == Op::alloc) {
-      live += policy.rounded_size(trace.bytes_of(event.id));
-      peak = std::max(peak, live);
-    } else if (event.op == Op::free) {
-      live -= policy.rounded_size(trace.bytes_of(event.id));
+// Calls `visit(event, bytes)` for every event of a fresh pass over `source`, bytes being
+// the requested bytes of the allocation an alloc or free names; stops when visit returns
+// false. For the walks after a replay (lower bounds, the breakdown at the peak).
+template <typename Visit>
+void walk(const EventSource& source, Visit visit) {
+  const std::unique_ptr<EventSource> pass = source.reopen();
+  std::vector<Bytes> bytes_by_slot(pass->slots(), 0);
+  for (EventWindow window = pass->next(); !window.events.empty(); window = pass->next()) {
+    for (std::size_t i = 0; i < window.events.size(); ++i) {
+      const Event& event = window.events[i];
+      Bytes bytes = 0;
+      if (event.op == Op::alloc) {
+        grow_to_hold(bytes_by_slot, index_of(event.id));
+        bytes = bytes_by_slot[index_of(event.id)] = window.bytes_at(i);
+      } else if (event.op == Op::free) {
+        bytes = bytes_by_slot[index_of(event.id)];
+      }
+      if (!visit(event, bytes)) return;
     }
   }
+}
+
+// The most bytes alive at once over the whole trace, each request sized by `rounded`
+// (identity: the live lower bound; a policy's rounding: what no placement of it can go below).
+template <typename Round>
+Bytes peak_live(const EventSource& source, Round rounded) {
+  Bytes live = 0;
+  Bytes peak = 0;
+  walk(source, [&](const Event& event, Bytes bytes) {
+    if (event.op == Op::alloc) {
+      live += rounded(bytes);
+      peak = std::max(peak, live);
+    } else if (event.op == Op::free) {
+      live -= rounded(bytes);
+    }
+    return true;
+  });
   return peak;
+}
+
+// live_breakdown for a streamed trace: by tag only (a stream carries no layers), the
+// allocations skipped at an OOM (`skipped`: their event indices, ascending) left out.
+Breakdown streamed_breakdown(const EventSource& source, std::size_t peak_event, std::span<const std::size_t> skipped) {
+  Breakdown result;
+  result.event = peak_event;
+  std::vector<bool> skipped_slot(source.slots(), false);
+  std::size_t index = 0;
+  auto next_skip = skipped.begin();
+  walk(source, [&](const Event& event, Bytes bytes) {
+    if (index > peak_event) return false;
+    const bool skip_here = next_skip != skipped.end() && *next_skip == index;
+    if (skip_here) ++next_skip;
+    ++index;
+    if (!names_allocation(event.op)) return true;
+    const std::uint32_t slot = index_of(event.id);
+    if (event.op == Op::alloc) {
+      if (slot >= skipped_slot.size()) skipped_slot.resize(std::max<std::size_t>(slot + 1, skipped_slot.size() * 2));
+      skipped_slot[slot] = skip_here;
+    }
+    if (skipped_slot[slot]) return true;
+    Bytes& by_tag = result.by_tag[static_cast<std::size_t>(event.tag)];
+    by_tag = event.op == Op::alloc ? by_tag + bytes : by_tag - bytes;
+    return true;
+  });
+  return result;
+}
+
+std::unique_ptr<EventSource> open_source(const TenantSpec& spec) {
+  if (spec.trace) return std::make_unique<TraceSource>(spec.trace);
+  if (spec.source) return spec.source->open();
+  throw Error("tenant without a trace");
 }
 
 struct TenantRun final : MoveListener, DeviceCallListener {
   TenantRun(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
-      : spec(tenant_spec), trace(*tenant_spec.trace), device(shared_device, peak_used), live(trace.allocations()) {}
+      : spec(tenant_spec), source(open_source(tenant_spec)), device(shared_device, peak_used),
+        live(source->slots()), streams(source->slots(), 0) {}
 
   // A policy relocated a live block: remember where it is now, to hand it back there.
   void moved(const Move& move) override {
@@ -58,7 +119,7 @@ struct TenantRun final : MoveListener, DeviceCallListener {
     for (Observer* observer : observers) observer->on_segment(event);
   }
   void tell_block(BlockAction action, AllocId id, Addr addr, Bytes size, Stream block_stream, Addr from = 0) {
-    const BlockEvent event{index, at_event, now, action, id, addr, size, trace.bytes_of(id), block_stream, from};
+    const BlockEvent event{index, at_event, now, action, id, addr, size, live[index_of(id)].requested, block_stream, from};
     for (Observer* observer : observers) observer->on_block(event);
   }
   void serving(Nanos time, std::size_t event, Stream event_stream) {
@@ -67,23 +128,36 @@ struct TenantRun final : MoveListener, DeviceCallListener {
     stream = event_stream;
   }
 
+  // Whether an event is left in the window, fetching the next window when this one is done.
+  bool has_event() {
+    if (at < window.events.size()) return true;
+    if (exhausted) return false;
+    window = source->next();
+    at = 0;
+    exhausted = window.events.empty();
+    return !exhausted;
+  }
   // A tenant starts (its context, then its policy) at spec.start, before its first event.
-  bool finished() const { return started && (policy == nullptr || next == trace.events.size()); }
-  Nanos next_time() const { return started ? trace.events[next].time + spec.start + delay : spec.start; }
+  bool finished() { return started && (policy == nullptr || !has_event()); }
+  Nanos next_time() { return started && has_event() ? window.events[at].time + spec.start + delay : spec.start; }
 
   const TenantSpec& spec;
-  const Trace& trace;
+  std::unique_ptr<EventSource> source;
+  EventWindow window;
+  std::size_t at = 0;  // in window
+  bool exhausted = false;
   MeteredDevice device;
   std::unique_ptr<Policy> policy;
   bool started = false;
   bool context_open = false;
-  Bytes needs = 0;  // rounded_lower_bound, computed at the first OOM
-  std::vector<LiveBlock> live;  // by AllocId
-  std::size_t next = 0;
+  Bytes needs = 0;  // the policy's rounded peak_live, computed at the first OOM
+  std::vector<LiveBlock> live;  // by slot
+  std::vector<Stream> streams;  // by slot: the stream of the live allocation, read when the tenant ends
+  std::size_t next = 0;  // events replayed
   Nanos delay = 0;  // allocator time so far: every later event happens this much later
   Bytes allocated = 0;
   Bytes requested = 0;
-  std::vector<AllocId> skipped;  // allocations dropped at an OOM (--on-oom continue), in order
+  std::vector<std::size_t> skipped;  // events of the allocations dropped at an OOM (--on-oom continue), in order
   TenantResult result;
   std::size_t index = 0;  // in the scenario
   std::span<Observer* const> observers;
@@ -100,16 +174,15 @@ class Replay {
         baseline_used_(device.used()),
         peak_used_(baseline_used_) {
     for (const TenantSpec& spec : scenario.tenants) {
-      if (!spec.trace) throw Error("tenant without a trace");
       TenantRun& run = tenants_.emplace_back(spec, device_, peak_used_);
       run.result.index = tenants_.size() - 1;
       run.index = run.result.index;
       run.observers = observers_;
       if (!observers_.empty()) run.device.listen(&run);
-      run.result.workload = spec.trace->info.name;
+      run.result.workload = run.source->info().name;
       run.result.policy = spec.policy;
-      run.result.events = spec.trace->events.size();
-      run.result.live_lower_bound = spec.trace->live_lower_bound;
+      run.result.events = run.source->events();
+      run.result.live_lower_bound = run.source->live_lower_bound().value_or(0);
     }
   }
 
@@ -125,7 +198,7 @@ class Replay {
     }
     const auto wall_start = std::chrono::steady_clock::now();
     if (tenants_.size() == 1) {
-      while (!tenants_.front().finished()) step(0);  // no merging to do
+      replay_alone();  // no merging to do
     } else {
       for (std::size_t tenant = next_tenant(); tenant < tenants_.size(); tenant = next_tenant()) step(tenant);
     }
@@ -134,11 +207,24 @@ class Replay {
     }
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_start;
     for (TenantRun& run : tenants_) {
+      const EventSource& source = *run.source;
+      const TraceInfo& info = source.info();
       if (run.result.peak_allocated > 0) {
-        run.result.at_peak = live_breakdown(run.trace, run.result.peak_event, run.skipped);
-        run.result.peak_step = step_of(run.trace.info, run.result.peak_event);
+        if (const Trace* trace = source.trace()) {
+          std::vector<AllocId> skipped;
+          for (const std::size_t event : run.skipped) skipped.push_back(trace->events[event].id);
+          run.result.at_peak = live_breakdown(*trace, run.result.peak_event, skipped);
+        } else {
+          run.result.at_peak = streamed_breakdown(source, run.result.peak_event, run.skipped);
+        }
+        run.result.peak_step = step_of(info, run.result.peak_event);
       }
-      run.result.steps = run.trace.info.step_starts.size();
+      run.result.steps = info.step_starts.size();
+      if (!source.live_lower_bound()) {  // a generator stopped early: walk it once more
+        run.result.live_lower_bound = peak_live(source, [](Bytes bytes) { return bytes; });
+      } else {
+        run.result.live_lower_bound = *source.live_lower_bound();
+      }
     }
     if (scenario_.check && device_.used() != baseline_used_) {
       throw Error("check: " + format_bytes(device_.used() - baseline_used_) +
@@ -157,7 +243,24 @@ class Replay {
   }
 
  private:
-  std::size_t next_tenant() const {
+  // One tenant: a loop made for what this scenario watches, the rest compiled out.
+  void replay_alone() {
+    TenantRun& run = tenants_.front();
+    start(run, 0);
+    const bool observe = !observers_.empty();
+    if (scenario_.check) {
+      observe ? replay_while_alive<true, true>(run) : replay_while_alive<true, false>(run);
+    } else {
+      observe ? replay_while_alive<false, true>(run) : replay_while_alive<false, false>(run);
+    }
+  }
+
+  template <bool kCheck, bool kObserve>
+  void replay_while_alive(TenantRun& run) {
+    while (run.policy && run.has_event()) replay_event<kCheck, kObserve>(run, 0);
+  }
+
+  std::size_t next_tenant() {
     std::size_t best = tenants_.size();
     Nanos best_time = 0;
     for (std::size_t t = 0; t < tenants_.size(); ++t) {
@@ -181,23 +284,34 @@ class Replay {
     if (run.context_open) contexts_ += scenario_.device.context_overhead;
     run.result.context = run.context_open ? scenario_.device.context_overhead : 0;
     run.policy = make_policy_(run.spec.policy, run.device);
-    run.policy->prepare(ReplaySetup{run.trace.allocations(), &run.trace, &run});
+    const Trace* whole = run.source->trace();
+    run.policy->prepare(ReplaySetup{run.source->slots(), whole, &run, whole == nullptr});
     if (!run.context_open) out_of_memory(run, tenant, 0, scenario_.device.context_overhead, run.spec.start);
   }
 
   void step(std::size_t tenant) {
     TenantRun& run = tenants_[tenant];
     if (!run.started) return start(run, tenant);
+    const bool observe = !observers_.empty();
+    if (scenario_.check) {
+      observe ? replay_event<true, true>(run, tenant) : replay_event<true, false>(run, tenant);
+    } else {
+      observe ? replay_event<false, true>(run, tenant) : replay_event<false, false>(run, tenant);
+    }
+  }
+
+  // The hot path: one event of a started tenant whose window holds one.
+  template <bool kCheck, bool kObserve>
+  void replay_event(TenantRun& run, std::size_t tenant) {
+    const std::size_t at = run.at++;
     const std::size_t index = run.next++;
-    const Event& event = run.trace.events[index];
+    const std::span<const Event> events = run.window.events;
+    const Event& event = events[at];
     // A free touches its allocation's state, written long ago and out of cache by now: the
-    // trace says which one a few events ahead, so fetch it early.
-    if (index + kPrefetchDistance < run.trace.events.size()) {
-      const Event& ahead = run.trace.events[index + kPrefetchDistance];
-      if (ahead.op == Op::free) {
-        __builtin_prefetch(&run.live[index_of(ahead.id)]);
-        __builtin_prefetch(&run.trace.requested[index_of(ahead.id)]);
-      }
+    // window says which one a few events ahead, so fetch it early.
+    if (at + kPrefetchDistance < events.size()) {
+      const Event& ahead = events[at + kPrefetchDistance];
+      if (ahead.op == Op::free) __builtin_prefetch(&run.live[index_of(ahead.id)]);
     }
     Nanos now = 0;
     if (__builtin_add_overflow(event.time, run.spec.start, &now) || __builtin_add_overflow(now, run.delay, &now)) {
@@ -207,7 +321,7 @@ class Replay {
     run.serving(now, index, event.stream);
     switch (event.op) {
       case Op::alloc:
-        allocate(run, tenant, index, event, now);
+        allocate<kCheck>(run, tenant, index, event, run.window.bytes_at(at), now);
         break;
       case Op::free:
         deallocate(run, event, now);
@@ -224,8 +338,8 @@ class Replay {
     run.delay += cost;
     if (!run.policy) return;  // stopped by an OOM
     run.result.peak_reserved = std::max(run.result.peak_reserved, run.device.reserved());
-    if (scenario_.check) check(run, index);
-    if (!observers_.empty()) {
+    if constexpr (kCheck) check(run, index);
+    if constexpr (kObserve) {
       const Sample sample{now + cost, tenant, index, run.allocated, run.device.reserved(), device_.used()};
       for (Observer* observer : observers_) observer->on_event(sample);
     }
@@ -240,8 +354,8 @@ class Replay {
                 ", passes the simulated clock's end (2^64 ns); make the trace's times smaller");
   }
 
-  void allocate(TenantRun& run, std::size_t tenant, std::size_t index, const Event& event, Nanos now) {
-    const Bytes bytes = run.trace.bytes_of(event.id);
+  template <bool kCheck>
+  void allocate(TenantRun& run, std::size_t tenant, std::size_t index, const Event& event, Bytes bytes, Nanos now) {
     const Allocation block = run.policy->allocate(Request{event.id, bytes, event.stream, now});
     if (!block) {
       if (!block.hang.empty()) {
@@ -253,11 +367,16 @@ class Replay {
       out_of_memory(run, tenant, index, bytes, now);
       return;
     }
-    if (scenario_.check && (block->addr % kBlockAlignment != 0 || block->size < bytes || block->id != event.id)) {
+    if (kCheck && (block->addr % kBlockAlignment != 0 || block->size < bytes || block->id != event.id)) {
       fail(run, index, "block at " + std::to_string(block->addr) + " of " + std::to_string(block->size) +
                            " bytes for a request of " + std::to_string(bytes) + " bytes");
     }
-    run.live[index_of(event.id)] = LiveBlock{block->addr, block->size};
+    if (index_of(event.id) >= run.live.size()) [[unlikely]] {  // a generator's slots pass its hint
+      grow_to_hold(run.live, index_of(event.id));
+      grow_to_hold(run.streams, index_of(event.id));
+    }
+    run.live[index_of(event.id)] = LiveBlock{block->addr, block->size, bytes};
+    run.streams[index_of(event.id)] = event.stream;
     if (!observers_.empty()) run.tell_block(BlockAction::placed, event.id, block->addr, block->size, event.stream);
     run.allocated += block->size;
     run.requested += bytes;
@@ -277,7 +396,7 @@ class Replay {
   void deallocate(TenantRun& run, const Event& event, Nanos now) {
     LiveBlock& live = run.live[index_of(event.id)];
     if (live.size == kNotLive) return;  // its allocation failed and was skipped
-    const Bytes bytes = run.trace.bytes_of(event.id);
+    const Bytes bytes = live.requested;
     if (!observers_.empty()) run.tell_block(BlockAction::freed, event.id, live.addr, live.size, event.stream);
     run.policy->deallocate(Block{live.addr, live.size, bytes, event.id, event.stream}, now);
     run.allocated -= live.size;
@@ -300,7 +419,8 @@ class Replay {
     const bool first = run.result.oom_count == 0;
     PolicyInspection inspection = run.policy->inspect(first ? Detail::full : Detail::counters);
     if (first) {
-      run.needs = rounded_lower_bound(run.trace, *run.policy);
+      const Policy& policy = *run.policy;
+      run.needs = peak_live(*run.source, [&](Bytes bytes) { return policy.rounded_size(bytes); });
       run.result.needs = run.needs;
       run.result.planned_reserve = inspection.planned_reserve;
     }
@@ -311,7 +431,7 @@ class Replay {
     TenantResult& result = run.result;
     const OomKind kind = classify_over_run(context);
     const OomKind request_kind = classify_oom(context);
-    OomRecord record{tenant, index, step_of(run.trace.info, index), now, bytes, kind, request_kind, !run.context_open,
+    OomRecord record{tenant, index, step_of(run.source->info(), index), now, bytes, kind, request_kind, !run.context_open,
                      std::move(context), first ? std::move(inspection.state) : std::string()};
     ++result.oom_count;
     ++result.ooms_by_kind[static_cast<std::size_t>(record.kind)];
@@ -320,7 +440,7 @@ class Replay {
     if (scenario_.on_oom == OnOom::stop || !run.context_open) {
       finish(run);
     } else {
-      run.skipped.push_back(run.trace.events[index].id);
+      run.skipped.push_back(index);
     }
   }
 
@@ -337,15 +457,13 @@ class Replay {
     result.extra = run.policy->inspect(Detail::counters).extra;
     run.serving(result.end_time, run.next, 0);
     for (Observer* observer : observers_) observer->on_exit(run.index, result.end_time);
-    // Walk the allocations (not the ids) so that each block goes back with its stream.
-    for (std::size_t i = 0; i < run.next; ++i) {
-      const Event& event = run.trace.events[i];
-      if (event.op != Op::alloc) continue;
-      LiveBlock& live = run.live[index_of(event.id)];
+    // Slot order: for an in-memory trace the order of the allocations.
+    for (std::size_t slot = 0; slot < run.live.size(); ++slot) {
+      LiveBlock& live = run.live[slot];
       if (live.size == kNotLive) continue;
-      if (!observers_.empty()) run.tell_block(BlockAction::freed, event.id, live.addr, live.size, event.stream);
-      run.policy->deallocate(Block{live.addr, live.size, run.trace.bytes_of(event.id), event.id, event.stream},
-                             result.end_time);
+      const auto id = static_cast<AllocId>(slot);
+      if (!observers_.empty()) run.tell_block(BlockAction::freed, id, live.addr, live.size, run.streams[slot]);
+      run.policy->deallocate(Block{live.addr, live.size, live.requested, id, run.streams[slot]}, result.end_time);
       live.size = kNotLive;
     }
     live_requested_ -= run.requested;
@@ -354,6 +472,7 @@ class Replay {
     run.policy->release_cached();
     run.policy.reset();
     run.live = {};
+    run.streams = {};
     if (run.context_open) {
       device_.close_context();
       contexts_ -= scenario_.device.context_overhead;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/device.hpp"
+#include "sim/event_source.hpp"
 #include "sim/observer.hpp"
 #include "sim/policy.hpp"
 #include "sim/result.hpp"
@@ -20,9 +21,22 @@
 namespace allocsim {
 
 struct TenantSpec {
+  TenantSpec() = default;
+  TenantSpec(std::shared_ptr<const Trace> trace_in, std::string policy_in, Nanos start_in = 0)
+      : trace(std::move(trace_in)), policy(std::move(policy_in)), start(start_in) {}
+  // A tenant whose events stream from `source` (a .atrace file, a generator), so that the
+  // replay holds only the live allocations. A policy that plans over the whole trace
+  // (optimal) refuses it.
+  static TenantSpec streamed(std::shared_ptr<const EventSourceFactory> source, std::string policy, Nanos start = 0) {
+    TenantSpec spec(nullptr, std::move(policy), start);
+    spec.source = std::move(source);
+    return spec;
+  }
+
   std::shared_ptr<const Trace> trace;
   std::string policy;  // a policy spec, built by the scenario's factory
   Nanos start = 0;     // added to every event time
+  std::shared_ptr<const EventSourceFactory> source;  // used when trace is null
 };
 
 enum class OnOom : std::uint8_t {

@@ -91,6 +91,7 @@ struct ReplaySetup {
   std::size_t allocations = 0;    // ids will run 0..allocations-1: state indexed by id is sized once
   const Trace* trace = nullptr;   // the whole trace ahead, for offline planners
   MoveListener* moves = nullptr;  // told of every relocation; outlives the policy
+  bool streamed = false;          // the trace exists but streams (trace is null): a planner must refuse
 };
 
 // What a request got: a block, or nothing (an OOM). `hang` is set, with no block, when

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/error.hpp"
+#include "workloads/atrace.hpp"
 #include "workloads/csv_trace.hpp"
 #include "workloads/rmm_log.hpp"
 #include "workloads/frag_trace.hpp"
@@ -22,14 +23,18 @@ namespace {
 Trace make_random(const Params& params, std::string_view spec) {
   return make_random_trace(random_trace_options(params), std::string(spec));
 }
+std::shared_ptr<const EventSourceFactory> stream_random(const Params& params, std::string_view spec) {
+  return random_trace_stream(random_trace_options(params), std::string(spec));
+}
 
 const std::array kWorkloads{
     WorkloadInfo{"random", "seeded random requests around a target of live bytes, to exercise policies at scale",
-                 kRandomTraceParams, "random:n=100000,seed=7,live=2GiB", make_random},
+                 kRandomTraceParams, "random:n=100000,seed=7,live=2GiB", make_random, stream_random},
     WorkloadInfo{"frag", "traces that cut free memory into holes: the seed article's case, alternating, sawtooth, "
                  "padded vs bucketed sequences",
                  kFragTraceParams, "frag:pattern=seed",
-                 [](const Params& params, std::string_view spec) { return make_frag_trace(params, std::string(spec)); }},
+                 [](const Params& params, std::string_view spec) { return make_frag_trace(params, std::string(spec)); },
+                 nullptr},
 };
 
 Trace read_csv(const std::filesystem::path& path, const LoadOptions& options) {
@@ -46,6 +51,10 @@ Trace read_kineto(const std::filesystem::path& path, const LoadOptions& options)
 Trace read_tf_log(const std::filesystem::path& path, const LoadOptions& options) {
   return read_tf_memory_log_file(path, options.cuda_device).trace;
 }
+Trace read_atrace(const std::filesystem::path& path, const LoadOptions& options) {
+  if (options.cuda_device) throw Error(path.string() + ": --cuda-device is for PyTorch snapshots, not .atrace traces");
+  return read_atrace_file(path);
+}
 Trace read_snapshot(const std::filesystem::path& path, const LoadOptions& options) {
   return read_torch_snapshot(path, options);
 }
@@ -54,27 +63,33 @@ const std::array kReaders{
     ReaderInfo{"csv", "our trace CSV: header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, "
                "free, release or sync (id column: device, stream, event or wait:S); a free may leave bytes empty; ids "
                "are any text and may be reused after their free; '#' starts a comment",
-               claims_csv_trace, read_csv},
+               claims_csv_trace, read_csv, nullptr},
+    ReaderInfo{"atrace", "allocsim's binary trace (header magic \\x89ATRACE): 16 bytes per event, memory-mapped, "
+               "checksummed; the one format a replay can stream (--stream) without loading it",
+               claims_atrace, read_atrace, atrace_stream},
     ReaderInfo{"torch-snapshot", "a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot pickle), converted "
                "by an unpickler that refuses every global",
-               claims_torch_snapshot, read_snapshot},
+               claims_torch_snapshot, read_snapshot, nullptr},
     ReaderInfo{"rmm-log", "a RAPIDS RMM logging_resource_adaptor CSV (Thread,Time,Action,Pointer,Size,Stream), any "
                "version; per-thread default streams become one stream per thread; a failed allocate is a request "
                "freed at once",
-               claims_rmm_log, read_rmm},
+               claims_rmm_log, read_rmm, nullptr},
     ReaderInfo{"kineto", "a PyTorch profiler (Kineto) Chrome trace, profile_memory=True: its [memory] events of one "
                "CUDA device (--cuda-device N), paired by address; Total Allocated checked; block sizes, no streams",
-               claims_kineto_trace, read_kineto},
+               claims_kineto_trace, read_kineto, nullptr},
     ReaderInfo{"tf-memory-log", "TensorFlow's TF_CPP_VMODULE=log_memory=2 log: __LOG_MEMORY__ tensor and raw "
                "allocations of one GPU's allocator (--cuda-device N), paired by allocation id; requested sizes, "
                "kernel names as layers, steps",
-               claims_tf_memory_log, read_tf_log},
+               claims_tf_memory_log, read_tf_log, nullptr},
 };
 
 const std::array kWriters{
     WriterInfo{"csv", ".csv", "our trace CSV (time_ns,op,id,bytes,stream,tag): every request, stream and tag; not "
                "layers or step boundaries",
                [](const Trace& trace, const std::filesystem::path& path) { write_csv_trace_file(trace, path); }},
+    WriterInfo{"atrace", ".atrace", "allocsim's binary trace: every request, stream, tag, layer and step "
+               "boundary, 16 bytes per event",
+               [](const Trace& trace, const std::filesystem::path& path) { write_atrace_file(trace, path); }},
 };
 
 // nullopt when the file cannot be opened.
@@ -140,6 +155,31 @@ Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
   for (const WorkloadInfo& info : kWorkloads) valid += (valid.empty() ? "" : ", ") + std::string(info.name);
   for (const ZooModel& model : zoo()) valid += ", " + std::string(model.name) + "_bN...";
   throw Error("unknown workload '" + spec.name + "'; valid workloads: " + valid + ", or a path to a .csv trace");
+}
+
+std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec_text) {
+  std::string streamable;
+  for (const ReaderInfo& reader : kReaders) {
+    if (reader.stream) streamable += std::string(streamable.empty() ? "" : ", ") + std::string(reader.name) + " files";
+  }
+  for (const WorkloadInfo& info : kWorkloads) {
+    if (info.stream) streamable += ", " + std::string(info.name) + ":...";
+  }
+  if (names_a_file(spec_text)) {
+    const ReaderInfo& reader = find_reader(spec_text);
+    if (!reader.stream) {
+      throw Error(std::string(spec_text) + ": a " + std::string(reader.name) + " file is read whole; what streams: " +
+                  streamable + " (convert it to .atrace first: --save-trace FILE.atrace)");
+    }
+    return reader.stream(std::string(spec_text));
+  }
+  const Spec spec = parse_spec(spec_text);
+  for (const WorkloadInfo& info : kWorkloads) {
+    if (info.name != spec.name) continue;
+    if (!info.stream) throw Error("workload " + spec.name + " cannot stream; what streams: " + streamable);
+    return info.stream(Params(spec, info.params, "workload " + spec.name), spec_text);
+  }
+  throw Error("workload '" + std::string(spec_text) + "' cannot stream; what streams: " + streamable);
 }
 
 }  // namespace allocsim

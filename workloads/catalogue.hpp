@@ -3,9 +3,11 @@
 // to its table.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string_view>
 
+#include "sim/event_source.hpp"
 #include "sim/spec.hpp"
 #include "sim/trace.hpp"
 #include "workloads/reader.hpp"
@@ -19,6 +21,8 @@ struct WorkloadInfo {
   std::span<const ParamInfo> params;
   std::string_view example;
   Trace (*make)(const Params& params, std::string_view spec);
+  // The same events streamed into a replay, never held whole; null when it cannot stream.
+  std::shared_ptr<const EventSourceFactory> (*stream)(const Params& params, std::string_view spec);
 };
 
 std::span<const WorkloadInfo> all_workloads();
@@ -26,7 +30,7 @@ std::span<const ReaderInfo> all_readers();
 std::span<const WriterInfo> all_writers();
 
 // Whether a spec is a file path: it holds a '/' or a reader claims it by name (.csv,
-// .pickle, .json, .log, ...).
+// .atrace, .pickle, .json, .log, ...).
 bool names_a_file(std::string_view spec);
 
 // The reader of a file: the first that claims it by content, else the first by name.
@@ -40,5 +44,9 @@ const WriterInfo& find_writer(std::string_view path);
 // A model spec ("resnet50_b64"), a generator spec ("random:n=1000,seed=7") or a trace
 // file (see names_a_file). Throws Error naming the bad part. `options` go to a file's reader.
 Trace load_workload(std::string_view spec, const LoadOptions& options = {});
+
+// The same workload as a stream (a .atrace file, the random generator), for a replay that
+// holds only the live allocations. Throws Error naming what can stream when it cannot.
+std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec);
 
 }  // namespace allocsim

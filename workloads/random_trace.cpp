@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <array>
 #include <deque>
+#include <vector>
 
 #include "sim/error.hpp"
 #include "sim/rng.hpp"
@@ -80,39 +82,106 @@ RandomTraceOptions random_trace_options(const Params& params) {
 
 namespace {
 
-// The program synchronising now and then (a loss.item() each step), for stream-ordered pools.
-void sync_after(TraceBuilder& builder, const RandomTraceOptions& options, std::uint64_t event, Nanos time) {
-  if (options.sync_every != 0 && (event + 1) % options.sync_every == 0) builder.sync(time, Sync{SyncKind::device, 0, 0});
-}
+// The generator as a stream: a window of events at a time, ids being slots (a freed
+// one is taken again first), state sized by the live set. make_random_trace reads it whole.
+class RandomStream final : public EventSource {
+ public:
+  RandomStream(const RandomTraceOptions& options, std::string name)
+      : options_(options), rng_(options.seed), info_(std::move(name), "random") {}
+
+  EventWindow next() override {
+    std::size_t count = 0;
+    // Each step makes one request and perhaps a sync after it.
+    while (event_ < options_.events && count + 2 <= kWindow) {
+      const std::uint64_t remaining = options_.events - event_;
+      // Drift towards the target: allocate more often below it, free more often above.
+      const double alloc_chance = live_bytes_ < options_.target_live ? 0.6 : 0.4;
+      const bool must_free = remaining <= live_.size();
+      if (!live_.empty() && (must_free || rng_.unit() >= alloc_chance)) {
+        const AllocId victim = pick_victim(rng_, live_, options_.order);
+        const std::uint32_t slot = index_of(victim);
+        live_bytes_ -= bytes_by_slot_[slot];
+        free_slots_.push_back(slot);
+        events_[count] = Event{time_, victim, stream_by_slot_[slot], Op::free, Tag::other};
+        bytes_[count++] = bytes_by_slot_[slot];
+      } else {
+        const Bytes bytes = draw_size(rng_, options_);
+        const auto stream = static_cast<Stream>(rng_.below(options_.streams));
+        std::uint32_t slot = 0;
+        if (free_slots_.empty()) {
+          slot = static_cast<std::uint32_t>(bytes_by_slot_.size());
+          bytes_by_slot_.push_back(0);
+          stream_by_slot_.push_back(0);
+        } else {
+          slot = free_slots_.back();
+          free_slots_.pop_back();
+        }
+        bytes_by_slot_[slot] = bytes;
+        stream_by_slot_[slot] = stream;
+        live_.push_back(static_cast<AllocId>(slot));
+        live_bytes_ += bytes;
+        lower_bound_ = std::max(lower_bound_, live_bytes_);
+        events_[count] = Event{time_, static_cast<AllocId>(slot), stream, Op::alloc, Tag::other};
+        bytes_[count++] = bytes;
+      }
+      // The program synchronising now and then (a loss.item() each step), for stream-ordered pools.
+      if (options_.sync_every != 0 && (event_ + 1) % options_.sync_every == 0) {
+        const Sync sync{SyncKind::device, 0, 0};
+        events_[count] = Event{time_, sync_id(sync), sync.stream, Op::sync, Tag::other};
+        bytes_[count++] = 0;
+      }
+      ++event_;
+      time_ += options_.gap;
+    }
+    return EventWindow{std::span<const Event>(events_.data(), count), bytes_.data(), nullptr};
+  }
+  std::size_t slots() const override { return bytes_by_slot_.size(); }  // a hint: they grow as it goes
+  std::uint64_t events() const override {
+    return options_.events + (options_.sync_every ? options_.events / options_.sync_every : 0);
+  }
+  const TraceInfo& info() const override { return info_; }
+  std::optional<Bytes> live_lower_bound() const override {
+    if (event_ < options_.events) return std::nullopt;
+    return lower_bound_;
+  }
+  std::unique_ptr<EventSource> reopen() const override { return std::make_unique<RandomStream>(options_, info_.name); }
+
+ private:
+  static constexpr std::size_t kWindow = 4096;
+  RandomTraceOptions options_;
+  Rng rng_;
+  TraceInfo info_;
+  std::deque<AllocId> live_;
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<Bytes> bytes_by_slot_;
+  std::vector<Stream> stream_by_slot_;
+  Bytes live_bytes_ = 0;
+  Bytes lower_bound_ = 0;
+  std::uint64_t event_ = 0;
+  Nanos time_ = 0;
+  std::array<Event, kWindow> events_;
+  std::array<Bytes, kWindow> bytes_;
+};
+
+class RandomStreamFactory final : public EventSourceFactory {
+ public:
+  RandomStreamFactory(const RandomTraceOptions& options, std::string name) : options_(options), name_(std::move(name)) {}
+  std::unique_ptr<EventSource> open() const override { return std::make_unique<RandomStream>(options_, name_); }
+
+ private:
+  RandomTraceOptions options_;
+  std::string name_;
+};
 
 }  // namespace
 
 Trace make_random_trace(const RandomTraceOptions& options, std::string name) {
-  Rng rng(options.seed);
-  TraceBuilder builder(TraceInfo{std::move(name), "random"});
-  builder.reserve(options.events);
-  std::deque<AllocId> live;
-  Bytes live_bytes = 0;
-  Nanos time = 0;
-  for (std::uint64_t event = 0; event < options.events; ++event, time += options.gap) {
-    const std::uint64_t remaining = options.events - event;
-    // Drift towards the target: allocate more often below it, free more often above.
-    const double alloc_chance = live_bytes < options.target_live ? 0.6 : 0.4;
-    const bool must_free = remaining <= live.size();
-    if (!live.empty() && (must_free || rng.unit() >= alloc_chance)) {
-      const AllocId victim = pick_victim(rng, live, options.order);
-      live_bytes -= builder.bytes_of(victim);
-      builder.free(time, victim);
-      sync_after(builder, options, event, time);
-      continue;
-    }
-    const Bytes bytes = draw_size(rng, options);
-    const auto stream = static_cast<Stream>(rng.below(options.streams));
-    live.push_back(builder.alloc(time, bytes, stream));
-    live_bytes += bytes;
-    sync_after(builder, options, event, time);
-  }
-  return std::move(builder).finish();
+  RandomStream stream(options, std::move(name));
+  return materialise(stream);
+}
+
+std::shared_ptr<const EventSourceFactory> random_trace_stream(const RandomTraceOptions& options, std::string name) {
+  return std::make_shared<const RandomStreamFactory>(options, std::move(name));
 }
 
 }  // namespace allocsim

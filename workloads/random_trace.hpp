@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include <memory>
+
+#include "sim/event_source.hpp"
 #include "sim/spec.hpp"
 #include "sim/trace.hpp"
 
@@ -43,5 +46,7 @@ inline constexpr std::array kRandomTraceParams{
 
 RandomTraceOptions random_trace_options(const Params& params);  // throws on bad values
 Trace make_random_trace(const RandomTraceOptions& options, std::string name);
+// The same events streamed, never held whole: ids are slots, reused after their free.
+std::shared_ptr<const EventSourceFactory> random_trace_stream(const RandomTraceOptions& options, std::string name);
 
 }  // namespace allocsim

@@ -1,13 +1,15 @@
 // A trace reader, one row of the catalogue's reader table (workloads/catalogue.cpp): our
-// CSV, PyTorch snapshots. Adding one is a file pair with a claims and a load function, a
+// CSV, .atrace, PyTorch snapshots. Adding one is a file pair with a claims and a load function, a
 // line in that table and its test.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string_view>
 
+#include "sim/event_source.hpp"
 #include "sim/trace.hpp"
 
 namespace allocsim {
@@ -28,6 +30,9 @@ struct ReaderInfo {
   // `spec`: the path as written; `head`: the file's first bytes (empty when it cannot be read).
   Claim (*claims)(std::string_view spec, std::string_view head);
   Trace (*load)(const std::filesystem::path& path, const LoadOptions& options);
+  // The file's events streamed into a replay without loading them; null when the format
+  // must be read whole.
+  std::shared_ptr<const EventSourceFactory> (*stream)(const std::filesystem::path& path);
 };
 
 // Bytes of a file's start the catalogue reads for claims().

@@ -103,7 +103,7 @@ TEST_CASE("trace: bad input is one line, exit 2, and nothing is written over", "
   const std::string bad = dir.file("bad.log", "no memory lines here\n");
   refused({"trace", "convert", bad, kept}, "no __LOG_MEMORY__ lines", kept);
   refused({"trace", "convert", kept, kept}, "OUT", kept);
-  refused({"trace", "convert", kept, dir.file("out.parquet")}, "no trace writer for this extension (writers: .csv)");
+  refused({"trace", "convert", kept, dir.file("out.parquet")}, "no trace writer for this extension (writers: .csv, .atrace)");
   refused({"trace", "slice", kept, dir.file("s.csv")}, "needs one of --events A:B or --time A:B");
   refused({"trace", "slice", kept, dir.file("s.csv"), "--events", "5"}, "--events '5' is not A:B");
   refused({"trace", "slice", kept, kept, "--events", "0:1"}, "OUT", kept);

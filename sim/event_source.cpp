@@ -1,0 +1,52 @@
+#include "sim/event_source.hpp"
+
+#include <limits>
+#include <vector>
+
+#include "sim/error.hpp"
+
+namespace allocsim {
+
+EventWindow TraceSource::next() {
+  if (done_) return {};
+  done_ = true;
+  return EventWindow{trace_->events, nullptr, trace_->requested.data()};
+}
+
+Trace materialise(EventSource& source) {
+  const TraceInfo& info = source.info();
+  TraceBuilder builder(TraceInfo{info.name, info.source});
+  builder.reserve(source.events());
+  constexpr auto kFree = std::numeric_limits<std::uint32_t>::max();
+  std::vector<std::uint32_t> id_of_slot(source.slots(), kFree);
+  auto step = info.step_starts.begin();
+  std::size_t index = 0;
+  for (EventWindow window = source.next(); !window.events.empty(); window = source.next()) {
+    for (std::size_t i = 0; i < window.events.size(); ++i, ++index) {
+      const Event& event = window.events[i];
+      if (step != info.step_starts.end() && *step == index) {
+        builder.begin_step();
+        ++step;
+      }
+      switch (event.op) {
+        case Op::alloc:
+          grow_to_hold(id_of_slot, index_of(event.id), kFree);
+          id_of_slot[index_of(event.id)] =
+              index_of(builder.alloc(event.time, window.bytes_at(i), event.stream, event.tag));
+          break;
+        case Op::free:
+          builder.free(event.time, static_cast<AllocId>(id_of_slot[index_of(event.id)]));
+          break;
+        case Op::release:
+          builder.release(event.time);
+          break;
+        case Op::sync:
+          builder.sync(event.time, sync_of(event));
+          break;
+      }
+    }
+  }
+  return std::move(builder).finish();
+}
+
+}  // namespace allocsim

@@ -1,0 +1,114 @@
+// Streamed replay: the engine fed a window at a time (ids reused slots) gives every figure
+// the in-memory replay gives, for every online policy, with OOMs and without.
+#include <filesystem>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "policies/registry.hpp"
+#include "sim/engine.hpp"
+#include "sim/error.hpp"
+#include "workloads/atrace.hpp"
+#include "workloads/random_trace.hpp"
+
+namespace allocsim {
+namespace {
+
+RandomTraceOptions small_random() {
+  RandomTraceOptions options;
+  options.events = 6000;
+  options.seed = 5;
+  options.max_bytes = 4_MiB;
+  options.target_live = 96_MiB;
+  options.streams = 2;
+  options.sync_every = 250;
+  return options;
+}
+
+Scenario scenario_of(TenantSpec tenant, Bytes capacity, OnOom on_oom) {
+  Scenario scenario;
+  scenario.device.capacity = capacity;
+  scenario.on_oom = on_oom;
+  scenario.check = true;
+  scenario.tenants.push_back(std::move(tenant));
+  return scenario;
+}
+
+void check_same(const TenantResult& a, const TenantResult& b) {
+  CHECK(a.events == b.events);
+  CHECK(a.events_replayed == b.events_replayed);
+  CHECK(a.live_lower_bound == b.live_lower_bound);
+  CHECK(a.needs == b.needs);
+  CHECK(a.peak_requested == b.peak_requested);
+  CHECK(a.peak_allocated == b.peak_allocated);
+  CHECK(a.peak_reserved == b.peak_reserved);
+  CHECK(a.peak_event == b.peak_event);
+  CHECK(a.reserved_at_peak == b.reserved_at_peak);
+  CHECK(a.largest_free_at_peak == b.largest_free_at_peak);
+  CHECK(a.at_peak.by_tag == b.at_peak.by_tag);
+  CHECK(a.device_mallocs == b.device_mallocs);
+  CHECK(a.device_frees == b.device_frees);
+  CHECK(a.allocator_time == b.allocator_time);
+  CHECK(a.bytes_moved == b.bytes_moved);
+  CHECK(a.end_time == b.end_time);
+  CHECK(a.oom_count == b.oom_count);
+  CHECK(a.hang_event == b.hang_event);
+  REQUIRE(a.ooms.size() == b.ooms.size());
+  for (std::size_t i = 0; i < a.ooms.size(); ++i) {
+    CHECK(a.ooms[i].event == b.ooms[i].event);
+    CHECK(a.ooms[i].kind == b.ooms[i].kind);
+  }
+  REQUIRE(a.extra.size() == b.extra.size());
+  for (std::size_t i = 0; i < a.extra.size(); ++i) CHECK(a.extra[i].value == b.extra[i].value);
+}
+
+std::filesystem::path scratch(const std::string& name) {
+  const auto folder = std::filesystem::temp_directory_path() / ("allocsim_stream_test." + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  return folder / name;
+}
+
+TEST_CASE("a streamed replay (generator, .atrace) gives the in-memory replay's figures", "[engine][stream]") {
+  const auto index = GENERATE(range(std::size_t{0}, all_policies().size()));
+  const std::string policy(all_policies()[index].name);
+  if (policy == "optimal") return;  // plans over the whole trace: refuses a stream (below)
+  const auto [capacity, on_oom] = GENERATE(table<Bytes, OnOom>(
+      {{16_GiB, OnOom::stop}, {160_MiB, OnOom::continue_run}, {160_MiB, OnOom::stop}}));
+  INFO(policy << " on " << format_bytes(capacity));
+  const RandomTraceOptions options = small_random();
+  const auto trace = std::make_shared<const Trace>(make_random_trace(options, "random"));
+  const auto file = scratch("random.atrace");
+  write_atrace_file(*trace, file);
+
+  const RunResult whole = run(scenario_of(TenantSpec{trace, policy, 0}, capacity, on_oom), make_policy);
+  const RunResult generated =
+      run(scenario_of(TenantSpec::streamed(random_trace_stream(options, "random"), policy), capacity, on_oom),
+          make_policy);
+  const RunResult mapped = run(scenario_of(TenantSpec::streamed(atrace_stream(file), policy), capacity, on_oom),
+                               make_policy);
+  check_same(whole.tenants[0], generated.tenants[0]);
+  check_same(whole.tenants[0], mapped.tenants[0]);
+  CHECK(whole.peak_device == generated.peak_device);
+}
+
+TEST_CASE("the generator streams with state for the live allocations only", "[engine][stream]") {
+  RandomTraceOptions options = small_random();
+  options.events = 200000;
+  const std::unique_ptr<EventSource> stream = random_trace_stream(options, "random")->open();
+  std::uint64_t allocations = 0;
+  for (EventWindow window = stream->next(); !window.events.empty(); window = stream->next()) {
+    for (const Event& event : window.events) allocations += event.op == Op::alloc;
+  }
+  CHECK(allocations > 90000);
+  CHECK(stream->slots() < 1000);  // ~96 MiB live of requests averaging ~0.4 MiB
+  CHECK(stream->live_lower_bound() == make_random_trace(options, "random").live_lower_bound);
+}
+
+TEST_CASE("optimal refuses a streamed trace rather than plan without it", "[engine][stream]") {
+  const Scenario scenario =
+      scenario_of(TenantSpec::streamed(random_trace_stream(small_random(), "random"), "optimal"), 16_GiB, OnOom::stop);
+  CHECK_THROWS_WITH(run(scenario, make_policy), Catch::Contains("whole trace") && Catch::Contains("--stream"));
+}
+
+}  // namespace
+}  // namespace allocsim
