@@ -41,6 +41,10 @@ int workloads_command(std::ostream& out) {
   }
   out << "\n  models, as MODEL[_token...] (e.g. resnet50_b64, resnet50_b256_amp_adam, seed_cnn_dw_b8_infer):\n";
   for (const ZooModel& model : zoo()) {
+    if (model.is_decoder() && *model.decoder->problem() != '\0') {  // `decoder`: its spec gives the dimensions
+      out << "    " << model.name << ": " << model.summary << "\n";
+      continue;
+    }
     const Model built = model.build();
     out << "    " << model.name << ": " << model.summary << ", " << built.parameter_count() << " parameters in "
         << built.parameter_tensors() << " tensors\n";

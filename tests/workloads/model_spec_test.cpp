@@ -70,13 +70,17 @@ TEST_CASE("model spec: every row of the token table parses, prints and shows in 
       continue;
     }
     CHECK_THAT(help, Catch::Contains(std::string(token.word)) && Catch::Contains(std::string(token.help)));
-    const std::string written = spell(token, 2);  // 2 fits every numbered key
-    const auto spec = parse_model_spec("bert_base_" + written);
+    // A decoder's keys go after a ':' on a decoder; 2 fits every other numbered key, and
+    // 32 (2048 tokens for positions, tinyllama's default sequence being 1024) a decoder's.
+    const bool decoder = token.key >= kFirstListedKey;
+    const std::string base = decoder ? "tinyllama_1b:" : "bert_base_";
+    const std::string written = spell(token, !decoder ? 2 : token.key == ModelKey::positions ? 2048 : 32);
+    const auto spec = parse_model_spec(base + written);
     REQUIRE(spec);
     CHECK(spec->names(token.key));
     const std::string printed = to_string(*spec);
     CHECK(*parse_model_spec(printed) == *spec);
-    if (token.word != "fp16") CHECK(printed == "bert_base_" + written);
+    if (token.word != "fp16") CHECK(printed == base + written);
   }
   CHECK(axes == std::set<std::string>{"batch", "sequence", "precision", "optimizer", "accumulation", "steps", "mode"});
   CHECK_THROWS_WITH(parse_model_spec("resnet50_bogus"), Catch::Contains("unknown token 'bogus'") && Catch::Contains(help));

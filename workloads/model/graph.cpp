@@ -46,6 +46,8 @@ ModelOp with_params(ModelOp op, std::vector<std::int64_t> params) {
 ModelBuilder::ModelBuilder(std::string model_name) { model_.name = std::move(model_name); }
 
 Node ModelBuilder::add_op(ModelOp new_op, std::initializer_list<Node> inputs) {
+  new_op.unit = unit_;
+  new_op.frozen = freeze_;
   const Node node = boost::add_vertex(std::move(new_op), model_.graph);
   for (const Node input : inputs) boost::add_edge(input, node, model_.graph);
   return node;
@@ -195,6 +197,25 @@ Node ModelBuilder::view(Node x, std::string name, std::vector<std::int64_t> shap
 
 Node ModelBuilder::split(Node x, std::string name, std::vector<std::int64_t> shape) {
   return add_op(part_of(op(x), std::move(name), OpKind::split, std::move(shape), model_.name), {x});
+}
+
+Node ModelBuilder::repeat(Node x, std::string name, std::vector<std::int64_t> shape) {
+  return add_op(make_op(std::move(name), OpKind::contiguous, std::move(shape)), {x});
+}
+
+Node ModelBuilder::rmsnorm(Node x, std::string name) {
+  const std::int64_t features = op(x).shape.back();
+  return add_op(with_params(make_op(std::move(name), OpKind::rmsnorm, op(x).shape), {features}), {x});
+}
+
+Node ModelBuilder::rope(Node x, std::string name) {
+  return add_op(make_op(std::move(name), OpKind::rope, op(x).shape), {x});
+}
+
+Node ModelBuilder::attention(Node q, Node k, Node v, std::string name, std::int64_t heads) {
+  ModelOp attention_op = make_op(std::move(name), OpKind::attention, op(q).shape);
+  attention_op.heads = heads;
+  return add_op(std::move(attention_op), {q, k, v});
 }
 
 void ModelBuilder::add_buffer(Node node, Bytes bytes) { model_.graph[node].buffers.push_back(bytes); }

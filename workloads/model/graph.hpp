@@ -36,6 +36,11 @@ enum class OpKind : std::uint8_t {
                // permuted view) or of a part (logits[:, :-1]); backward of a part allocates
   view,        // a view of its input or of a part of it (hidden[:, 0]): no allocation
   split,       // one of the parts Tensor.split gives: a view; backward gathers the parts' grads
+  // decoders (decoder.hpp)
+  rmsnorm,     // HF LlamaRMSNorm in fp32: saves its input, x * rstd (fp32) and rstd per row
+  rope,        // rotary embedding, q * cos + rotate_half(q) * sin: full-size temporaries, saves nothing
+  attention,   // SDPA's flash / memory-efficient kernel over q, k, v: saves them, its output and the
+               // fp32 log-sum-exp per row and head (`heads`)
 };
 
 // What a pointwise op saves for backward and whether its backward makes a new gradient.
@@ -47,6 +52,7 @@ enum class Pointwise : std::uint8_t {
   tanh,   // saves its output
   gelu,   // erf GELU: saves x
   mul,    // x * y of two tensors: saves both
+  silu,   // F.silu: saves x
 };
 
 struct ModelOp {
@@ -63,6 +69,9 @@ struct ModelOp {
   Pointwise pointwise = Pointwise::scale;
   std::optional<std::size_t> tied_to;  // uses that op's parameters, has none of its own
   std::vector<Bytes> buffers;        // persistent tensors that are not parameters
+  std::int64_t heads = 0;            // attention: query heads (the log-sum-exp's rows per token)
+  int unit = -1;                     // the checkpoint unit (a decoder layer) it belongs to, or -1
+  bool frozen = false;               // its parameters get no gradient (requires_grad=False)
 
   std::int64_t elements() const;     // of the output, per sample
   std::int64_t channels() const { return shape.front(); }
@@ -112,8 +121,17 @@ class ModelBuilder {
   Node contiguous(Node x, std::string name, std::vector<std::int64_t> shape);
   Node view(Node x, std::string name, std::vector<std::int64_t> shape);
   Node split(Node x, std::string name, std::vector<std::int64_t> shape);
+  // A copy that may be larger than its input: expand(...).reshape(...) (repeat_kv of
+  // grouped-query attention, a mask broadcast to S x S); backward sums into a new gradient.
+  Node repeat(Node x, std::string name, std::vector<std::int64_t> shape);
+  Node rmsnorm(Node x, std::string name);
+  Node rope(Node x, std::string name);
+  Node attention(Node q, Node k, Node v, std::string name, std::int64_t heads);
   void add_buffer(Node node, Bytes bytes);   // a persistent buffer the op's module owns
   void set_returned(Node node);              // the model's output keeps it until forward returns
+  void freeze_new(bool freeze) { freeze_ = freeze; }  // the ops added next have frozen parameters
+  void begin_unit(int unit) { unit_ = unit; }  // the ops added next form checkpoint unit `unit`
+  void end_unit() { unit_ = -1; }
 
   Model finish() &&;
 
@@ -122,6 +140,8 @@ class ModelBuilder {
   const ModelOp& op(Node node) const { return model_.graph[node]; }
 
   Model model_;
+  int unit_ = -1;
+  bool freeze_ = false;
 };
 
 }  // namespace allocsim

@@ -56,10 +56,15 @@ class Lowering {
       const ModelOp& o = op(node);
       if (o.kind == OpKind::input) inputs_.push_back(node);
       if (o.kind == OpKind::loss) labels_ = o.labels;
-      bool requires_grad = !o.params.empty() || o.tied_to.has_value();
+      bool requires_grad = trainable(node);
       for (const Node input : inputs_of(node)) requires_grad = requires_grad || requires_grad_[input];
       requires_grad_[node] = requires_grad;
+      if (o.unit >= 0) {
+        if (units_.size() <= static_cast<std::size_t>(o.unit)) units_.resize(static_cast<std::size_t>(o.unit) + 1);
+        units_[static_cast<std::size_t>(o.unit)].push_back(node);
+      }
     }
+    saved_unit_inputs_.resize(units_.size());
   }
 
   Trace run() && {
@@ -109,6 +114,11 @@ class Lowering {
 
   // A tied op (GPT-2's LM head) computes with its owner's parameters.
   Node parameter_owner(Node node) const { return op(node).tied_to.value_or(node); }
+  // Whether the op has parameters that get gradients (not frozen, as LoRA's base is).
+  bool trainable(Node node) const {
+    const ModelOp& owner = op(parameter_owner(node));
+    return !owner.params.empty() && !owner.frozen;
+  }
   const std::vector<std::int64_t>& params_of(Node node) const { return op(parameter_owner(node)).params; }
 
   // The dtype of an op's output. Under autocast conv, linear and matmul run in half;
@@ -127,9 +137,11 @@ class Lowering {
       case OpKind::flatten:
       case OpKind::linear:
       case OpKind::matmul:
+      case OpKind::attention:
         return activation_bytes_;
       case OpKind::embedding:
       case OpKind::layernorm:
+      case OpKind::rmsnorm:
       case OpKind::softmax:
       case OpKind::loss:
         return 4;
@@ -233,7 +245,7 @@ class Lowering {
   }
 
   void save(int storage) {
-    if (options_.training) ++storages_[storage].savers;
+    if (grad_mode_) ++storages_[storage].savers;
   }
 
   void release_if_dead(int storage) {
@@ -250,13 +262,18 @@ class Lowering {
   }
 
   // Under autocast, conv and linear cast their fp32 weights to half precision on first
-  // use; the casts they save for backward stay alive until that backward has run.
+  // use; the casts they save for backward stay alive until that backward has run. Without
+  // grad in a training step (a checkpointed layer's first forward), autocast's cache of
+  // casts of leaves that require grad keeps them until the autocast region ends, with
+  // forward (cached_cast in aten/src/ATen/autocast_mode.cpp).
   void cast_weights(Node node) {
     if (options_.precision == Precision::fp32) return;
     for (const std::int64_t elements : params_of(node)) {
       const AllocId cast = alloc(static_cast<Bytes>(elements) * 2, Tag::weight, op(node).name);
-      if (options_.training) {
+      if (grad_mode_) {
         cast_of_[node].push_back(cast);
+      } else if (options_.training) {
+        cached_casts_.push_back(cast);
       } else {
         free(cast);
       }
@@ -293,10 +310,75 @@ class Lowering {
     casts_.clear();
   }
 
+  // ---- activation checkpointing (ckpt) ------------------------------------------------
+  // torch.utils.checkpoint as HF's gradient_checkpointing_enable wraps each decoder layer
+  // (a unit): its forward runs without grad and the checkpoint saves the layer's inputs;
+  // backward reaches the layer's last op, reruns the layer's forward with grad (saving as
+  // usual) and goes back through it, so one layer's activations are alive at a time.
+  bool checkpointed(Node node) const { return options_.checkpoint && options_.training && op(node).unit >= 0; }
+
+  // The storages a unit reads from outside itself, by how many of its ops read each.
+  std::vector<std::pair<int, int>> unit_inputs(int unit) const {
+    std::vector<std::pair<int, int>> found;
+    for (const Node node : units_[static_cast<std::size_t>(unit)]) {
+      for (const Node input : inputs_of(node)) {
+        const int storage = storage_of_[input];
+        if (op(input).unit == unit || storage == kNone) continue;
+        const auto at = std::find_if(found.begin(), found.end(), [&](const auto& s) { return s.first == storage; });
+        if (at == found.end()) {
+          found.push_back({storage, 1});
+        } else {
+          ++at->second;
+        }
+      }
+    }
+    return found;
+  }
+
+  void recompute(int unit) {
+    for (const auto& [storage, reads] : unit_inputs(unit)) storages_[storage].forward_uses += reads;
+    std::vector<int> returned;
+    for (const Node node : units_[static_cast<std::size_t>(unit)]) {
+      grad_mode_ = requires_grad_[node];
+      forward_op(node, returned, unit);
+    }
+    grad_mode_ = true;
+  }
+
+  void release_unit_inputs(int unit) {
+    for (const int storage : saved_unit_inputs_[static_cast<std::size_t>(unit)]) unsave(storage);
+    saved_unit_inputs_[static_cast<std::size_t>(unit)].clear();
+  }
+
   void forward() {
-    const bool training = options_.training;
     std::vector<int> returned;
     for (const Node node : boost::make_iterator_range(boost::vertices(graph_))) {
+      const bool checkpoint = checkpointed(node);
+      if (checkpoint && units_[static_cast<std::size_t>(op(node).unit)].front() == node) {
+        grad_mode_ = true;  // the checkpoint's own save_for_backward of the layer's inputs
+        for (const auto& [storage, reads] : unit_inputs(op(node).unit)) {
+          (void)reads;
+          save(storage);
+          saved_unit_inputs_[static_cast<std::size_t>(op(node).unit)].push_back(storage);
+        }
+      }
+      grad_mode_ = options_.training && !checkpoint && requires_grad_[node];  // autograd records only these
+      forward_op(node, returned, -1);
+    }
+    grad_mode_ = options_.training;
+    for (const int storage : returned) {  // the output object goes when forward returns
+      --storages_[storage].forward_uses;
+      release_if_dead(storage);
+    }
+    for (const AllocId cast : cached_casts_) free(cast);  // the autocast region ends with forward
+    cached_casts_.clear();
+  }
+
+  // One op's forward. `recomputing`: the unit whose forward backward reruns (its outputs'
+  // readers are the unit's own ops alone), or -1.
+  void forward_op(Node node, std::vector<int>& returned, int recomputing) {
+    const bool training = grad_mode_;
+    {
       const ModelOp& o = op(node);
       const std::vector<Node> inputs = inputs_of(node);
       cublas_call(node, forward_cublas_);
@@ -369,20 +451,29 @@ class Lowering {
         case OpKind::avgpool:
           out = new_storage(node, out_bytes);
           break;
-        case OpKind::dropout:
-          if (!training) {
+        case OpKind::dropout: {
+          if (!options_.training) {
             out = storage_of_[inputs[0]];  // identity in eval
             break;
           }
           out = new_storage(node, out_bytes);
-          extras_[node] = {alloc(batch_bytes(o.elements(), 1), Tag::activation, o.name)};  // the mask
+          const AllocId mask = alloc(batch_bytes(o.elements(), 1), Tag::activation, o.name);
+          if (training) {
+            extras_[node] = {mask};
+          } else {
+            free(mask);  // a checkpointed layer's first forward keeps nothing
+          }
           break;
+        }
         case OpKind::linear: {
           const int in = read_as(node, inputs[0], activation_bytes_);
           cast_weights(node);
           out = new_storage(node, out_bytes);
-          save(in);
-          saved_[node] = {in};
+          saved_[node].clear();
+          if (trainable(node)) {  // the weight's gradient needs the input; a frozen weight's none
+            save(in);
+            saved_[node] = {in};
+          }
           break;
         }
         case OpKind::embedding:  // saves its ids: the batch's, or a view of the positions buffer
@@ -402,6 +493,62 @@ class Lowering {
           }
           save(in);
           saved_[node] = {in};
+          break;
+        }
+        case OpKind::rmsnorm: {
+          // variance = x.pow(2).mean(-1, keepdim=True); x * torch.rsqrt(variance + eps); weight * that.
+          const int in = read_as(node, inputs[0], 4);
+          const Bytes full = bytes_of(node, 4);
+          const Bytes rows = full / static_cast<Bytes>(o.shape.back());
+          const AllocId squares = alloc(full, Tag::activation, o.name);
+          const AllocId variance = alloc(rows, Tag::activation, o.name);
+          free(squares);
+          const AllocId shifted = alloc(rows, Tag::activation, o.name);
+          free(variance);
+          const AllocId rstd = alloc(rows, Tag::activation, o.name);
+          free(shifted);
+          const AllocId normed = alloc(full, Tag::activation, o.name);  // x * rstd, saved by the weight's mul
+          out = new_storage(node, out_bytes);
+          if (training) {
+            extras_[node] = {rstd, normed};
+          } else {
+            free(rstd);
+            free(normed);
+          }
+          save(in);
+          saved_[node] = {in};
+          break;
+        }
+        case OpKind::rope: {
+          // q * cos + rotate_half(q) * sin, rotate_half = cat((-x2, x1)): cos and sin (B x S x
+          // head_dim, made once per forward) are small and not traced; each product is a tensor.
+          const AllocId with_cos = alloc(out_bytes, Tag::activation, o.name);
+          const AllocId negated = alloc(out_bytes / 2, Tag::activation, o.name);
+          const AllocId rotated = alloc(out_bytes, Tag::activation, o.name);
+          free(negated);
+          const AllocId with_sin = alloc(out_bytes, Tag::activation, o.name);
+          free(rotated);
+          out = new_storage(node, out_bytes);
+          free(with_cos);
+          free(with_sin);
+          break;
+        }
+        case OpKind::attention: {
+          // _scaled_dot_product_flash_attention / _efficient_attention: the output and the
+          // log-sum-exp, B x heads x S in fp32, both saved with q, k and v.
+          const int q = read_as(node, inputs[0], activation_bytes_);
+          const int k = read_as(node, inputs[1], activation_bytes_);
+          const int v = read_as(node, inputs[2], activation_bytes_);
+          out = new_storage(node, out_bytes);
+          const Bytes lse = batch_bytes(o.heads * o.shape.front(), 4);
+          const AllocId logsumexp = alloc(lse, Tag::activation, o.name);
+          if (training) {
+            extras_[node] = {logsumexp};
+          } else {
+            free(logsumexp);
+          }
+          for (const int saved : {q, k, v, out}) save(saved);
+          saved_[node] = {q, k, v, out};
           break;
         }
         case OpKind::matmul: {
@@ -428,6 +575,7 @@ class Lowering {
               break;
             case Pointwise::pow:
             case Pointwise::gelu:
+            case Pointwise::silu:
               saved_[node] = {storage_of_[inputs[0]]};
               break;
             case Pointwise::tanh:
@@ -448,7 +596,7 @@ class Lowering {
           out = storage_of_[inputs[0]];
           break;
         case OpKind::loss: {
-          if (!training) break;  // inference has no loss
+          if (!options_.training) break;  // inference has no loss
           // log_softmax runs in fp32 under autocast; nll_loss gives a scalar and total_weight.
           const Bytes logits = batch_bytes(op(inputs[0]).elements(), 4);
           int source = storage_of_[inputs[0]];
@@ -468,7 +616,7 @@ class Lowering {
         }
       }
       storage_of_[node] = out;
-      if (out != kNone) storages_[out].forward_uses += static_cast<int>(boost::out_degree(node, graph_));
+      if (out != kNone) storages_[out].forward_uses += readers(node, recomputing);
       if (out != kNone && o.returned) {
         ++storages_[out].forward_uses;
         returned.push_back(out);
@@ -482,10 +630,15 @@ class Lowering {
       }
       if (out != kNone) release_if_dead(out);
     }
-    for (const int storage : returned) {  // the output object goes when forward returns
-      --storages_[storage].forward_uses;
-      release_if_dead(storage);
+  }
+
+  int readers(Node node, int recomputing) const {
+    if (recomputing < 0) return static_cast<int>(boost::out_degree(node, graph_));
+    int count = 0;
+    for (const Edge edge : boost::make_iterator_range(boost::out_edges(node, graph_))) {
+      if (op(boost::target(edge, graph_)).unit == recomputing) ++count;
     }
+    return count;
   }
 
   // ---- backward ---------------------------------------------------------------------
@@ -519,6 +672,7 @@ class Lowering {
   // AccumulateGrad: the first gradient of a parameter becomes its .grad; later ones are
   // added in place and freed.
   void parameter_grads(Node node) {
+    if (!trainable(node)) return;
     const Node owner_of_params = parameter_owner(node);
     std::size_t index = 0;
     for (const auto& [owner, weight] : weights_) {
@@ -594,8 +748,18 @@ class Lowering {
     const auto vertices = boost::vertices(graph_);
     std::vector<Node> order(vertices.first, vertices.second);
     std::reverse(order.begin(), order.end());
+    int recomputed = -1;
     for (const Node node : order) {
       const ModelOp& o = op(node);
+      if (checkpointed(node) && o.unit != recomputed) {
+        if (recomputed >= 0) release_unit_inputs(recomputed);
+        recomputed = o.unit;
+        recompute(o.unit);
+      }
+      if (!checkpointed(node) && recomputed >= 0) {
+        release_unit_inputs(recomputed);
+        recomputed = -1;
+      }
       if (!requires_grad_[node]) continue;  // the batch, the attention mask
       cublas_call(node, backward_cublas_);  // on autograd's device thread: a handle of its own
       const std::vector<Node> inputs = inputs_of(node);
@@ -637,13 +801,14 @@ class Lowering {
           break;
         }
         case OpKind::linear: {
-          const int grad_in = input_grad(node, 0, inputs[0]);
+          const bool needs_input_grad = requires_grad_[inputs[0]];
+          const int grad_in = needs_input_grad ? input_grad(node, 0, inputs[0]) : kNone;
           parameter_grads(node);
           drop(grad_out);
           for (const AllocId cast : cast_of_[node]) free(cast);
           cast_of_[node].clear();
-          unsave(saved_[node][0]);
-          pass_back(node, 0, inputs[0], grad_in);
+          unsave_all(node);
+          if (needs_input_grad) pass_back(node, 0, inputs[0], grad_in);
           break;
         }
         case OpKind::embedding:  // embedding_dense_backward: a gradient for the whole table
@@ -657,6 +822,46 @@ class Lowering {
           for (const AllocId extra : extras_[node]) free(extra);
           unsave_all(node);
           pass_back(node, 0, inputs[0], grad_in);
+          break;
+        }
+        case OpKind::rmsnorm: {
+          // grad * weight, then mul's and rsqrt's and pow's gradients summed into the input's;
+          // the weight's is (grad * normed).sum over rows.
+          const Bytes full = bytes_of(node, 4);
+          const AllocId scaled = alloc(full, Tag::gradient, o.name);
+          const int grad_in = input_grad(node, 0, inputs[0]);
+          const AllocId product = alloc(full, Tag::gradient, o.name);
+          parameter_grads(node);
+          free(product);
+          free(scaled);
+          drop(grad_out);
+          for (const AllocId extra : extras_[node]) free(extra);
+          unsave_all(node);
+          pass_back(node, 0, inputs[0], grad_in);
+          break;
+        }
+        case OpKind::rope: {
+          const AllocId rotated = alloc(output_bytes(node), Tag::gradient, o.name);
+          const int grad_in = new_grad(node, output_bytes(inputs[0]));
+          free(rotated);
+          drop(grad_out);
+          contribute(inputs[0], grad_in);
+          break;
+        }
+        case OpKind::attention: {
+          // The backward kernel's fp32 dq accumulator and softmax_d (B x heads x S) beside the
+          // three gradients.
+          const Bytes rows = batch_bytes(o.heads * o.shape.front(), 4);
+          const AllocId softmax_d = alloc(rows, Tag::gradient, o.name);
+          const AllocId dq_accum = alloc(bytes_of(inputs[0], 4), Tag::gradient, o.name);
+          std::vector<int> grads;
+          for (std::size_t i = 0; i < inputs.size(); ++i) grads.push_back(input_grad(node, i, inputs[i]));
+          free(dq_accum);
+          free(softmax_d);
+          drop(grad_out);
+          for (const AllocId extra : extras_[node]) free(extra);
+          unsave_all(node);
+          for (std::size_t i = 0; i < inputs.size(); ++i) pass_back(node, i, inputs[i], grads[i]);
           break;
         }
         case OpKind::matmul:
@@ -734,6 +939,7 @@ class Lowering {
       saved_[node].clear();
       grad_of_[node] = kNone;
     }
+    if (recomputed >= 0) release_unit_inputs(recomputed);
     storages_.clear();
     grad_pool_.clear();
   }
@@ -750,6 +956,7 @@ class Lowering {
     for (const auto& [node, weight] : weights_) {
       (void)weight;
       const Bytes bytes = static_cast<Bytes>(op(node).params[params_seen_[node]++]) * 4;
+      if (op(node).frozen) continue;  // no gradient, no state
       switch (options_.optimizer) {
         case Optimizer::sgd:
           break;
@@ -762,7 +969,15 @@ class Lowering {
             alloc(bytes, Tag::optimizer, op(node).name);
             alloc(bytes, Tag::optimizer, op(node).name);
           }
-          if (!options_.fused && !tf_) temporaries.push_back(alloc(bytes, Tag::temp, op(node).name));  // _foreach_sqrt
+          if (options_.fused || tf_) break;
+          if (options_.for_loop) {  // _single_tensor_adam: denom = (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps)
+            const AllocId root = alloc(bytes, Tag::temp, op(node).name);
+            const AllocId denom = alloc(bytes, Tag::temp, op(node).name);
+            free(root);
+            free(denom);  // after param.addcdiv_(exp_avg, denom)
+          } else {
+            temporaries.push_back(alloc(bytes, Tag::temp, op(node).name));  // _foreach_sqrt, for every parameter at once
+          }
           break;
       }
     }
@@ -807,6 +1022,10 @@ class Lowering {
   std::vector<std::vector<Bytes>> read_as_;           // by op: the dtype it read each input in
   std::vector<bool> requires_grad_;                   // by op: whether backward reaches it
   std::vector<int> casts_;                            // autocast copies of the op running now
+  bool grad_mode_ = true;                             // autograd records (saves) what forward does
+  std::vector<AllocId> cached_casts_;                 // weight casts made without grad, until forward ends
+  std::vector<std::vector<Node>> units_;              // by checkpoint unit: its ops, in forward order
+  std::vector<std::vector<int>> saved_unit_inputs_;   // by unit: the storages its checkpoint saved
   std::map<Node, std::vector<int>> split_parts_;      // by split op's input: part gradients so far
 };
 

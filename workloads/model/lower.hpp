@@ -28,6 +28,8 @@ struct LoweringOptions {
   Precision precision = Precision::fp32;
   Optimizer optimizer = Optimizer::momentum;
   bool fused = false;             // fused optimizer: no foreach temporaries
+  bool for_loop = false;          // foreach=False: one parameter at a time (sqrt and its division)
+  bool checkpoint = false;        // activation checkpointing per unit (decoder layer): ckpt
   bool set_to_none = true;        // zero_grad(set_to_none=True), PyTorch 2.x's default
   bool training = true;           // false: forward under no_grad, nothing saved
   int accumulation = 1;           // micro-batches per optimizer step

@@ -51,7 +51,60 @@ constexpr std::array kTokens{
                "of bucket_cap_mb=25 (1 MiB first)",
                ""},
     ModelToken{"ddp", true, ModelKey::ddp, 0, "the same with bucket_cap_mb=N", ""},
+    ModelToken{"forloop", false, ModelKey::fused, 2,
+               "foreach=False: the optimizer updates one parameter at a time (Adam: its sqrt and division, two "
+               "temporaries the parameter's size) instead of the foreach default's one per parameter at once",
+               ""},
+    // A decoder's configuration (decoder.hpp), after the ':'.
+    ModelToken{"layers=", true, ModelKey::layers, 0, "decoder layers (num_hidden_layers)", ""},
+    ModelToken{"d_model=", true, ModelKey::d_model, 0, "hidden size", ""},
+    ModelToken{"heads=", true, ModelKey::heads, 0, "attention heads", ""},
+    ModelToken{"kv_heads=", true, ModelKey::kv_heads, 0, "key/value heads (grouped-query), default heads", ""},
+    ModelToken{"d_ff=", true, ModelKey::d_ff, 0, "MLP inner size (intermediate_size)", ""},
+    ModelToken{"vocab=", true, ModelKey::vocab, 0, "vocabulary size", ""},
+    ModelToken{"positions=", true, ModelKey::positions, 0,
+               "max_position_embeddings: the learned position table's rows without rope, the longest sequence", ""},
+    ModelToken{"norm=rmsnorm", false, ModelKey::norm, num(Norm::rmsnorm), "RMSNorm in fp32 (Llama's), the default", ""},
+    ModelToken{"norm=layernorm", false, ModelKey::norm, num(Norm::layernorm), "LayerNorm with a bias (GPT-2's)", ""},
+    ModelToken{"ffn=swiglu", false, ModelKey::ffn, num(Ffn::swiglu),
+               "down(silu(gate(x)) * up(x)), three d_model x d_ff matrices, the default", ""},
+    ModelToken{"ffn=gelu", false, ModelKey::ffn, num(Ffn::gelu), "c_proj(gelu_new(c_fc(x))), GPT-2's", ""},
+    ModelToken{"rope", false, ModelKey::rope, 1, "rotary positions on q and k (no position table)", ""},
+    ModelToken{"norope", false, ModelKey::rope, 0, "a learned position table of positions= rows", ""},
+    ModelToken{"tied", false, ModelKey::tied, 1, "the LM head uses the embedding's weight", ""},
+    ModelToken{"untied", false, ModelKey::tied, 0, "an LM head of its own, the default", ""},
+    ModelToken{"bias", false, ModelKey::bias, num(Bias::all), "biases on every linear layer (GPT-2)", ""},
+    ModelToken{"bias=qkv", false, ModelKey::bias, num(Bias::qkv), "biases on q, k, v only (Qwen2)", ""},
+    ModelToken{"bias=none", false, ModelKey::bias, num(Bias::none), "no biases (Llama), the default", ""},
+    ModelToken{"dropout", false, ModelKey::dropout, 1,
+               "dropout 0.1 on embeddings, attention probabilities and residuals: a byte mask each", ""},
+    ModelToken{"nodropout", false, ModelKey::dropout, 0, "no dropout (Llama's attention_dropout 0), the default", ""},
+    ModelToken{"attn=eager", false, ModelKey::attention, num(Attention::eager),
+               "the full B x heads x S x S scores and fp32 probabilities, saved (plain PyTorch ops, HF's eager; SDPA's "
+               "math fallback does the same)",
+               ""},
+    ModelToken{"attn=sdpa", false, ModelKey::attention, num(Attention::sdpa),
+               "F.scaled_dot_product_attention, HF's default: its flash or memory-efficient kernel keeps q, k, v, the "
+               "output and an fp32 log-sum-exp",
+               ""},
+    ModelToken{"attn=flash", false, ModelKey::attention, num(Attention::flash), "flash attention, as sdpa", ""},
+    ModelToken{"ckpt", false, ModelKey::checkpoint, 1,
+               "activation checkpointing per decoder layer (HF gradient_checkpointing_enable): forward keeps each "
+               "layer's input, backward reruns one layer at a time",
+               ""},
+    ModelToken{"lora=", true, ModelKey::lora, 0,
+               "LoRA adapters of rank N (PEFT): lora_A and lora_B beside each target, trained; every other parameter "
+               "frozen (no gradient, no optimizer state, a frozen linear saves no input)",
+               ""},
+    ModelToken{"lora_targets=qv", false, ModelKey::lora_targets, 0, "LoRA on q_proj and v_proj, PEFT's default", ""},
+    ModelToken{"lora_targets=all", false, ModelKey::lora_targets, 1,
+               "LoRA on every linear of the layers (q, k, v, o, gate, up, down)", ""},
 };
+
+// The largest value of a decoder's dimensions (Qwen's vocabulary is 151,936).
+constexpr std::int64_t kMaxDimension = 100'000'000;
+
+bool decoder_key(ModelKey key) { return key >= kFirstListedKey; }
 
 // Batches, steps and micro-batches beyond this make traces no machine holds.
 constexpr std::int64_t kMaxToken = 100'000;
@@ -76,7 +129,7 @@ std::int64_t get(const ModelSpec& spec, ModelKey key) {
     case ModelKey::accumulation: return o.accumulation;
     case ModelKey::steps: return o.steps;
     case ModelKey::mode: return o.training ? 1 : 0;
-    case ModelKey::fused: return o.fused ? 1 : 0;
+    case ModelKey::fused: return o.fused ? 1 : o.for_loop ? 2 : 0;
     case ModelKey::keepgrad: return o.set_to_none ? 0 : 1;
     case ModelKey::workspace: return o.workspace ? 1 : 0;
     case ModelKey::framework: return num(o.framework);
@@ -84,6 +137,23 @@ std::int64_t get(const ModelSpec& spec, ModelKey key) {
     case ModelKey::benchmark: return o.benchmark ? 1 : 0;
     case ModelKey::ddp: return o.ddp_bucket_mib;
     case ModelKey::batch: return o.batch;
+    case ModelKey::layers: return spec.decoder.layers;
+    case ModelKey::d_model: return spec.decoder.d_model;
+    case ModelKey::heads: return spec.decoder.heads;
+    case ModelKey::kv_heads: return spec.decoder.kv_heads;
+    case ModelKey::d_ff: return spec.decoder.d_ff;
+    case ModelKey::vocab: return spec.decoder.vocab;
+    case ModelKey::positions: return spec.decoder.positions;
+    case ModelKey::norm: return num(spec.decoder.norm);
+    case ModelKey::ffn: return num(spec.decoder.ffn);
+    case ModelKey::rope: return spec.decoder.rope ? 1 : 0;
+    case ModelKey::tied: return spec.decoder.tied ? 1 : 0;
+    case ModelKey::bias: return num(spec.decoder.bias);
+    case ModelKey::dropout: return spec.decoder.dropout ? 1 : 0;
+    case ModelKey::attention: return num(spec.decoder.attention);
+    case ModelKey::checkpoint: return o.checkpoint ? 1 : 0;
+    case ModelKey::lora: return spec.decoder.lora;
+    case ModelKey::lora_targets: return spec.decoder.lora_all ? 1 : 0;
   }
   return 0;
 }
@@ -105,6 +175,23 @@ std::string_view key_name(ModelKey key) {
     case ModelKey::benchmark: return "cuDNN benchmark";
     case ModelKey::ddp: return "data parallel";
     case ModelKey::batch: return "batch";
+    case ModelKey::layers: return "layers";
+    case ModelKey::d_model: return "d_model";
+    case ModelKey::heads: return "heads";
+    case ModelKey::kv_heads: return "kv_heads";
+    case ModelKey::d_ff: return "d_ff";
+    case ModelKey::vocab: return "vocab";
+    case ModelKey::positions: return "positions";
+    case ModelKey::norm: return "norm";
+    case ModelKey::ffn: return "ffn";
+    case ModelKey::rope: return "positional encoding";
+    case ModelKey::tied: return "LM head tying";
+    case ModelKey::bias: return "bias";
+    case ModelKey::dropout: return "dropout";
+    case ModelKey::attention: return "attention";
+    case ModelKey::checkpoint: return "checkpointing";
+    case ModelKey::lora: return "LoRA rank";
+    case ModelKey::lora_targets: return "LoRA targets";
   }
   return "";
 }
@@ -119,7 +206,18 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
       throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is out of range");
     }
   };
+  const auto dimension = [&] {
+    if (value < 1 || value > kMaxDimension) {
+      throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is out of range");
+    }
+    return value;
+  };
+  if (decoder_key(token.key) && !spec.model->is_decoder()) {
+    throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is a decoder's; " +
+                std::string(spec.model->name) + " is not one (decoder, llama2_7b, gpt2_medium... are)");
+  }
   LoweringOptions& o = spec.options;
+  DecoderConfig& d = spec.decoder;
   switch (token.key) {
     case ModelKey::batch: positive(); o.batch = value; break;
     case ModelKey::accumulation: positive(); o.accumulation = static_cast<int>(value); break;
@@ -129,6 +227,11 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
       if (!model.takes_sequence()) {
         throw Error("workload " + std::string(spec_text) + ": " + std::string(model.name) + " takes no sequence length ('" +
                     std::string(written) + "')");
+      }
+      if (model.is_decoder()) {  // checked against positions= once the whole spec is read
+        positive();
+        spec.sequence = value;
+        break;
       }
       if (value < 1 || value > model.max_sequence) {
         throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is out of range; " +
@@ -140,15 +243,35 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
     case ModelKey::precision: o.precision = static_cast<Precision>(value); break;
     case ModelKey::optimizer: o.optimizer = static_cast<Optimizer>(value); break;
     case ModelKey::mode: o.training = value != 0; break;
-    case ModelKey::fused: o.fused = value != 0; break;
+    case ModelKey::fused:
+      o.fused = value == 1;
+      o.for_loop = value == 2;
+      break;
     case ModelKey::keepgrad: o.set_to_none = value == 0; break;
     case ModelKey::workspace: o.workspace = value != 0; break;
     case ModelKey::framework: o.framework = static_cast<Framework>(value); break;
     case ModelKey::runtime: o.runtime = value != 0; break;
     case ModelKey::benchmark: o.benchmark = value != 0; break;
     case ModelKey::ddp: positive(); o.ddp_bucket_mib = value; break;
+    case ModelKey::layers: d.layers = dimension(); break;
+    case ModelKey::d_model: d.d_model = dimension(); break;
+    case ModelKey::heads: d.heads = dimension(); break;
+    case ModelKey::kv_heads: d.kv_heads = dimension(); break;
+    case ModelKey::d_ff: d.d_ff = dimension(); break;
+    case ModelKey::vocab: d.vocab = dimension(); break;
+    case ModelKey::positions: d.positions = dimension(); break;
+    case ModelKey::norm: d.norm = static_cast<Norm>(value); break;
+    case ModelKey::ffn: d.ffn = static_cast<Ffn>(value); break;
+    case ModelKey::rope: d.rope = value != 0; break;
+    case ModelKey::tied: d.tied = value != 0; break;
+    case ModelKey::bias: d.bias = static_cast<Bias>(value); break;
+    case ModelKey::dropout: d.dropout = value != 0; break;
+    case ModelKey::attention: d.attention = static_cast<Attention>(value); break;
+    case ModelKey::checkpoint: o.checkpoint = value != 0; break;
+    case ModelKey::lora: d.lora = dimension(); break;
+    case ModelKey::lora_targets: d.lora_all = value != 0; break;
   }
-  spec.given |= 1u << static_cast<unsigned>(token.key);
+  spec.given |= std::uint64_t{1} << static_cast<unsigned>(token.key);
 }
 
 }  // namespace
@@ -180,40 +303,39 @@ std::string model_spec_tokens() {
   return text;
 }
 
+namespace {
+
+// The row a token as written is, with its number; Error listing the valid ones.
+std::pair<const ModelToken*, std::int64_t> find_token(std::string_view written, std::string_view text) {
+  for (const ModelToken& token : kTokens) {
+    if (!token.spelled) continue;
+    if (token.numbered) {
+      if (const auto number = numbered(written, token.word)) return {&token, *number};
+    } else if (written == token.word) {
+      return {&token, 0};
+    }
+  }
+  throw Error("workload " + std::string(text) + ": unknown token '" + std::string(written) +
+              "'; valid tokens: " + model_spec_tokens());
+}
+
+}  // namespace
+
 std::optional<ModelSpec> parse_model_spec(std::string_view text) {
   const ZooModel* model = nullptr;
   for (const ZooModel& candidate : zoo()) {  // the longest name wins: seed_cnn_dw over seed_cnn
     const bool prefix = text.starts_with(candidate.name) &&
-                        (text.size() == candidate.name.size() || text[candidate.name.size()] == '_');
+                        (text.size() == candidate.name.size() || text[candidate.name.size()] == '_' ||
+                         text[candidate.name.size()] == ':');
     if (prefix && (!model || candidate.name.size() > model->name.size())) model = &candidate;
   }
   if (!model) return std::nullopt;
   ModelSpec spec{model, LoweringOptions{}, model->default_sequence};
-  std::string_view rest = text.substr(model->name.size());
+  if (model->decoder) spec.decoder = *model->decoder;
   std::array<std::string_view, kModelKeys> written_for{};  // the token that set each key, for a conflict
-  while (!rest.empty()) {
-    rest.remove_prefix(1);  // the '_'
-    const std::string_view written = rest.substr(0, rest.find('_'));
+  const auto take = [&](std::string_view written) {
     if (written.empty()) throw Error("workload " + std::string(text) + ": empty token");
-    const ModelToken* found = nullptr;
-    std::int64_t value = 0;
-    for (const ModelToken& token : kTokens) {
-      if (!token.spelled) continue;
-      if (token.numbered) {
-        if (const auto number = numbered(written, token.word)) {
-          found = &token;
-          value = *number;
-          break;
-        }
-      } else if (written == token.word) {
-        found = &token;
-        break;
-      }
-    }
-    if (!found) {
-      throw Error("workload " + std::string(text) + ": unknown token '" + std::string(written) +
-                  "'; valid tokens: " + model_spec_tokens());
-    }
+    const auto [found, value] = find_token(written, text);
     std::string_view& earlier = written_for[static_cast<std::size_t>(found->key)];
     if (!earlier.empty()) {
       throw Error("workload " + std::string(text) + ": '" + std::string(earlier) + "' and '" + std::string(written) +
@@ -221,20 +343,49 @@ std::optional<ModelSpec> parse_model_spec(std::string_view text) {
     }
     earlier = written;
     apply(spec, *found, value, written, text);
+  };
+  std::string_view rest = text.substr(model->name.size());
+  const std::size_t colon = rest.find(':');
+  std::string_view listed = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+  rest = rest.substr(0, colon);
+  while (!rest.empty()) {
+    rest.remove_prefix(1);  // the '_'
+    const std::string_view written = rest.substr(0, rest.find('_'));
+    take(written);
     rest.remove_prefix(written.size());
+  }
+  if (colon != std::string_view::npos) {
+    while (true) {
+      const std::size_t comma = listed.find(',');
+      take(listed.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      listed.remove_prefix(comma + 1);
+    }
+  }
+  if (model->is_decoder()) {
+    if (const std::string problem = spec.decoder.problem(); !problem.empty()) {
+      throw Error("workload " + std::string(text) + ": " + problem);
+    }
+    const std::int64_t positions = spec.decoder.positions;
+    if (positions > 0 && spec.sequence > positions) {
+      throw Error("workload " + std::string(text) + ": a sequence of " + std::to_string(spec.sequence) +
+                  " tokens; positions is " + std::to_string(positions));
+    }
   }
   return spec;
 }
 
 std::string to_string(const ModelSpec& spec) {
   std::string text(spec.model->name);
+  bool listing = false;
   for (std::size_t k = 0; k < kModelKeys; ++k) {
     const auto key = static_cast<ModelKey>(k);
     if (!spec.names(key)) continue;
     const std::int64_t value = get(spec, key);
     for (const ModelToken& token : kTokens) {  // the first row that spells the value: amp, not fp16
       if (token.key != key || !token.spelled || (!token.numbered && token.value != value)) continue;
-      text += '_';
+      text += !decoder_key(key) ? '_' : listing ? ',' : ':';
+      listing = listing || decoder_key(key);
       text += spell(token, value);
       break;
     }

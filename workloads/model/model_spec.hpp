@@ -20,11 +20,16 @@ namespace allocsim {
 
 // What a token sets. The order is the canonical spelling's: to_string writes the keys a
 // spec names in this order, batch last (the order the sweep has always appended them).
+// Keys from `layers` on are a decoder's (decoder.hpp) and are written after a ':', comma
+// separated: llama2_7b_s2048_b1:attn=eager, decoder_b4:layers=24,d_model=1024,...
 enum class ModelKey : std::uint8_t {
   precision, optimizer, sequence, accumulation, steps, mode, fused, keepgrad, workspace, framework, runtime, benchmark,
-  ddp, batch
+  ddp, batch,
+  layers, d_model, heads, kv_heads, d_ff, vocab, positions, norm, ffn, rope, tied, bias, dropout, attention, checkpoint,
+  lora, lora_targets
 };
-constexpr std::size_t kModelKeys = static_cast<std::size_t>(ModelKey::batch) + 1;
+constexpr std::size_t kModelKeys = static_cast<std::size_t>(ModelKey::lora_targets) + 1;
+constexpr ModelKey kFirstListedKey = ModelKey::layers;  // this key and later ones go after the ':'
 
 struct ModelToken {
   std::string_view word;   // the token, or the prefix of a numbered one ("b" of b64)
@@ -47,15 +52,20 @@ struct ModelSpec {
   std::int64_t sequence = 0;  // tokens per sample (sN); the model's default when not given
   // The keys the spelling names, a bit per ModelKey, defaults included: resnet50_fp32_b32
   // is not resnet50 when printed, though both lower to the same trace.
-  std::uint32_t given = 0;
+  std::uint64_t given = 0;
+  DecoderConfig decoder{};  // a decoder's configuration: its preset's, with the spec's keys applied
 
-  Model build() const { return model->build(sequence); }
+  Model build() const {
+    return model->is_decoder() ? build_decoder(decoder, sequence, std::string(model->name)) : model->build(sequence);
+  }
   bool names(ModelKey key) const { return (given >> static_cast<unsigned>(key)) & 1u; }
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 
 // nullopt when the text names no zoo model; Error on a token it does not know, listing
 // the valid ones, and on two tokens of one key (resnet50_b64_b128, _amp_fp32, _fp16_amp).
+// After a ':' come comma-separated tokens, the decoder's keys (layers=24, attn=flash, rope)
+// and any of the others (b4): MODEL[_token...][:token,...].
 std::optional<ModelSpec> parse_model_spec(std::string_view text);
 
 // Sets what `token` sets (`value` for a numbered token, else the row's own), checked as the

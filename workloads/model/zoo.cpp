@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/error.hpp"
+#include "workloads/model/transformer_blocks.hpp"
 
 namespace allocsim {
 namespace {
@@ -267,20 +268,6 @@ Model bert(const char* name, BertConfig config, int64_t sequence) {
 Model bert_base(int64_t sequence) { return bert("bert_base", {768, 12, 12, 3072}, sequence); }
 Model bert_large(int64_t sequence) { return bert("bert_large", {1024, 24, 16, 4096}, sequence); }
 
-// NewGELUActivation ("gelu_new"), a Python expression evaluated left to right:
-// 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3))). Every step is a tensor;
-// autograd saves x (pow), the tanh output and both factors of the last product.
-Node gelu_new(ModelBuilder& b, Node x, const std::string& p) {
-  const Node half = b.pointwise(x, p + ".mul_half", Pointwise::scale);
-  Node inner = b.pointwise(x, p + ".pow", Pointwise::pow);
-  inner = b.pointwise(inner, p + ".mul_0.044715", Pointwise::scale);
-  inner = b.add(x, inner, p + ".add", false);
-  inner = b.pointwise(inner, p + ".mul_sqrt_2_over_pi", Pointwise::scale);
-  Node gate = b.pointwise(inner, p + ".tanh", Pointwise::tanh);
-  gate = b.pointwise(gate, p + ".add_one", Pointwise::shift);
-  return b.pointwise(half, gate, p + ".mul", Pointwise::mul);
-}
-
 constexpr int64_t kGpt2Vocab = 50257;
 constexpr int64_t kGpt2Positions = 1024;
 
@@ -333,6 +320,62 @@ Model gpt2(int64_t sequence) {
   return std::move(b).finish();
 }
 
+// Decoder presets, from each model's Hugging Face config.json (the Hub's meta-llama/
+// Llama-2-7b-hf, meta-llama/Meta-Llama-3-8B, mistralai/Mistral-7B-v0.1,
+// TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T, Qwen/Qwen2.5-0.5B, gpt2-medium,
+// gpt2-large, gpt2-xl). Attention is SDPA, transformers' default since 4.36 (GPT-2's since
+// 4.46); for these shapes it runs the flash or memory-efficient kernel. Parameters
+// (DecoderConfig::parameter_count, the test sums the graph):
+//   llama2_7b     6,738,415,616   llama3_8b   8,030,261,248   mistral_7b  7,241,732,096
+//   tinyllama_1b  1,100,048,384   qwen2_5_0_5b  494,032,768 (tied, q/k/v biases)
+//   gpt2_medium     354,823,168   gpt2_large    774,030,080   gpt2_xl     1,557,611,200
+constexpr DecoderConfig llama(std::int64_t layers, std::int64_t d_model, std::int64_t heads, std::int64_t kv_heads,
+                              std::int64_t d_ff, std::int64_t vocab, std::int64_t positions) {
+  DecoderConfig c;
+  c.layers = layers;
+  c.d_model = d_model;
+  c.heads = heads;
+  c.kv_heads = kv_heads;
+  c.d_ff = d_ff;
+  c.vocab = vocab;
+  c.positions = positions;
+  c.rope = true;
+  c.attention = Attention::sdpa;
+  return c;
+}
+
+constexpr DecoderConfig qwen2(std::int64_t layers, std::int64_t d_model, std::int64_t heads, std::int64_t kv_heads,
+                              std::int64_t d_ff, std::int64_t vocab, std::int64_t positions) {
+  DecoderConfig c = llama(layers, d_model, heads, kv_heads, d_ff, vocab, positions);
+  c.bias = Bias::qkv;
+  c.tied = true;
+  return c;
+}
+
+// GPT2LMHeadModel: learned positions, LayerNorm, gelu_new, biases everywhere, the fused
+// c_attn, the LM head tied to wte, dropout 0.1.
+constexpr DecoderConfig gpt2_sized(std::int64_t layers, std::int64_t d_model, std::int64_t heads) {
+  DecoderConfig c = llama(layers, d_model, heads, heads, 4 * d_model, kGpt2Vocab, kGpt2Positions);
+  c.norm = Norm::layernorm;
+  c.ffn = Ffn::gelu;
+  c.bias = Bias::all;
+  c.rope = false;
+  c.tied = true;
+  c.fused_qkv = true;
+  c.dropout = true;
+  return c;
+}
+
+constexpr DecoderConfig kLlama2_7b = llama(32, 4096, 32, 32, 11008, 32000, 4096);
+constexpr DecoderConfig kLlama3_8b = llama(32, 4096, 32, 8, 14336, 128256, 8192);
+constexpr DecoderConfig kMistral_7b = llama(32, 4096, 32, 8, 14336, 32000, 32768);
+constexpr DecoderConfig kTinyLlama_1b = llama(22, 2048, 32, 4, 5632, 32000, 2048);
+constexpr DecoderConfig kQwen2_5_0_5b = qwen2(24, 896, 14, 2, 4864, 151936, 32768);
+constexpr DecoderConfig kGpt2Medium = gpt2_sized(24, 1024, 16);
+constexpr DecoderConfig kGpt2Large = gpt2_sized(36, 1280, 20);
+constexpr DecoderConfig kGpt2Xl = gpt2_sized(48, 1600, 25);
+constexpr DecoderConfig kDecoder{};  // every dimension from the spec
+
 // Default sequence lengths: what the Hugging Face example scripts use, run_glue's
 // max_seq_length of 128 for BERT fine-tuning and run_clm's block size of 1024 for GPT-2.
 const std::array kZoo{
@@ -351,6 +394,24 @@ const std::array kZoo{
              bert_large, 128, kBertPositions},
     ZooModel{"gpt2", "Hugging Face GPT-2 small (GPT2LMHeadModel, tied LM head), eager attention, default S 1024", gpt2,
              1024, kGpt2Positions},
+    ZooModel{"decoder", "a decoder-only LM from its configuration: decoder:layers=L,d_model=D,heads=H,d_ff=F,vocab=V,...",
+             nullptr, 1024, 0, &kDecoder},
+    ZooModel{"llama2_7b", "Llama 2 7B (LlamaForCausalLM), SDPA attention, default S 1024", nullptr, 1024, 4096,
+             &kLlama2_7b},
+    ZooModel{"llama3_8b", "Llama 3 8B (grouped-query, 8 KV heads), SDPA attention, default S 1024", nullptr, 1024, 8192,
+             &kLlama3_8b},
+    ZooModel{"mistral_7b", "Mistral 7B v0.1 (grouped-query, 8 KV heads), SDPA attention, default S 1024", nullptr, 1024,
+             32768, &kMistral_7b},
+    ZooModel{"tinyllama_1b", "TinyLlama 1.1B (grouped-query, 4 KV heads), SDPA attention, default S 1024", nullptr, 1024,
+             2048, &kTinyLlama_1b},
+    ZooModel{"qwen2_5_0_5b", "Qwen2.5 0.5B (tied, q/k/v biases, 2 KV heads), SDPA attention, default S 1024", nullptr,
+             1024, 32768, &kQwen2_5_0_5b},
+    ZooModel{"gpt2_medium", "GPT-2 medium as a decoder preset (tied, learned positions), SDPA, default S 1024", nullptr,
+             1024, kGpt2Positions, &kGpt2Medium},
+    ZooModel{"gpt2_large", "GPT-2 large as a decoder preset (tied, learned positions), SDPA, default S 1024", nullptr,
+             1024, kGpt2Positions, &kGpt2Large},
+    ZooModel{"gpt2_xl", "GPT-2 XL as a decoder preset (tied, learned positions), SDPA, default S 1024", nullptr, 1024,
+             kGpt2Positions, &kGpt2Xl},
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 
+#include "workloads/model/decoder.hpp"
 #include "workloads/model/graph.hpp"
 
 namespace allocsim {
@@ -16,11 +17,15 @@ struct ZooModel {
   std::string_view summary;
   Model (*make)(std::int64_t sequence);  // sequence: tokens per sample; the CNNs ignore it
   std::int64_t default_sequence;         // 0: the model takes no sequence length (a CNN)
-  std::int64_t max_sequence;             // rows of its position table
+  std::int64_t max_sequence;             // rows of its position table; 0: the spec's decoder says
+  const DecoderConfig* decoder = nullptr;  // a decoder preset (make unused), or `decoder` with none given
 
   bool takes_sequence() const { return default_sequence > 0; }
-  Model build() const { return make(default_sequence); }
-  Model build(std::int64_t sequence) const { return make(sequence); }
+  bool is_decoder() const { return decoder != nullptr; }
+  Model build() const { return build(default_sequence); }
+  Model build(std::int64_t sequence) const {
+    return decoder ? build_decoder(*decoder, sequence, std::string(name)) : make(sequence);
+  }
 };
 
 std::span<const ZooModel> zoo();
