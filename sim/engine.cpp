@@ -318,7 +318,7 @@ class Replay {
       clock_wraps(run, index, event);
     }
     const Nanos spent_before = run.device.time_spent();
-    run.serving(now, index, event.stream);
+    if constexpr (kObserve) run.serving(now, index, event.stream);
     switch (event.op) {
       case Op::alloc:
         allocate<kCheck>(run, tenant, index, event, run.window.bytes_at(at), now);
