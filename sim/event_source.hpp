@@ -5,12 +5,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 #include <algorithm>
 
+#include "sim/error.hpp"
 #include "sim/trace.hpp"
 
 namespace allocsim {
@@ -121,8 +124,17 @@ Bytes peak_live(const EventSource& source, Round rounded) {
   return peak;
 }
 
+// What a reader adds while materialise builds its trace from its source.
+struct MaterialiseHooks {
+  // The layer of the allocation-th alloc (0, 1, ... in event order); empty: no layers.
+  std::function<std::string_view(std::size_t allocation)> layer;
+  // An event the trace refuses (the TraceBuilder's Error), `event` its index in the source:
+  // throws an Error that says where in the input it is. Empty: the Error as it is.
+  std::function<void(std::uint64_t event, const Error& error)> failed;
+};
+
 // Reads a whole source into a Trace (ids renumbered dense again): what a policy that plans
 // over the whole trace needs, and what a reader of a streamed format gives the catalogue.
-Trace materialise(EventSource& source);
+Trace materialise(EventSource& source, const MaterialiseHooks& hooks = {});
 
 }  // namespace allocsim
