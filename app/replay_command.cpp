@@ -69,6 +69,9 @@ replay failed there too (with the capacity the log ran with, it should).
   allocsim replay rmm_log.dev0.csv --capacity 32GiB --policy rmm-pool,rmm-arena,rmm-binning,async
 With one policy, --memory-viz FILE and --chrome-trace FILE.json export that replay (of a
 recording or a log) to look at: pytorch.org/memory_viz, ui.perfetto.dev (docs/export.md).
+--report FILE.html draws every policy's replay (of a recording or a log) on one offline page:
+bytes over time, the memory map, each OOM at its moment, the peak (docs/report.md).
+  allocsim replay oom.pickle --policy caching,expandable --report oom.html
 
 Exit status: 0 when the replays ran (an OOM is a result), 2 on bad input.
 )";
@@ -121,6 +124,18 @@ void print_log_table(std::ostream& out, const LogReplay& replay) {
   }
 }
 
+// The page of a replay, one run per policy: a log's outcomes and a recording's replayed
+// sides alike (each a policy, its scenario, its run and the recorders it kept).
+template <typename Outcome>
+void write_replay_report(const std::string& report, const std::string& file, const std::vector<Outcome>& outcomes) {
+  std::vector<ReportedRun> reported;
+  for (const Outcome& outcome : outcomes) {
+    reported.push_back(ReportedRun{outcome.policy, outcome.scenario, outcome.run, *outcome.recorders});
+  }
+  const std::string title = "allocsim replay: " + std::filesystem::path(file).filename().string();
+  write_report_page(report, title, run_report_data(title, command_text(command_line()), reported));
+}
+
 int replay_log_command(const std::string& file, const std::vector<std::string>& policy_lists,
                        const std::optional<Bytes>& capacity, const std::string& csv, std::optional<int> cuda_device,
                        const ExportFiles& exports,
@@ -146,14 +161,7 @@ int replay_log_command(const std::string& file, const std::vector<std::string>& 
     for (const LogReplayOutcome& outcome : replay.outcomes) runs.push_back(outcome.run);
     write_file_atomically(csv, [&](std::ostream& stream) { write_csv(stream, runs); });
   }
-  if (!report.empty()) {
-    std::vector<ReportedRun> reported;
-    for (const LogReplayOutcome& outcome : replay.outcomes) {
-      reported.push_back(ReportedRun{outcome.policy, outcome.scenario, outcome.run, *outcome.recorders});
-    }
-    const std::string title = "allocsim replay: " + std::filesystem::path(file).filename().string();
-    write_report_page(report, title, run_report_data(title, command_text(command_line()), reported));
-  }
+  if (!report.empty()) write_replay_report(report, file, replay.outcomes);
   return 0;
 }
 
@@ -209,7 +217,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
       "allocations as slices, OOMs)")(
 
       "report", po::value(&report)->value_name("FILE.html"),
-      "a log's replay as a self-contained HTML page: every policy's bytes over time, memory map, OOMs and peak");
+      "the replays as a self-contained HTML page: every policy's bytes over time, memory map, OOMs and peak");
   if (!parse_snapshot_arguments(args, description, snapshot, kReplayUsage, "replay needs a snapshot: allocsim replay FILE.pickle --policy SPECS", out)) return 0;
   const std::string& file = snapshot.file;
   const std::optional<int>& cuda_device = snapshot.cuda_device;
@@ -232,14 +240,8 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   paths.check();
 
   if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, cuda_device, exports, report, out);
-  // The what-if replay of a recording is not drawn yet: its observers are the exports' alone.
-  if (!report.empty()) {
-    throw Error("--report: not for a PyTorch recording's what-if replay yet; `allocsim run --workload " + file +
-                " --policy SPEC --report FILE.html` reports its trace replayed from an empty allocator");
-  }
-
   const TorchRecording recording = read_torch_recording(file, cuda_device);
-  const WhatIf what_if = replay_from_recording(recording, policies, device_capacity, exports);
+  const WhatIf what_if = replay_from_recording(recording, policies, device_capacity, exports, !report.empty());
   out << "replay " << file << ": every policy from the allocator state the recording began in\n"
       << "  recording: device " << recording.device << (recording.format.empty() ? "" : ", written by ")
       << recording.format << ", " << recording.trace.events.size() << " events, "
@@ -258,6 +260,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   }
   print_table(out, what_if);
   if (!csv.empty()) write_file_atomically(csv, [&](std::ostream& stream) { write_what_if_csv(stream, what_if, file); });
+  if (!report.empty()) write_replay_report(report, file, what_if.replayed);
   return 0;
 }
 

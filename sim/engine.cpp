@@ -23,46 +23,6 @@ struct LiveBlock {
   Bytes requested = 0;
 };
 
-// Calls `visit(event, bytes)` for every event of a fresh pass over `source`, bytes being
-// the requested bytes of the allocation an alloc or free names; stops when visit returns
-// false. For the walks after a replay (lower bounds, the breakdown at the peak).
-template <typename Visit>
-void walk(const EventSource& source, Visit visit) {
-  const std::unique_ptr<EventSource> pass = source.reopen();
-  std::vector<Bytes> bytes_by_slot(pass->slots(), 0);
-  for (EventWindow window = pass->next(); !window.events.empty(); window = pass->next()) {
-    for (std::size_t i = 0; i < window.events.size(); ++i) {
-      const Event& event = window.events[i];
-      Bytes bytes = 0;
-      if (event.op == Op::alloc) {
-        grow_to_hold(bytes_by_slot, index_of(event.id));
-        bytes = bytes_by_slot[index_of(event.id)] = window.bytes_at(i);
-      } else if (event.op == Op::free) {
-        bytes = bytes_by_slot[index_of(event.id)];
-      }
-      if (!visit(event, bytes)) return;
-    }
-  }
-}
-
-// The most bytes alive at once over the whole trace, each request sized by `rounded`
-// (identity: the live lower bound; a policy's rounding: what no placement of it can go below).
-template <typename Round>
-Bytes peak_live(const EventSource& source, Round rounded) {
-  Bytes live = 0;
-  Bytes peak = 0;
-  walk(source, [&](const Event& event, Bytes bytes) {
-    if (event.op == Op::alloc) {
-      live += rounded(bytes);
-      peak = std::max(peak, live);
-    } else if (event.op == Op::free) {
-      live -= rounded(bytes);
-    }
-    return true;
-  });
-  return peak;
-}
-
 // live_breakdown for a streamed trace: by tag only (a stream carries no layers), the
 // allocations skipped at an OOM (`skipped`: their event indices, ascending) left out.
 Breakdown streamed_breakdown(const EventSource& source, std::size_t peak_event, std::span<const std::size_t> skipped) {
@@ -71,7 +31,7 @@ Breakdown streamed_breakdown(const EventSource& source, std::size_t peak_event, 
   std::vector<bool> skipped_slot(source.slots(), false);
   std::size_t index = 0;
   auto next_skip = skipped.begin();
-  walk(source, [&](const Event& event, Bytes bytes) {
+  walk_events(source, [&](const Event& event, Bytes bytes) {
     if (index > peak_event) return false;
     const bool skip_here = next_skip != skipped.end() && *next_skip == index;
     if (skip_here) ++next_skip;

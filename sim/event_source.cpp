@@ -13,14 +13,15 @@ EventWindow TraceSource::next() {
   return EventWindow{trace_->events, nullptr, trace_->requested.data()};
 }
 
-Trace materialise(EventSource& source) {
+Trace materialise(EventSource& source, const MaterialiseHooks& hooks) {
   const TraceInfo& info = source.info();
   TraceBuilder builder(TraceInfo{info.name, info.source});
   builder.reserve(source.events());
   constexpr auto kFree = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::uint32_t> id_of_slot(source.slots(), kFree);
   auto step = info.step_starts.begin();
-  std::size_t index = 0;
+  std::uint64_t index = 0;
+  std::size_t allocation = 0;
   for (EventWindow window = source.next(); !window.events.empty(); window = source.next()) {
     for (std::size_t i = 0; i < window.events.size(); ++i, ++index) {
       const Event& event = window.events[i];
@@ -28,21 +29,31 @@ Trace materialise(EventSource& source) {
         builder.begin_step();
         ++step;
       }
-      switch (event.op) {
-        case Op::alloc:
-          grow_to_hold(id_of_slot, index_of(event.id), kFree);
-          id_of_slot[index_of(event.id)] =
-              index_of(builder.alloc(event.time, window.bytes_at(i), event.stream, event.tag));
-          break;
-        case Op::free:
-          builder.free(event.time, static_cast<AllocId>(id_of_slot[index_of(event.id)]));
-          break;
-        case Op::release:
-          builder.release(event.time);
-          break;
-        case Op::sync:
-          builder.sync(event.time, sync_of(event));
-          break;
+      try {
+        switch (event.op) {
+          case Op::alloc: {
+            const Bytes bytes = window.bytes_at(i);
+            const AllocId id = hooks.layer ? builder.alloc(event.time, bytes, event.stream, event.tag, hooks.layer(allocation))
+                                           : builder.alloc(event.time, bytes, event.stream, event.tag);
+            grow_to_hold(id_of_slot, index_of(event.id), kFree);
+            id_of_slot[index_of(event.id)] = index_of(id);
+            ++allocation;
+            break;
+          }
+          case Op::free:
+            builder.free(event.time, static_cast<AllocId>(id_of_slot[index_of(event.id)]));
+            break;
+          case Op::release:
+            builder.release(event.time);
+            break;
+          case Op::sync:
+            builder.sync(event.time, sync_of(event));
+            break;
+        }
+      } catch (const Error& error) {
+        if (!hooks.failed) throw;
+        hooks.failed(index, error);
+        throw;  // a hook that did not throw: the Error as it is
       }
     }
   }

@@ -5,12 +5,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 #include <algorithm>
 
+#include "sim/error.hpp"
 #include "sim/trace.hpp"
 
 namespace allocsim {
@@ -81,8 +84,57 @@ class TraceSource final : public EventSource {
   bool done_ = false;
 };
 
+// Calls `visit(event, bytes)` for every event of a fresh pass over `source`, bytes being
+// the requested bytes of the allocation an alloc or free names; stops when visit returns
+// false. For the walks after a replay (lower bounds, the breakdown at the peak).
+template <typename Visit>
+void walk_events(const EventSource& source, Visit visit) {
+  const std::unique_ptr<EventSource> pass = source.reopen();
+  std::vector<Bytes> bytes_by_slot(pass->slots(), 0);
+  for (EventWindow window = pass->next(); !window.events.empty(); window = pass->next()) {
+    for (std::size_t i = 0; i < window.events.size(); ++i) {
+      const Event& event = window.events[i];
+      Bytes bytes = 0;
+      if (event.op == Op::alloc) {
+        grow_to_hold(bytes_by_slot, index_of(event.id));
+        bytes = bytes_by_slot[index_of(event.id)] = window.bytes_at(i);
+      } else if (event.op == Op::free) {
+        bytes = bytes_by_slot[index_of(event.id)];
+      }
+      if (!visit(event, bytes)) return;
+    }
+  }
+}
+
+// The most bytes alive at once over the whole trace, each request sized by `rounded`
+// (identity: the live lower bound; a policy's rounding: what no placement of it can go below).
+template <typename Round>
+Bytes peak_live(const EventSource& source, Round rounded) {
+  Bytes live = 0;
+  Bytes peak = 0;
+  walk_events(source, [&](const Event& event, Bytes bytes) {
+    if (event.op == Op::alloc) {
+      live += rounded(bytes);
+      peak = std::max(peak, live);
+    } else if (event.op == Op::free) {
+      live -= rounded(bytes);
+    }
+    return true;
+  });
+  return peak;
+}
+
+// What a reader adds while materialise builds its trace from its source.
+struct MaterialiseHooks {
+  // The layer of the allocation-th alloc (0, 1, ... in event order); empty: no layers.
+  std::function<std::string_view(std::size_t allocation)> layer;
+  // An event the trace refuses (the TraceBuilder's Error), `event` its index in the source:
+  // throws an Error that says where in the input it is. Empty: the Error as it is.
+  std::function<void(std::uint64_t event, const Error& error)> failed;
+};
+
 // Reads a whole source into a Trace (ids renumbered dense again): what a policy that plans
 // over the whole trace needs, and what a reader of a streamed format gives the catalogue.
-Trace materialise(EventSource& source);
+Trace materialise(EventSource& source, const MaterialiseHooks& hooks = {});
 
 }  // namespace allocsim

@@ -14,6 +14,7 @@
 #include "sim/sim_device.hpp"
 #include "sim/spec.hpp"
 #include "studies/recorded_address_device.hpp"
+#include "studies/replay_account.hpp"
 #include "studies/recording_start.hpp"
 #include "studies/chrome_trace_export.hpp"
 #include "studies/memory_viz_export.hpp"
@@ -121,31 +122,12 @@ Spec with_recorded_settings(const Spec& user, const TorchRecording& recording) {
   return merged;
 }
 
-// Tells the exporters of a replay (tenant 0) what its policy placed, freed and asked of the
-// device, as the engine tells its observers.
-struct ReplayWatch final : DeviceCallListener {
-  void device_call(SegmentAction action, Addr addr, Bytes bytes) override {
-    for (Observer* observer : observers) observer->on_segment(SegmentEvent{0, event, now, action, addr, bytes, stream});
-  }
-  void block(BlockAction action, const Block& block) const {
-    for (Observer* observer : observers) {
-      observer->on_block(BlockEvent{0, event, now, action, block.id, block.addr, block.size, block.requested, block.stream});
-    }
-  }
-  void serving(Nanos time, std::size_t index, Stream on) {
-    now = time;
-    event = index;
-    stream = on;
-  }
-  std::span<Observer* const> observers;
-  Nanos now = 0;
-  std::size_t event = 0;
-  Stream stream = 0;
-};
-
-WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& text, Bytes capacity,
-                         const std::vector<bool>& in_alloc, std::vector<std::string>& ambiguous_sizes,
-                         std::span<Observer* const> observers = {}) {
+// One policy's replay of the recording. `exporters` and `recorders` watch it as
+// ReplayAccount says; `run` is its account.
+WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<const Trace>& shared_trace,
+                         const std::string& text, Bytes capacity, const std::vector<bool>& in_alloc,
+                         std::vector<std::string>& ambiguous_sizes, std::span<Observer* const> exporters = {},
+                         std::span<Observer* const> recorders = {}) {
   check_policy_spec(text);
   Spec spec = parse_spec(text);
   const bool caching_family = spec.name == "caching" || spec.name == "expandable";
@@ -159,10 +141,8 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& tex
   RecordedAddressDevice placed(sim_device, recorded_placements(recording));  // ties broken as PyTorch's were
   CountingDevice counting(placed);
   Bytes metered_peak = 0;
-  MeteredDevice device(counting, metered_peak);  // only to tell the exporters
-  ReplayWatch watch;
-  watch.observers = observers;
-  if (!observers.empty()) device.listen(&watch);
+  MeteredDevice device(counting, metered_peak);  // what the account counts and tells the observers
+  ReplayAccount account(shared_trace, outcome.policy, device_spec, exporters, recorders);
 
   std::unique_ptr<Policy> policy;
   CachingPolicy* caching = nullptr;
@@ -176,6 +156,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& tex
   } else {
     policy = make_policy(outcome.policy, device);
   }
+  account.watch(*policy, device);
   const Trace& trace = recording.trace;
   policy->prepare(ReplaySetup{.allocations = trace.allocations() + recording.ooms.size()});
 
@@ -191,10 +172,14 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& tex
   std::vector<bool> alive(trace.allocations(), false);
   for (std::size_t i = 0; i < recording.preexisting.size(); ++i) alive[index_of(trace.events[i].id)] = true;
   for (const AllocId id : start.unserved) alive[index_of(id)] = false;
-  for (std::size_t i = 0; i < recording.preexisting.size() && !observers.empty(); ++i) {
-    const std::size_t id = index_of(trace.events[i].id);
-    watch.serving(trace.events[i].time, i, trace.events[i].stream);
-    if (alive[id]) watch.block(BlockAction::placed, start.live[id]);
+  for (std::size_t i = 0; i < recording.preexisting.size(); ++i) {
+    const Event& event = trace.events[i];
+    account.serving(event.time, i, event.stream);
+    if (alive[index_of(event.id)]) {
+      account.placed(start.live[index_of(event.id)]);
+    } else {
+      account.failed(trace.bytes_of(event.id), event.id);
+    }
   }
   const auto failed = [&](const std::string& where) {
     if (outcome.ooms++ == 0) outcome.first_oom = where;
@@ -204,8 +189,8 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& tex
     outcome.ooms += start.unserved.size() - 1;
   }
   counting.allocs = 0;  // the start's segments are not the trace's, as in the recorded column
-  const auto note_peak = [&] { outcome.peak_allocated = std::max(outcome.peak_allocated, policy->stats().allocated); };
-  note_peak();
+  account.note_peak();
+  if (!recording.preexisting.empty()) account.event_done();
 
   std::size_t next_oom = 0;
   const auto replay_ooms_before = [&](std::size_t i) {
@@ -213,18 +198,15 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& tex
       const RecordedOom& oom = recording.ooms[next_oom];
       const auto id = static_cast<AllocId>(trace.allocations() + next_oom);
       const Nanos now = i < trace.events.size() ? trace.events[i].time : trace.events.empty() ? Nanos{} : trace.events.back().time;
-      watch.serving(now, i, oom.stream);
+      account.serving(now, i, oom.stream);
       const Allocation block = policy->allocate(Request{id, oom.size, oom.stream, now});
       if (!block) {
         failed("the recorded OOM before trace event " + std::to_string(i) + ": " + format_bytes(oom.size));
+        account.failed(oom.size, std::nullopt);
         continue;
       }
-      note_peak();
-      if (!observers.empty()) {
-        // The request is not in the trace: the exporters see it as a block of its own, freed at once.
-        watch.block(BlockAction::placed, Block{block->addr, block->size, block->size, block->id, block->stream});
-        watch.block(BlockAction::freed, Block{block->addr, block->size, block->size, block->id, block->stream});
-      }
+      account.note_peak();
+      account.outside(*block);
       policy->deallocate(*block, now);
     }
   };
@@ -232,29 +214,34 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::string& tex
     replay_ooms_before(i);
     const Event& event = trace.events[i];
     const std::size_t id = index_of(event.id);
-    watch.serving(event.time, i, event.stream);
+    account.serving(event.time, i, event.stream);
     if (event.op == Op::alloc) {
       const Allocation block = policy->allocate(Request{event.id, trace.bytes_of(event.id), event.stream, event.time});
       if (block) {
         start.live[id] = *block;
         alive[id] = true;
-        note_peak();
-        if (!observers.empty()) watch.block(BlockAction::placed, *block);
+        account.placed(*block);
+        account.note_peak();
       } else {
         failed("trace event " + std::to_string(i) + ": " + format_bytes(trace.bytes_of(event.id)));
+        account.failed(trace.bytes_of(event.id), event.id);
       }
     } else if (event.op == Op::free) {
-      if (alive[id] && !observers.empty()) watch.block(BlockAction::freed, start.live[id]);
-      if (alive[id]) policy->deallocate(start.live[id], event.time);
+      if (alive[id]) {
+        account.freed(start.live[id]);
+        policy->deallocate(start.live[id], event.time);
+      }
       alive[id] = false;
     } else if (!in_alloc[i]) {
       policy->release_cached();
     }
+    account.event_done();
   }
   replay_ooms_before(trace.events.size());
   outcome.device_allocs = counting.allocs;
   outcome.peak_reserved = counting.peak;
-  for (Observer* observer : observers) observer->on_exit(0, trace.events.empty() ? Nanos{} : trace.events.back().time);
+  outcome.peak_allocated = account.tenant().peak_allocated;
+  outcome.run = account.finish(counting.peak);
   // Blocks still live go back before the policy does (its destructor returns its segments).
   for (std::size_t id = 0; id < alive.size(); ++id) {
     if (alive[id]) policy->deallocate(start.live[id], trace.events.empty() ? Nanos{} : trace.events.back().time);
@@ -295,7 +282,7 @@ const std::array<Column<CsvRow>, 10> kColumns{{
 }  // namespace
 
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
-                             std::optional<Bytes> capacity, const ExportFiles& exports) {
+                             std::optional<Bytes> capacity, const ExportFiles& exports, bool record) {
   refuse_unrebuildable(recording, "replay");
   if (policies.empty()) throw Error("replay needs at least one policy");
   if (exports.any() && policies.size() != 1) {
@@ -325,24 +312,27 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
   std::vector<bool> in_alloc(recording.trace.events.size(), false);
   for (const std::size_t row : check.releases_in_allocs) in_alloc[row] = true;
   what_if.releases_in_allocs = check.releases_in_allocs.size();
-  if (exports.any()) {
-    // The exporters see the replay as a one-tenant run of the recording's trace.
+  // The exporters and the report see each replay as a one-tenant run of the recording's trace.
+  const auto trace = std::make_shared<const Trace>(recording.trace);
+  for (const std::string& policy : policies) {
     Scenario scenario;
     scenario.device.capacity = what_if.capacity;
-    scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(recording.trace), policies.front(), 0});
+    scenario.on_oom = OnOom::continue_run;  // a failed request is skipped, with its free
+    scenario.tenants.push_back(TenantSpec{trace, policy, 0});
     std::optional<MemoryVizExport> memory_viz;
     std::optional<ChromeTraceExport> chrome_trace;
-    std::vector<Observer*> observers;
-    if (!exports.memory_viz.empty()) observers.push_back(&memory_viz.emplace(scenario));
-    if (!exports.chrome_trace.empty()) observers.push_back(&chrome_trace.emplace(scenario));
-    what_if.replayed.push_back(
-        replay_one(recording, policies.front(), what_if.capacity, in_alloc, what_if.ambiguous_sizes, observers));
+    std::vector<Observer*> exporters;
+    if (!exports.memory_viz.empty()) exporters.push_back(&memory_viz.emplace(scenario));
+    if (!exports.chrome_trace.empty()) exporters.push_back(&chrome_trace.emplace(scenario));
+    std::shared_ptr<RunRecorders> recorders = record ? std::make_shared<RunRecorders>() : nullptr;
+    const std::vector<Observer*> recording_observers = recorders ? recorders->observers() : std::vector<Observer*>{};
+    WhatIfOutcome outcome = replay_one(recording, trace, policy, what_if.capacity, in_alloc, what_if.ambiguous_sizes,
+                                       exporters, recording_observers);
     if (memory_viz) write_file_atomically(exports.memory_viz, [&](std::ostream& out) { memory_viz->write(out); });
     if (chrome_trace) write_file_atomically(exports.chrome_trace, [&](std::ostream& out) { chrome_trace->write(out); });
-    return what_if;
-  }
-  for (const std::string& policy : policies) {
-    what_if.replayed.push_back(replay_one(recording, policy, what_if.capacity, in_alloc, what_if.ambiguous_sizes));
+    outcome.scenario = std::move(scenario);
+    outcome.recorders = std::move(recorders);
+    what_if.replayed.push_back(std::move(outcome));
   }
   return what_if;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -12,7 +13,10 @@
 #include <vector>
 
 #include "sim/units.hpp"
+#include "sim/engine.hpp"
+#include "sim/result.hpp"
 #include "studies/run_exports.hpp"
+#include "studies/run_report.hpp"
 #include "workloads/torch_recording.hpp"
 
 namespace allocsim {
@@ -26,6 +30,11 @@ struct WhatIfOutcome {
   std::size_t device_allocs = 0;  // segments reserved: cudaMalloc calls, or page maps
   std::size_t ooms = 0;           // requests not served (the recorded OOMs' and the trace's)
   std::optional<std::string> first_oom;  // where, for a person
+  // A replayed side only: the replay as a one-tenant run of the recording's trace, for a
+  // report (the recorders only when asked for: record).
+  RunResult run;
+  Scenario scenario;
+  std::shared_ptr<RunRecorders> recorders;
 };
 
 struct WhatIf {
@@ -56,9 +65,12 @@ struct WhatIf {
 //   collection) is no empty_cache() call: each policy's own alloc decides what it frees.
 // - `exports`: the replay as a snapshot and a Chrome trace (one policy only; the trace's
 //   recorded OOM requests appear as blocks freed at once; no OOM entries).
+// - `record`: each replayed side keeps the observers a report needs (studies/run_report);
+//   the report's run has the trace's blocks and OOMs, not the recorded OOM requests served.
 // - throws Error on a bad spec, a recording it cannot rebuild (see replay_check).
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
-                             std::optional<Bytes> capacity, const ExportFiles& exports = {});
+                             std::optional<Bytes> capacity, const ExportFiles& exports = {},
+                             bool record = false);
 
 // One row per outcome, the recording's first, through the CSV column table.
 void write_what_if_csv(std::ostream& out, const WhatIf& what_if, const std::string& recording_name);

@@ -1,19 +1,16 @@
 // Reading .atrace: the header and trailer checked against the file's size before any
 // record is touched, then the records decoded a window at a time, every field checked, so
 // that a truncated or corrupted file is an Error naming the file and the byte offset.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <array>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "sim/error.hpp"
+#include "sim/event_source.hpp"
 #include "workloads/atrace.hpp"
 #include "workloads/atrace_layout.hpp"
+#include "workloads/mapped_file.hpp"
 
 namespace allocsim {
 namespace {
@@ -257,141 +254,98 @@ class Decoder {
   std::array<Bytes, kWindow> bytes_;
 };
 
-// A read-only map of a whole file; pages read are given back as a stream moves on.
-class MappedFile {
+// The records of one .atrace buffer as an event source: its layout checked when made,
+// each window decoded and checked as it is handed out, the checksum at the end.
+class AtraceRecords final : public EventSource {
  public:
-  explicit MappedFile(const std::filesystem::path& path) : name_(path.string()) {
-    const int fd = ::open(name_.c_str(), O_RDONLY);
-    if (fd < 0) throw Error(name_ + ": cannot open: " + std::strerror(errno));
-    struct stat info {};
-    if (::fstat(fd, &info) != 0) {
-      ::close(fd);
-      throw Error(name_ + ": cannot read its size");
-    }
-    size_ = static_cast<std::size_t>(info.st_size);
-    if (size_ > 0) {
-      void* const data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (data == MAP_FAILED) {
-        ::close(fd);
-        throw Error(name_ + ": cannot map: " + std::strerror(errno));
-      }
-      data_ = static_cast<const char*>(data);
-    }
-    ::close(fd);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<char*>(data_), size_);
-  }
-  std::string_view bytes() const { return {data_, size_}; }
-  const std::string& name() const { return name_; }
-  // The bytes before `end` will not be read again soon: drop them from this process.
-  void done_with(std::size_t begin, std::size_t end) const {
-    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    begin = (begin + page - 1) / page * page;
-    end = end / page * page;
-    if (end > begin) ::madvise(const_cast<char*>(data_) + begin, end - begin, MADV_DONTNEED);
-  }
-
- private:
-  std::string name_;
-  const char* data_ = nullptr;
-  std::size_t size_ = 0;
-};
-
-class AtraceStream final : public EventSource {
- public:
-  explicit AtraceStream(std::shared_ptr<const MappedFile> file)
-      : file_(std::move(file)), layout_(read_layout(file_->bytes(), file_->name())), decoder_(layout_, file_->name()),
-        info_(file_->name(), "atrace") {
+  AtraceRecords(std::string_view bytes, std::string_view name)
+      : bytes_(bytes), name_(name), layout_(read_layout(bytes, name)), decoder_(layout_, name),
+        info_(std::string(name), "atrace") {
     info_.step_starts = layout_.step_starts;
   }
-  EventWindow next() override {
-    const EventWindow window = decoder_.next();
-    const std::size_t read = kAtraceHeaderBytes + decoder_.records_read() * kAtraceRecordBytes;
-    if (read - released_ >= kReleaseEvery) {
-      file_->done_with(released_, read);
-      released_ = read;
-    }
-    return window;
-  }
+  AtraceRecords(const AtraceRecords&) = delete;  // the decoder reads this object's layout
+  AtraceRecords& operator=(const AtraceRecords&) = delete;
+
+  EventWindow next() override { return decoder_.next(); }
   std::size_t slots() const override { return layout_.header.slots; }
   std::uint64_t events() const override { return layout_.header.events; }
   const TraceInfo& info() const override { return info_; }
   std::optional<Bytes> live_lower_bound() const override { return layout_.header.live_lower_bound; }
-  std::unique_ptr<EventSource> reopen() const override { return std::make_unique<AtraceStream>(file_); }
+  std::unique_ptr<EventSource> reopen() const override { return std::make_unique<AtraceRecords>(bytes_, name_); }
+
+  const Layout& layout() const { return layout_; }
+  // The bytes of the buffer read so far (header and records).
+  std::size_t bytes_read() const { return kAtraceHeaderBytes + decoder_.records_read() * kAtraceRecordBytes; }
+
+ private:
+  std::string_view bytes_;
+  std::string_view name_;
+  Layout layout_;
+  Decoder decoder_;
+  TraceInfo info_;
+};
+
+// A file's records streamed: the pages read are given back as the stream moves on. A
+// replay walks the stream again from the start (the live breakdown at the peak), so each
+// pass gives back the range it is done with, whatever another pass did.
+class AtraceStream final : public EventSource {
+ public:
+  AtraceStream(std::shared_ptr<const MappedFile> file, std::string name)
+      : file_(std::move(file)), name_(std::move(name)), records_(file_->bytes(), name_) {}
+  EventWindow next() override {
+    const EventWindow window = records_.next();
+    const std::size_t read = records_.bytes_read();
+    if (read - released_ >= kReleaseEvery) {
+      file_->release(released_, read);
+      released_ = read;
+    }
+    return window;
+  }
+  std::size_t slots() const override { return records_.slots(); }
+  std::uint64_t events() const override { return records_.events(); }
+  const TraceInfo& info() const override { return records_.info(); }
+  std::optional<Bytes> live_lower_bound() const override { return records_.live_lower_bound(); }
+  std::unique_ptr<EventSource> reopen() const override { return std::make_unique<AtraceStream>(file_, name_); }
 
  private:
   static constexpr std::size_t kReleaseEvery = 64u << 20;
   std::shared_ptr<const MappedFile> file_;
-  Layout layout_;
-  Decoder decoder_;
-  TraceInfo info_;
+  std::string name_;
+  AtraceRecords records_;
   std::size_t released_ = 0;
 };
 
 class AtraceStreamFactory final : public EventSourceFactory {
  public:
-  explicit AtraceStreamFactory(const std::filesystem::path& path) : file_(std::make_shared<const MappedFile>(path)) {
-    read_layout(file_->bytes(), file_->name());  // a bad header is an error before the run
+  explicit AtraceStreamFactory(const std::filesystem::path& path)
+      : file_(std::make_shared<const MappedFile>(path)), name_(path.string()) {
+    read_layout(file_->bytes(), name_);  // a bad header is an error before the run
   }
-  std::unique_ptr<EventSource> open() const override { return std::make_unique<AtraceStream>(file_); }
+  std::unique_ptr<EventSource> open() const override { return std::make_unique<AtraceStream>(file_, name_); }
 
  private:
   std::shared_ptr<const MappedFile> file_;
+  std::string name_;
 };
 
 }  // namespace
 
 Trace parse_atrace(std::string_view bytes, std::string_view name) {
-  const Layout layout = read_layout(bytes, name);
+  AtraceRecords records(bytes, name);
+  const Layout& layout = records.layout();
+  // The whole checksum first: a corrupted file says so before a record it garbles can.
   atrace::Checksum checksum;
   checksum.add(layout.payload.data(), layout.payload.size());
   checksum.add(&layout.header, atrace::kCheckedHeaderBytes);
   if (checksum.value() != layout.header.checksum) fail(name, 64, "the checksum does not match (the file is corrupted)");
-  Decoder decoder(layout, name);
-  TraceInfo info{std::string(name), "atrace"};
-  TraceBuilder builder(std::move(info));
-  builder.reserve(layout.header.events);
-  std::vector<std::uint32_t> id_of_slot(layout.header.slots, 0);
-  auto step = layout.step_starts.begin();
-  std::uint64_t index = 0;
-  std::size_t allocation = 0;
-  const bool layered = !layout.layers.empty();
-  for (EventWindow window = decoder.next(); !window.events.empty(); window = decoder.next()) {
-    for (std::size_t i = 0; i < window.events.size(); ++i, ++index) {
-      const Event& event = window.events[i];
-      if (step != layout.step_starts.end() && *step == index) {
-        builder.begin_step();
-        ++step;
-      }
-      try {
-        switch (event.op) {
-          case Op::alloc: {
-            const AllocId id = layered ? builder.alloc(event.time, window.bytes[i], event.stream, event.tag,
-                                                       layout.layer_names[layout.layers[allocation]])
-                                       : builder.alloc(event.time, window.bytes[i], event.stream, event.tag);
-            id_of_slot[index_of(event.id)] = index_of(id);
-            ++allocation;
-            break;
-          }
-          case Op::free:
-            builder.free(event.time, static_cast<AllocId>(id_of_slot[index_of(event.id)]));
-            break;
-          case Op::release:
-            builder.release(event.time);
-            break;
-          case Op::sync:
-            builder.sync(event.time, sync_of(event));
-            break;
-        }
-      } catch (const Error& error) {
-        fail(name, kAtraceHeaderBytes + index * kAtraceRecordBytes, error.what());
-      }
-    }
+  MaterialiseHooks hooks;
+  if (!layout.layers.empty()) {
+    hooks.layer = [&](std::size_t allocation) { return std::string_view(layout.layer_names[layout.layers[allocation]]); };
   }
-  Trace trace = std::move(builder).finish();
+  hooks.failed = [&](std::uint64_t index, const Error& error) {
+    fail(name, kAtraceHeaderBytes + index * kAtraceRecordBytes, error.what());
+  };
+  Trace trace = materialise(records, hooks);
   if (trace.live_lower_bound != layout.header.live_lower_bound) {
     fail(name, 48, "the header's live lower bound " + format_bytes(layout.header.live_lower_bound) +
                        " is not the records' " + format_bytes(trace.live_lower_bound));
@@ -401,7 +355,7 @@ Trace parse_atrace(std::string_view bytes, std::string_view name) {
 
 Trace read_atrace_file(const std::filesystem::path& path) {
   const MappedFile file(path);
-  return parse_atrace(file.bytes(), file.name());
+  return parse_atrace(file.bytes(), path.string());
 }
 
 Claim claims_atrace(std::string_view spec, std::string_view head) {

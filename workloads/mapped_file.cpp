@@ -14,6 +14,11 @@
 namespace allocsim {
 namespace {
 
+std::size_t page_size() {
+  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
 struct Descriptor {
   int fd;
   ~Descriptor() { ::close(fd); }
@@ -53,12 +58,17 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
 
 void MappedFile::release_before(std::size_t offset) {
   if (mapping_ == nullptr) return;
-  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const std::size_t end = std::min(offset, size_) / page * page;
-  if (end <= released_) return;
+  release(released_, offset);
+  released_ = std::max(released_, std::min(offset, size_) / page_size() * page_size());
+}
+
+void MappedFile::release(std::size_t begin, std::size_t end) const {
+  if (mapping_ == nullptr) return;
+  const std::size_t page = page_size();
+  begin = (std::min(begin, size_) + page - 1) / page * page;
+  end = std::min(end, size_) / page * page;
   // A private, never written file mapping: dropped pages come back from the file.
-  ::madvise(static_cast<char*>(mapping_) + released_, end - released_, MADV_DONTNEED);
-  released_ = end;
+  if (end > begin) ::madvise(static_cast<char*>(mapping_) + begin, end - begin, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

@@ -25,6 +25,10 @@ class MappedFile {
   // The reader is done with the bytes before `offset`: their pages may leave memory. Views
   // into them stay valid (touched again, a page is read back from the file).
   void release_before(std::size_t offset);
+  // The same for the whole pages inside [begin, end), whatever was released before: for a
+  // reader that walks the bytes again from the start (a stream reopened), each pass saying
+  // what it is done with.
+  void release(std::size_t begin, std::size_t end) const;
   bool mapped() const { return mapping_ != nullptr; }  // false: read into memory
 
  private:

@@ -1,4 +1,6 @@
 // --report on run, replay, sweep and maxbatch, and `allocsim compare`, driven as a user would.
+#include <cstdlib>
+
 #include <catch2/catch.hpp>
 
 #include "cli_driver.hpp"
@@ -93,7 +95,7 @@ TEST_CASE("sweep and maxbatch --report write the batch page", "[cli][report]") {
   CHECK(has(read_file(maxbatch), "\"policy\":\"direct\""));
 }
 
-TEST_CASE("replay --report draws a log's replays; a recording's what-if is refused with what to run", "[cli][report]") {
+TEST_CASE("replay --report draws a log's replays and a recording's what-if, one run per policy", "[cli][report]") {
   TempDir dir;
   const std::string page = dir.file("replay.html");
   REQUIRE(cli({"replay", std::string(ALLOCSIM_TEST_DATA) + "/rmm_v23.10.dev0.csv", "--policy", "rmm-pool,rmm-arena",
@@ -101,11 +103,24 @@ TEST_CASE("replay --report draws a log's replays; a recording's what-if is refus
   const std::string html = read_file(page);
   CHECK(has(html, "\"label\":\"rmm-pool\""));
   CHECK(has(html, "\"label\":\"rmm-arena\""));
-  const Outcome recording = cli({"replay", std::string(ALLOCSIM_TEST_DATA) + "/tiny.snapshot.pickle", "--report",
-                                 dir.file("no.html")});
-  CHECK(recording.status == 2);
-  CHECK(has(recording.err, "allocsim run --workload"));
-  CHECK(!std::filesystem::exists(dir.file("no.html")));
+  // README's recording: a fragmentation OOM that caching repeats and expandable avoids.
+  const std::string pickle = dir.file("fragmented_oom.pickle");
+  const std::string script = std::string(ALLOCSIM_TEST_DATA) + "/../../tools/examples/fragmented_oom_snapshot.py";
+  REQUIRE(std::system(("python3 '" + script + "' '" + pickle + "'").c_str()) == 0);
+  const std::string what_if = dir.file("what_if.html");
+  const Outcome recording = cli({"replay", pickle, "--policy", "caching,expandable", "--report", what_if});
+  INFO(recording.err);
+  REQUIRE(recording.status == 0);
+  const std::string drawn = read_file(what_if);
+  CHECK(has(drawn, "\"kind\":\"run\""));
+  CHECK(has(drawn, "\"label\":\"caching\""));
+  CHECK(has(drawn, "\"label\":\"expandable\""));
+  CHECK(has(drawn, "\"series\":[["));  // bytes over time drawn
+  CHECK(has(drawn, "\"blocks\":[["));  // the memory map has blocks
+  CHECK(has(drawn, "\"kind\":\"fragmentation\""));  // caching's OOM, told at its moment
+  CHECK(has(drawn, "allocsim replay: fragmented_oom.pickle"));
+  CHECK(!has(drawn, "<script src"));
+  CHECK(dir.entries() == 3);  // the log's page, the recording, its page: no temporary left
 }
 
 }  // namespace

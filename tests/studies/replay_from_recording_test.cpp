@@ -12,6 +12,7 @@
 #include "shared_traces.hpp"
 #include "studies/replay_check.hpp"
 #include "studies/replay_from_recording.hpp"
+#include "studies/run_report.hpp"
 #include "studies/synthetic_snapshot.hpp"
 #include "workloads/torch_recording.hpp"
 
@@ -127,6 +128,56 @@ TEST_CASE("replay: expandable and max_split_size avoid a fragmentation OOM that 
   const WhatIf twin_what_if = replay_from_recording(twin, std::vector<std::string>{"caching"}, {});
   CHECK(twin_what_if.capacity == 90_MiB);
   CHECK(twin_what_if.replayed[0].ooms == 0);
+}
+
+TEST_CASE("replay: each replayed side is a run a report draws, its OOM told at its moment", "[replay][report]") {
+  const test::TempDir dir;
+  const TorchRecording recording =
+      read_torch_recording(test::write_snapshot(dir, "oom.pickle", replace_all(kFragmentedOom, "FREE", "30")));
+  const std::vector<std::string> policies{"caching", "expandable"};
+  const WhatIf what_if = replay_from_recording(recording, policies, {}, {}, true);
+  REQUIRE(what_if.replayed.size() == 2);
+  const WhatIfOutcome& caching = what_if.replayed[0];
+  const WhatIfOutcome& expandable = what_if.replayed[1];
+  REQUIRE(caching.recorders);
+  REQUIRE(expandable.recorders);
+  REQUIRE(caching.run.tenants.size() == 1);
+  const TenantResult& failed = caching.run.tenants.front();
+  CHECK(caching.run.device.capacity == 70_MiB);
+  CHECK(failed.policy == "caching");
+  CHECK(failed.events == 3);
+  CHECK(failed.peak_allocated == caching.peak_allocated);
+  CHECK(failed.peak_reserved == 40_MiB);
+  CHECK(failed.peak_requested == 40_MiB);
+  CHECK(failed.live_lower_bound == 40_MiB);
+  // The recorded OOM: 40 MiB with 4 MiB live in a 40 MiB segment and 30 MiB free on the
+  // device. 36 MiB free in the segment plus 30 MiB would hold it, no free block does.
+  REQUIRE(failed.oom_count == 1);
+  REQUIRE(failed.ooms.size() == 1);
+  CHECK(failed.ooms[0].event == 3);
+  CHECK(failed.ooms[0].bytes == 40_MiB);
+  CHECK(failed.ooms[0].kind == OomKind::fragmentation);
+  CHECK(failed.ooms[0].context.device_available == 30_MiB);
+  CHECK(failed.ooms[0].context.own_live_requested == 4_MiB);
+  const TenantResult& served = expandable.run.tenants.front();
+  CHECK(served.oom_count == 0);
+  CHECK(served.peak_allocated == expandable.peak_allocated);
+  CHECK(served.peak_reserved == 60_MiB);
+  // The report's observers heard the trace's two blocks (not the recorded OOM's request),
+  // the segment and the changes over time.
+  REQUIRE(caching.recorders->blocks.tenants().size() == 1);
+  CHECK(caching.recorders->blocks.tenants()[0].blocks.size() == 2);
+  CHECK(caching.recorders->blocks.tenants()[0].segments.size() == 1);
+  CHECK(expandable.recorders->blocks.tenants()[0].blocks.size() == 2);
+  CHECK(!caching.recorders->timeline.points().empty());
+  // Without `record` no observer is kept.
+  CHECK(!replay_from_recording(recording, policies, {}).replayed[0].recorders);
+
+  std::vector<ReportedRun> reported;
+  for (const WhatIfOutcome& side : what_if.replayed) reported.push_back({side.policy, side.scenario, side.run, *side.recorders});
+  const std::string page = run_report_data("t", "c", reported);
+  CHECK_THAT(page, Contains("\"label\":\"caching\"") && Contains("\"label\":\"expandable\""));
+  CHECK_THAT(page, Contains("\"kind\":\"fragmentation\"") && Contains("does not fit (fragmentation)"));
 }
 
 TEST_CASE("replay: without a recorded OOM, no limit; the shared vae recording's caching is the recording",

@@ -1,6 +1,9 @@
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -37,6 +40,54 @@ TEST_CASE("a FIFO is read into memory, a directory is a read error, a missing fi
   CHECK(piped.bytes() == text);
   CHECK_THROWS_WITH(MappedFile(dir.path), Catch::StartsWith(dir.path.string() + ": read error ("));
   CHECK_THROWS_WITH(MappedFile(dir.path / "missing.csv"), (dir.path / "missing.csv").string() + ": cannot open");
+}
+
+// The bytes of `file`'s mapping this process holds in memory (its Rss in /proc/self/smaps).
+std::size_t resident(const MappedFile& file) {
+  const auto start = reinterpret_cast<std::uintptr_t>(file.bytes().data());
+  std::ifstream smaps("/proc/self/smaps");
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t from = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> from && range.get() == '-') {
+      inside = from == start;
+    } else if (inside && line.starts_with("Rss:")) {
+      return std::stoull(line.substr(4)) * 1024;
+    }
+  }
+  FAIL("no mapping at the file's bytes in /proc/self/smaps");
+  return 0;
+}
+
+std::size_t touch(const MappedFile& file, std::size_t page) {
+  std::size_t sum = 0;
+  for (std::size_t at = 0; at < file.bytes().size(); at += page) sum += static_cast<unsigned char>(file.bytes()[at]);
+  return sum;
+}
+
+TEST_CASE("release gives back whole pages in its range, whatever was released before; the bytes stay readable",
+          "[mapped_file]") {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const test::TempDir dir;
+  std::string text;
+  for (std::size_t i = 0; i < 16; ++i) text += std::string(page, static_cast<char>('a' + i));
+  MappedFile file(dir.file("t.csv", text));
+  REQUIRE(file.mapped());
+  const std::size_t sum = touch(file, page);
+  const std::size_t full = resident(file);
+  REQUIRE(full == 16 * page);
+  file.release(page + 1, 3 * page);  // only page 2 is whole inside
+  CHECK(resident(file) == full - page);
+  file.release_before(4 * page);  // pages 0 to 3
+  CHECK(resident(file) == full - 4 * page);
+  CHECK(touch(file, page) == sum);  // read back from the file
+  CHECK(file.bytes() == text);
+  const std::size_t again = resident(file);
+  file.release_before(page);  // monotonic: page 0 was handed back already
+  CHECK(resident(file) == again);
+  file.release(0, page);  // stateless: a second pass gives it back again
+  CHECK(resident(file) == again - page);
 }
 
 }  // namespace
