@@ -174,6 +174,10 @@ std::string_view optimizer_name(Optimizer optimizer) {
     case Optimizer::momentum: return "momentum";
     case Optimizer::adam: return "adam";
     case Optimizer::adamw: return "adamw";
+    case Optimizer::adamw8bit: return "adamw8bit";
+    case Optimizer::adamw32bit: return "adamw32bit";
+    case Optimizer::paged_adamw8bit: return "pagedadamw8bit";
+    case Optimizer::paged_adamw32bit: return "pagedadamw32bit";
   }
   return "";
 }
