@@ -117,6 +117,9 @@ TEST_CASE("qlora's base has no gradients or optimizer state", "[decoder][qlora]"
     }
   }
   CHECK(base_grads == 0);
+  // The .grad tensors alive after the step (set_to_none frees them in the next) are the
+  // adapters' alone, fp32.
+  CHECK(alive(trace, tagged(Tag::gradient)).at_end == 4 * adapters);
 }
 
 TEST_CASE("qlora dequantizes a transient compute-dtype weight per use", "[decoder][qlora]") {
@@ -217,6 +220,27 @@ TEST_CASE("zero=3 over 8 ranks holds an eighth of parameters, gradients and stat
   CHECK(gathers.peak >= s.largest * 2);
   CHECK(gathers.at_end == 0);
   CHECK(weights.peak == weights.at_end + s.pair * 2);
+}
+
+TEST_CASE("zero=3 gathers each unit once per forward and once per backward, checkpointed or not",
+          "[decoder][sharding]") {
+  const ShardPlan plan = plan_shards(build(kSharded), Sharding::zero3, 8);
+  const auto gathers = [](const Trace& trace) {
+    int n = 0;
+    for (const Event& event : trace.events) {
+      if (event.op == Op::alloc && layer_of(trace, event.id).ends_with(".all_gather")) ++n;
+    }
+    return n;
+  };
+  const auto entries = static_cast<int>(plan.forward_order.size());
+  CHECK(gathers(load_workload(std::string(kSharded) + ",zero=3,world=8")) == 2 * entries);
+  const Trace checkpointed = load_workload(std::string(kSharded) + ",ckpt,zero=3,world=8");
+  CHECK(gathers(checkpointed) == 2 * entries);  // the rerun of a layer finds it gathered
+  CHECK(alive(checkpointed, gathered()).peak == shards(Sharding::zero3, 8).pair * 2);
+  const Trace two_micro = load_workload(std::string(kSharded) + ",acc2,zero=3,world=8");
+  CHECK(gathers(two_micro) == 4 * entries);
+  // The second micro-batch adds into the gradient shards the first left.
+  CHECK(alive(two_micro, tagged(Tag::gradient)).at_end == shards(Sharding::zero3, 8).elements * 2);
 }
 
 TEST_CASE("zero=1 shards optimizer state, zero=2 also gradients; neither gathers", "[decoder][sharding]") {
