@@ -3,7 +3,9 @@
 // (each output allocated, freed at its last use unless saved for backward), backward (in
 // reverse, gradients allocated, saved tensors freed after the last node that saved them,
 // weight gradients kept as .grad), then the optimizer's step. Sizes are the tensors'
-// exact bytes; the allocator under test does its own rounding.
+// exact bytes; the allocator under test does its own rounding. A 4-bit base (qlora,
+// bitsandbytes.hpp) and one rank of ZeRO or FSDP (sharding.hpp) change what those steps
+// allocate for weights, gradients and state, not the steps.
 #pragma once
 
 #include <cstdint>
