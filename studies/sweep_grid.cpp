@@ -174,6 +174,10 @@ std::string_view optimizer_name(Optimizer optimizer) {
     case Optimizer::momentum: return "momentum";
     case Optimizer::adam: return "adam";
     case Optimizer::adamw: return "adamw";
+    case Optimizer::adamw8bit: return "adamw8bit";
+    case Optimizer::adamw32bit: return "adamw32bit";
+    case Optimizer::paged_adamw8bit: return "pagedadamw8bit";
+    case Optimizer::paged_adamw32bit: return "pagedadamw32bit";
   }
   return "";
 }
@@ -211,6 +215,26 @@ std::vector<std::string> model_leading(const std::optional<ModelSpec>& model) {
 
 std::vector<std::string> split_list(std::string_view text, std::string_view what) {
   return split_spec_list(text, what);
+}
+
+std::vector<std::string> split_workload_list(std::string_view text) {
+  std::vector<std::string> items;
+  const auto parses = [](const std::string& spec) {
+    try {
+      return parse_model_spec(spec).has_value();
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  for (std::string& item : split_list(text, "--workload")) {
+    const bool flag = item.find_first_of("=:") == std::string::npos && !parses(item);
+    if (flag && !items.empty() && items.back().find(':') != std::string::npos && parses(items.back() + "," + item)) {
+      items.back().append(",").append(item);
+    } else {
+      items.push_back(std::move(item));
+    }
+  }
+  return items;
 }
 
 std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what) {
@@ -255,7 +279,7 @@ const std::vector<std::string>& sweep_columns() {
 std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
   std::vector<std::string> workloads;
   for (const std::string& list : options.workloads) {
-    for (std::string& item : split_list(list, "--workload")) workloads.push_back(std::move(item));
+    for (std::string& item : split_workload_list(list)) workloads.push_back(std::move(item));
   }
   std::vector<std::string> policies;
   for (const std::string& list : options.policies) {

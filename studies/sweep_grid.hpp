@@ -21,6 +21,11 @@ namespace allocsim {
 // Items of a list, spec commas kept: split_spec_list (sim/spec.hpp), the way `run` reads one spec.
 std::vector<std::string> split_list(std::string_view text, std::string_view what);
 
+// A --workload list: split_list's items, where a decoder's flag after its ':' continues its
+// spec (`llama3_8b:lora=16,ckpt,gpt2` is two workloads; split_list continues key=value items
+// only, as policy lists need).
+std::vector<std::string> split_workload_list(std::string_view text);
+
 // Whole numbers: `1:1024` (1, 2, 4, ... 1024), `8:64:8`, `1,3:12` ... ascending, each once.
 std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what);
 

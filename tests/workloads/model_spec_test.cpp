@@ -74,7 +74,9 @@ TEST_CASE("model spec: every row of the token table parses, prints and shows in 
     // 32 (2048 tokens for positions, tinyllama's default sequence being 1024) a decoder's.
     const bool decoder = token.key >= kFirstListedKey;
     const std::string base = decoder ? "tinyllama_1b:" : "bert_base_";
-    const std::string written = spell(token, !decoder ? 2 : token.key == ModelKey::positions ? 2048 : 32);
+    std::string written = spell(token, !decoder ? 2 : token.key == ModelKey::positions ? 2048 : 32);
+    if (token.key == ModelKey::zero) written += ",world=32";  // zero=S and world=N come together
+    if (token.key == ModelKey::world) written = "zero=3," + written;
     const auto spec = parse_model_spec(base + written);
     REQUIRE(spec);
     CHECK(spec->names(token.key));

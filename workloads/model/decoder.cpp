@@ -47,7 +47,9 @@ Node eager_attention(ModelBuilder& b, const DecoderConfig& c, const std::string&
 // lora_B(lora_A(x)) * scaling (lora_dropout 0: nn.Identity). Only the adapters train.
 Node projection(ModelBuilder& b, const DecoderConfig& c, Node x, const std::string& name, int64_t out, bool bias,
                 bool targeted) {
+  b.quantize_new(c.nf4);
   const Node base = b.linear(x, name, out, bias);
+  b.quantize_new(false);
   if (c.lora == 0 || !targeted) return base;
   b.freeze_new(false);
   const Node down = b.linear(x, name + ".lora_A", c.lora, false);

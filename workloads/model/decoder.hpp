@@ -43,6 +43,10 @@ struct DecoderConfig {
   // parameter frozen. 0: none.
   std::int64_t lora = 0;
   bool lora_all = false;
+  // QLoRA (qlora=R): LoRA as above over a base whose layer linears keep their weights in
+  // bitsandbytes' NF4 with double quantisation (bitsandbytes.hpp); lm_head and the
+  // embeddings stay unquantized (transformers skips the output embedding).
+  bool nf4 = false;
 
   std::int64_t key_value_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   std::int64_t head_dim() const { return heads > 0 ? d_model / heads : 0; }

@@ -48,6 +48,7 @@ ModelBuilder::ModelBuilder(std::string model_name) { model_.name = std::move(mod
 Node ModelBuilder::add_op(ModelOp new_op, std::initializer_list<Node> inputs) {
   new_op.unit = unit_;
   new_op.frozen = freeze_;
+  new_op.nf4 = nf4_ && new_op.kind == OpKind::linear;
   const Node node = boost::add_vertex(std::move(new_op), model_.graph);
   for (const Node input : inputs) boost::add_edge(input, node, model_.graph);
   return node;

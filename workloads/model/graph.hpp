@@ -72,6 +72,7 @@ struct ModelOp {
   std::int64_t heads = 0;            // attention: query heads (the log-sum-exp's rows per token)
   int unit = -1;                     // the checkpoint unit (a decoder layer) it belongs to, or -1
   bool frozen = false;               // its parameters get no gradient (requires_grad=False)
+  bool nf4 = false;                  // linear: its weight in bitsandbytes' 4-bit NF4 (QLoRA's base; bitsandbytes.hpp)
 
   std::int64_t elements() const;     // of the output, per sample
   std::int64_t channels() const { return shape.front(); }
@@ -130,6 +131,7 @@ class ModelBuilder {
   void add_buffer(Node node, Bytes bytes);   // a persistent buffer the op's module owns
   void set_returned(Node node);              // the model's output keeps it until forward returns
   void freeze_new(bool freeze) { freeze_ = freeze; }  // the ops added next have frozen parameters
+  void quantize_new(bool nf4) { nf4_ = nf4; }  // the linears added next keep their weight in NF4
   void begin_unit(int unit) { unit_ = unit; }  // the ops added next form checkpoint unit `unit`
   void end_unit() { unit_ = -1; }
 
@@ -142,6 +144,7 @@ class ModelBuilder {
   Model model_;
   int unit_ = -1;
   bool freeze_ = false;
+  bool nf4_ = false;
 };
 
 }  // namespace allocsim

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/error.hpp"
+#include "workloads/model/bitsandbytes.hpp"
 #include "workloads/model/runtime_allocations.hpp"
 
 namespace allocsim {
@@ -45,6 +46,15 @@ class Lowering {
                   "DistributedDataParallel), not tf's");
     }
     activation_bytes_ = options.precision == Precision::fp32 ? 4 : 2;
+    if (options.sharding != Sharding::none) {
+      if (tf_ || options.ddp_bucket_mib > 0) {  // inference shards too: the units are gathered as forward runs
+        throw Error("workload " + model.name + ": zero and fsdp shard PyTorch (not tf) without ddp");
+      }
+      rank_.emplace(
+          model, options.sharding, options.world, activation_bytes_,
+          [this](Bytes bytes, Tag tag, const std::string& layer) { return alloc(bytes, tag, layer); },
+          [this](AllocId id) { free(id); });
+    }
     const std::size_t ops = boost::num_vertices(graph_);
     storage_of_.assign(ops, kNone);
     grad_of_.assign(ops, kNone);
@@ -204,8 +214,17 @@ class Lowering {
   // ---- persistent state -------------------------------------------------------------
   void allocate_weights() {
     for (const Node node : boost::make_iterator_range(boost::vertices(graph_))) {
-      for (const std::int64_t elements : op(node).params) {
-        weights_.push_back({node, alloc(static_cast<Bytes>(elements) * 4, Tag::weight, op(node).name)});
+      for (std::size_t i = 0; i < op(node).params.size(); ++i) {
+        const std::int64_t elements = op(node).params[i];
+        if (op(node).nf4 && i == 0) {
+          weights_.push_back({node, quantize_nf4(node, elements)});
+        } else if (rank_ && !rank_->replicated()) {
+          weights_.push_back({node, AllocId{}});  // the rank's shards instead (allocate_parameters)
+        } else {
+          // ZeRO-1 and 2 keep the module whole in its compute dtype; fp32 masters are sharded.
+          const Bytes bytes = rank_ ? activation_bytes_ : 4;
+          weights_.push_back({node, alloc(static_cast<Bytes>(elements) * bytes, Tag::weight, op(node).name)});
+        }
       }
       for (const Bytes buffer : op(node).buffers) alloc(buffer, Tag::weight, op(node).name);
       if (op(node).kind == OpKind::batchnorm) {  // running_mean, running_var, num_batches_tracked
@@ -215,7 +234,43 @@ class Lowering {
         alloc(8, Tag::weight, op(node).name);
       }
     }
+    if (rank_) rank_->allocate_parameters();
     grads_.assign(weights_.size(), std::nullopt);
+  }
+
+  // Params4bit._quantize as transformers loads a bitsandbytes 4-bit model: the checkpoint's
+  // weight comes to the device in the compute dtype, quantize_4bit makes the absmax (fp32),
+  // the packed codes and the NF4 code, then double quantisation the offset, the dynamic map
+  // (once), the second-level absmax and the 8-bit absmax; the fp32 absmax and the loaded
+  // weight go. Returns the packed weight.
+  AllocId quantize_nf4(Node node, std::int64_t elements) {
+    const Nf4Layout layout = nf4_layout(elements);
+    const std::string& name = op(node).name;
+    const AllocId loaded = alloc(static_cast<Bytes>(elements) * activation_bytes_, Tag::weight, name);
+    const AllocId absmax = alloc(layout.absmax_fp32, Tag::weight, name);
+    const AllocId packed = alloc(layout.packed, Tag::weight, name);
+    alloc(layout.code, Tag::weight, name);
+    alloc(layout.offset, Tag::weight, name);
+    if (!dynamic_map_) {
+      alloc(kDynamicMapBytes, Tag::weight, "bitsandbytes.dynamic_map");
+      dynamic_map_ = true;
+    }
+    alloc(layout.absmax2, Tag::weight, name);
+    alloc(layout.absmax_8bit, Tag::weight, name);
+    free(absmax);
+    free(loaded);
+    return packed;
+  }
+
+  // dequantize_4bit with a nested state: the fp32 absmax dequantized (and the offset added
+  // in place), then the whole weight in the compute dtype; the absmax goes when it returns.
+  // The caller frees the weight after its matmul.
+  AllocId dequantize_nf4(Node node) {
+    const std::int64_t elements = op(node).params.front();
+    const AllocId absmax = alloc(nf4_layout(elements).absmax_fp32, Tag::temp, op(node).name);
+    const AllocId weight = alloc(static_cast<Bytes>(elements) * activation_bytes_, Tag::temp, op(node).name);
+    free(absmax);
+    return weight;
   }
 
   void new_batch() {
@@ -232,6 +287,7 @@ class Lowering {
 
   void zero_grad() {
     if (!options_.set_to_none || tf_) return;
+    if (rank_) rank_->zero_grad();
     for (auto& grad : grads_) {
       if (grad) free(*grad);
       grad.reset();
@@ -267,7 +323,9 @@ class Lowering {
   // casts of leaves that require grad keeps them until the autocast region ends, with
   // forward (cached_cast in aten/src/ATen/autocast_mode.cpp).
   void cast_weights(Node node) {
-    if (options_.precision == Precision::fp32) return;
+    // A sharded rank computes with parameters already in the compute dtype (gathered or kept
+    // so); a 4-bit base is dequantized instead (its bias cast, a few bytes, is not traced).
+    if (options_.precision == Precision::fp32 || rank_ || op(node).nf4) return;
     for (const std::int64_t elements : params_of(node)) {
       const AllocId cast = alloc(static_cast<Bytes>(elements) * 2, Tag::weight, op(node).name);
       if (grad_mode_) {
@@ -363,8 +421,10 @@ class Lowering {
         }
       }
       grad_mode_ = options_.training && !checkpoint && requires_grad_[node];  // autograd records only these
+      if (rank_) rank_->forward_op(node);
       forward_op(node, returned, -1);
     }
+    if (rank_) rank_->end_forward();
     grad_mode_ = options_.training;
     for (const int storage : returned) {  // the output object goes when forward returns
       --storages_[storage].forward_uses;
@@ -468,6 +528,23 @@ class Lowering {
         case OpKind::linear: {
           const int in = read_as(node, inputs[0], activation_bytes_);
           cast_weights(node);
+          if (o.nf4) {
+            // Linear4bit: matmul_4bit on the dequantized weight, then out.to(x's dtype before
+            // its cast to the compute dtype): under autocast an fp32 input gives an fp32 output.
+            const AllocId weight = dequantize_nf4(node);
+            if (dtype_[inputs[0]] == dtype_[node]) {
+              out = new_storage(node, out_bytes);
+              free(weight);
+            } else {
+              const AllocId computed = alloc(out_bytes, Tag::activation, o.name);
+              free(weight);
+              dtype_[node] = dtype_[inputs[0]];
+              out = new_storage(node, output_bytes(node));
+              free(computed);
+            }
+            saved_[node].clear();  // MatMul4Bit keeps the packed weight alone
+            break;
+          }
           out = new_storage(node, out_bytes);
           saved_[node].clear();
           if (trainable(node)) {  // the weight's gradient needs the input; a frozen weight's none
@@ -681,9 +758,17 @@ class Lowering {
         continue;
       }
       (void)weight;
-      const std::int64_t elements = op(owner).params[params_seen_[owner]++];
+      const std::size_t which = params_seen_[owner]++;
+      const std::int64_t elements = op(owner).params[which];
+      if (rank_ && rank_->shards_gradients()) {  // kept until the unit's reduce-scatter
+        rank_->parameter_grad(owner, which, elements);
+        ++index;
+        continue;
+      }
       AllocId grad{};
-      if (options_.precision != Precision::fp32 && (op(node).kind == OpKind::conv || op(node).kind == OpKind::linear)) {
+      if (rank_) {  // ZeRO-1: the module's own dtype
+        grad = alloc(static_cast<Bytes>(elements) * activation_bytes_, Tag::gradient, op(node).name);
+      } else if (options_.precision != Precision::fp32 && (op(node).kind == OpKind::conv || op(node).kind == OpKind::linear)) {
         const AllocId half = alloc(static_cast<Bytes>(elements) * 2, Tag::gradient, op(node).name);
         grad = alloc(static_cast<Bytes>(elements) * 4, Tag::gradient, op(node).name);  // back to the fp32 param
         free(half);
@@ -744,6 +829,27 @@ class Lowering {
     for (const int storage : saved_[node]) unsave(storage);
   }
 
+  // MatMul4Bit's backward: the gradient back to the compute dtype (out.to's backward), the
+  // weight dequantized again, grad_A = grad @ W, the weight freed; a frozen base has no
+  // weight gradient.
+  void nf4_linear_back(Node node, Node input, int grad_out) {
+    if (dtype_[node] != activation_bytes_) {
+      const int cast = new_grad(node, bytes_of(node, activation_bytes_));
+      drop(grad_out);
+      grad_out = cast;
+    }
+    const bool needs_input_grad = requires_grad_[input];
+    int grad_in = kNone;
+    if (needs_input_grad) {
+      const AllocId weight = dequantize_nf4(node);
+      grad_in = input_grad(node, 0, input);
+      free(weight);
+    }
+    drop(grad_out);
+    unsave_all(node);
+    if (needs_input_grad) pass_back(node, 0, input, grad_in);
+  }
+
   void backward() {
     const auto vertices = boost::vertices(graph_);
     std::vector<Node> order(vertices.first, vertices.second);
@@ -751,6 +857,7 @@ class Lowering {
     int recomputed = -1;
     for (const Node node : order) {
       const ModelOp& o = op(node);
+      if (rank_) rank_->backward_op(node);  // gathers the unit (before a checkpointed unit reruns)
       if (checkpointed(node) && o.unit != recomputed) {
         if (recomputed >= 0) release_unit_inputs(recomputed);
         recomputed = o.unit;
@@ -801,6 +908,10 @@ class Lowering {
           break;
         }
         case OpKind::linear: {
+          if (o.nf4) {
+            nf4_linear_back(node, inputs[0], grad_out);
+            break;
+          }
           const bool needs_input_grad = requires_grad_[inputs[0]];
           const int grad_in = needs_input_grad ? input_grad(node, 0, inputs[0]) : kNone;
           parameter_grads(node);
@@ -940,11 +1051,47 @@ class Lowering {
       grad_of_[node] = kNone;
     }
     if (recomputed >= 0) release_unit_inputs(recomputed);
+    if (rank_) rank_->end_backward();
     storages_.clear();
     grad_pool_.clear();
   }
 
   // ---- optimizer --------------------------------------------------------------------
+  using OptimizerTensor = ShardedRank::OptimizerTensor;
+
+  // What the optimizer updates: each trainable parameter, or a sharded rank's shards.
+  std::vector<OptimizerTensor> optimizer_tensors() {
+    if (rank_) return rank_->optimizer_tensors();
+    std::vector<OptimizerTensor> tensors;
+    std::map<Node, std::size_t> seen;
+    for (const auto& [node, weight] : weights_) {
+      (void)weight;
+      const std::int64_t elements = op(node).params[seen[node]++];
+      if (!op(node).frozen) tensors.push_back(OptimizerTensor{op(node).name, elements, 0});  // frozen: no state
+    }
+    return tensors;
+  }
+
+  // bitsandbytes' Optimizer2State.init_state: state1 and state2 (uint8 with an fp32 absmax
+  // each for 8-bit, fp32 for 32-bit or a tensor below min_8bit_size); the dynamic maps come
+  // to the device with the first 8-bit tensor. Paged state of a large tensor is unified
+  // memory, which PyTorch's allocator never sees.
+  void bnb_adam_init(const OptimizerTensor& tensor) {
+    const Optimizer o = options_.optimizer;
+    const bool eight_bit = o == Optimizer::adamw8bit || o == Optimizer::paged_adamw8bit;
+    const bool paged = o == Optimizer::paged_adamw8bit || o == Optimizer::paged_adamw32bit;
+    const OptimizerStateLayout layout = bnb_adam_state(tensor.elements, eight_bit, paged);
+    if (layout.absmax > 0 && !optimizer_maps_) {
+      alloc(kDynamicMapBytes, Tag::optimizer, "bitsandbytes.qmap1");
+      alloc(kDynamicMapBytes, Tag::optimizer, "bitsandbytes.qmap2");
+      optimizer_maps_ = true;
+    }
+    for (int state = 0; state < 2; ++state) {
+      if (!layout.paged) alloc(layout.state, Tag::optimizer, tensor.name);
+    }
+    for (int state = 0; state < 2 && layout.absmax > 0; ++state) alloc(layout.absmax, Tag::optimizer, tensor.name);
+  }
+
   void optimizer_step(int step) {
     std::vector<AllocId> temporaries;
     const bool amp = options_.precision != Precision::fp32;
@@ -953,35 +1100,42 @@ class Lowering {
       if (step == 0) alloc(4, Tag::optimizer, "grad_scaler");  // the scale, kept
       found_inf = alloc(4, Tag::temp, "grad_scaler");
     }
-    for (const auto& [node, weight] : weights_) {
-      (void)weight;
-      const Bytes bytes = static_cast<Bytes>(op(node).params[params_seen_[node]++]) * 4;
-      if (op(node).frozen) continue;  // no gradient, no state
+    for (const OptimizerTensor& tensor : optimizer_tensors()) {
+      const Bytes bytes = static_cast<Bytes>(tensor.elements) * 4;
+      const std::string& name = tensor.name;
+      const std::optional<AllocId> upcast =
+          tensor.upcast_grad > 0 ? std::optional(alloc(tensor.upcast_grad, Tag::temp, name)) : std::nullopt;
       switch (options_.optimizer) {
         case Optimizer::sgd:
           break;
         case Optimizer::momentum:
-          if (step == 0) alloc(bytes, Tag::optimizer, op(node).name);  // momentum_buffer = grad.clone()
+          if (step == 0) alloc(bytes, Tag::optimizer, name);  // momentum_buffer = grad.clone()
           break;
         case Optimizer::adam:
         case Optimizer::adamw:
           if (step == 0) {  // exp_avg, exp_avg_sq
-            alloc(bytes, Tag::optimizer, op(node).name);
-            alloc(bytes, Tag::optimizer, op(node).name);
+            alloc(bytes, Tag::optimizer, name);
+            alloc(bytes, Tag::optimizer, name);
           }
           if (options_.fused || tf_) break;
           if (options_.for_loop) {  // _single_tensor_adam: denom = (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps)
-            const AllocId root = alloc(bytes, Tag::temp, op(node).name);
-            const AllocId denom = alloc(bytes, Tag::temp, op(node).name);
+            const AllocId root = alloc(bytes, Tag::temp, name);
+            const AllocId denom = alloc(bytes, Tag::temp, name);
             free(root);
             free(denom);  // after param.addcdiv_(exp_avg, denom)
           } else {
-            temporaries.push_back(alloc(bytes, Tag::temp, op(node).name));  // _foreach_sqrt, for every parameter at once
+            temporaries.push_back(alloc(bytes, Tag::temp, name));  // _foreach_sqrt, for every parameter at once
           }
           break;
+        case Optimizer::adamw8bit:
+        case Optimizer::adamw32bit:
+        case Optimizer::paged_adamw8bit:
+        case Optimizer::paged_adamw32bit:
+          if (step == 0) bnb_adam_init(tensor);
+          break;  // one fused kernel per parameter, in place
       }
+      if (upcast) free(*upcast);
     }
-    for (auto& [node, count] : params_seen_) count = 0;
     for (const AllocId temporary : temporaries) free(temporary);
     if (amp) free(found_inf);
     if (tf_) {  // apply_gradients has consumed the tape's gradients
@@ -996,6 +1150,9 @@ class Lowering {
   const ModelGraph& graph_;
   LoweringOptions options_;
   bool tf_ = options_.framework == Framework::tf;
+  std::optional<ShardedRank> rank_;                   // zero=, fsdp=: this rank's shards and gathers
+  bool dynamic_map_ = false;                          // bitsandbytes' 8-bit dynamic map is on the device
+  bool optimizer_maps_ = false;                       // bitsandbytes' optimizer qmaps are on the device
   TraceBuilder builder_;
   Bytes activation_bytes_ = 4;
   Nanos time_ = 0;

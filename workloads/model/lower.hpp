@@ -3,7 +3,9 @@
 // (each output allocated, freed at its last use unless saved for backward), backward (in
 // reverse, gradients allocated, saved tensors freed after the last node that saved them,
 // weight gradients kept as .grad), then the optimizer's step. Sizes are the tensors'
-// exact bytes; the allocator under test does its own rounding.
+// exact bytes; the allocator under test does its own rounding. A 4-bit base (qlora,
+// bitsandbytes.hpp) and one rank of ZeRO or FSDP (sharding.hpp) change what those steps
+// allocate for weights, gradients and state, not the steps.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +13,15 @@
 
 #include "sim/trace.hpp"
 #include "workloads/model/graph.hpp"
+#include "workloads/model/sharding.hpp"
 
 namespace allocsim {
 
 enum class Precision : std::uint8_t { fp32, amp, bf16 };  // amp: fp16 activations, fp32 master weights
-enum class Optimizer : std::uint8_t { sgd, momentum, adam, adamw };
+// adamw8bit, adamw32bit: bitsandbytes' AdamW8bit (uint8 blockwise state) and AdamW32bit
+// (fp32 state), fused kernels without temporaries, and their paged versions (the state of
+// large tensors in unified memory; bitsandbytes.hpp).
+enum class Optimizer : std::uint8_t { sgd, momentum, adam, adamw, adamw8bit, adamw32bit, paged_adamw8bit, paged_adamw32bit };
 // torch: PyTorch 2.x eager. tf: TensorFlow 2 / Keras graph mode, which differs where its
 // kernels do: no in-place ops (ReLU and residual adds write new tensors), MaxPool's
 // gradient reads its input and output (no int64 indices), gradients are tape outputs
@@ -44,6 +50,8 @@ struct LoweringOptions {
   bool runtime = true;
   bool benchmark = false;         // torch.backends.cudnn.benchmark: trial workspaces in the first step
   std::int64_t ddp_bucket_mib = 0;  // DistributedDataParallel's bucket_cap_mb; 0: no DDP
+  Sharding sharding = Sharding::none;  // one rank of ZeRO or FSDP (sharding.hpp)
+  std::int64_t world = 1;         // ranks the sharding spans
   int compute_capability = 90;    // of the device it runs on (the cuBLAS workspace's size); not a token
 
   friend bool operator==(const LoweringOptions&, const LoweringOptions&) = default;

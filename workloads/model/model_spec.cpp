@@ -25,6 +25,18 @@ constexpr std::array kTokens{
                "optimizer"},
     ModelToken{"adam", false, ModelKey::optimizer, num(Optimizer::adam), "Adam", "optimizer"},
     ModelToken{"adamw", false, ModelKey::optimizer, num(Optimizer::adamw), "AdamW", "optimizer"},
+    ModelToken{"adamw8bit", false, ModelKey::optimizer, num(Optimizer::adamw8bit),
+               "bitsandbytes' AdamW8bit: uint8 state with an fp32 absmax per 256 values (fp32 state below 4096 "
+               "elements), a fused kernel",
+               ""},
+    ModelToken{"adamw32bit", false, ModelKey::optimizer, num(Optimizer::adamw32bit),
+               "bitsandbytes' AdamW32bit: fp32 state, a fused kernel", ""},
+    ModelToken{"pagedadamw8bit", false, ModelKey::optimizer, num(Optimizer::paged_adamw8bit),
+               "bitsandbytes' PagedAdamW8bit: as adamw8bit, the state of tensors of 100,000 elements or more in "
+               "CUDA unified memory, outside the allocator and the trace",
+               ""},
+    ModelToken{"pagedadamw32bit", false, ModelKey::optimizer, num(Optimizer::paged_adamw32bit),
+               "bitsandbytes' PagedAdamW32bit: as adamw32bit, paged as pagedadamw8bit", ""},
     ModelToken{"fused", false, ModelKey::fused, 1, "fused optimizer: no foreach temporaries", ""},
     ModelToken{"keepgrad", false, ModelKey::keepgrad, 1, "zero_grad without set_to_none", ""},
     ModelToken{"acc", true, ModelKey::accumulation, 0, "micro-batches of bN per optimizer step", "accumulation"},
@@ -99,6 +111,23 @@ constexpr std::array kTokens{
     ModelToken{"lora_targets=qv", false, ModelKey::lora_targets, 0, "LoRA on q_proj and v_proj, PEFT's default", ""},
     ModelToken{"lora_targets=all", false, ModelKey::lora_targets, 1,
                "LoRA on every linear of the layers (q, k, v, o, gate, up, down)", ""},
+    ModelToken{"qlora=", true, ModelKey::qlora, 0,
+               "QLoRA: lora=N over a base whose layer linears keep their weights in bitsandbytes' NF4 (4 bits, an "
+               "absmax per 64 values, double quantised), dequantized into the compute dtype per use; lm_head and "
+               "embeddings unquantized",
+               ""},
+    ModelToken{"zero=1", false, ModelKey::zero, num(Sharding::zero1),
+               "one rank of DeepSpeed ZeRO stage 1 over world=N ranks: fp32 master parameters and optimizer state "
+               "sharded",
+               ""},
+    ModelToken{"zero=2", false, ModelKey::zero, num(Sharding::zero2), "ZeRO stage 2: gradients sharded too", ""},
+    ModelToken{"zero=3", false, ModelKey::zero, num(Sharding::zero3),
+               "ZeRO stage 3: parameters sharded too, each layer gathered before it runs, the next prefetched", ""},
+    ModelToken{"world=", true, ModelKey::world, 0, "ranks a zero= stage shards over", ""},
+    ModelToken{"fsdp=", true, ModelKey::fsdp, 0,
+               "one rank of PyTorch FSDP FULL_SHARD over N ranks: a flat fp32 shard per decoder layer and the root, "
+               "each layer all-gathered in the compute dtype with the next prefetched, gradients reduce-scattered",
+               ""},
 };
 
 // The largest value of a decoder's dimensions (Qwen's vocabulary is 151,936).
@@ -154,6 +183,10 @@ std::int64_t get(const ModelSpec& spec, ModelKey key) {
     case ModelKey::checkpoint: return o.checkpoint ? 1 : 0;
     case ModelKey::lora: return spec.decoder.lora;
     case ModelKey::lora_targets: return spec.decoder.lora_all ? 1 : 0;
+    case ModelKey::qlora: return spec.decoder.nf4 ? spec.decoder.lora : 0;
+    case ModelKey::zero: return num(o.sharding);
+    case ModelKey::world: return o.world;
+    case ModelKey::fsdp: return o.sharding == Sharding::fsdp ? o.world : 0;
   }
   return 0;
 }
@@ -192,6 +225,10 @@ std::string_view key_name(ModelKey key) {
     case ModelKey::checkpoint: return "checkpointing";
     case ModelKey::lora: return "LoRA rank";
     case ModelKey::lora_targets: return "LoRA targets";
+    case ModelKey::qlora: return "QLoRA rank";
+    case ModelKey::zero: return "ZeRO stage";
+    case ModelKey::world: return "world";
+    case ModelKey::fsdp: return "FSDP";
   }
   return "";
 }
@@ -270,6 +307,17 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
     case ModelKey::checkpoint: o.checkpoint = value != 0; break;
     case ModelKey::lora: d.lora = dimension(); break;
     case ModelKey::lora_targets: d.lora_all = value != 0; break;
+    case ModelKey::qlora:
+      d.lora = dimension();
+      d.nf4 = true;
+      break;
+    case ModelKey::zero: o.sharding = static_cast<Sharding>(value); break;
+    case ModelKey::world: positive(); o.world = value; break;
+    case ModelKey::fsdp:
+      positive();
+      o.sharding = Sharding::fsdp;
+      o.world = value;
+      break;
   }
   spec.given |= std::uint64_t{1} << static_cast<unsigned>(token.key);
 }
@@ -319,6 +367,19 @@ std::pair<const ModelToken*, std::int64_t> find_token(std::string_view written, 
               "'; valid tokens: " + model_spec_tokens());
 }
 
+// The combinations of zero=, world=, fsdp= and LoRA that the lowering models.
+void check_training_options(const ModelSpec& spec, std::string_view text) {
+  const auto fail = [&](const std::string& why) { throw Error("workload " + std::string(text) + ": " + why); };
+  const LoweringOptions& o = spec.options;
+  if (spec.names(ModelKey::fsdp) && (spec.names(ModelKey::zero) || spec.names(ModelKey::world))) {
+    fail("fsdp=N gives the ranks itself; give fsdp=N or zero=S,world=N");
+  }
+  if (spec.names(ModelKey::zero) != spec.names(ModelKey::world)) fail("zero=S and world=N come together");
+  if (o.sharding != Sharding::none && spec.decoder.lora > 0) {
+    fail("zero and fsdp with lora or qlora (frozen parameters) are not modelled");
+  }
+}
+
 }  // namespace
 
 std::optional<ModelSpec> parse_model_spec(std::string_view text) {
@@ -336,10 +397,11 @@ std::optional<ModelSpec> parse_model_spec(std::string_view text) {
   const auto take = [&](std::string_view written) {
     if (written.empty()) throw Error("workload " + std::string(text) + ": empty token");
     const auto [found, value] = find_token(written, text);
-    std::string_view& earlier = written_for[static_cast<std::size_t>(found->key)];
+    const ModelKey slot = found->key == ModelKey::qlora ? ModelKey::lora : found->key;  // one rank: lora or qlora
+    std::string_view& earlier = written_for[static_cast<std::size_t>(slot)];
     if (!earlier.empty()) {
       throw Error("workload " + std::string(text) + ": '" + std::string(earlier) + "' and '" + std::string(written) +
-                  "' both set the " + std::string(key_name(found->key)) + "; give one");
+                  "' both set the " + std::string(key_name(slot)) + "; give one");
     }
     earlier = written;
     apply(spec, *found, value, written, text);
@@ -362,6 +424,7 @@ std::optional<ModelSpec> parse_model_spec(std::string_view text) {
       listed.remove_prefix(comma + 1);
     }
   }
+  check_training_options(spec, text);
   if (model->is_decoder()) {
     if (const std::string problem = spec.decoder.problem(); !problem.empty()) {
       throw Error("workload " + std::string(text) + ": " + problem);

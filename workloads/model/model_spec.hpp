@@ -26,9 +26,9 @@ enum class ModelKey : std::uint8_t {
   precision, optimizer, sequence, accumulation, steps, mode, fused, keepgrad, workspace, framework, runtime, benchmark,
   ddp, batch,
   layers, d_model, heads, kv_heads, d_ff, vocab, positions, norm, ffn, rope, tied, bias, dropout, attention, checkpoint,
-  lora, lora_targets
+  lora, lora_targets, qlora, zero, world, fsdp
 };
-constexpr std::size_t kModelKeys = static_cast<std::size_t>(ModelKey::lora_targets) + 1;
+constexpr std::size_t kModelKeys = static_cast<std::size_t>(ModelKey::fsdp) + 1;
 constexpr ModelKey kFirstListedKey = ModelKey::layers;  // this key and later ones go after the ':'
 
 struct ModelToken {
