@@ -397,7 +397,8 @@ class Planner {
                           : "torch.optim.SGD(model.parameters(), lr=...) without momentum: no momentum buffers",
                      Impact::optimizer, [=, this](ModelSpec& s) { set(s, "sgd"); });
       }
-      checkpointing(notes);
+      // A run that checkpoints already has nothing to gain from the suggestion.
+      if (!o.checkpoint) checkpointing(notes);
     }
   }
 

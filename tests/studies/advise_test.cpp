@@ -273,6 +273,23 @@ TEST_CASE("advise: when no single change keeps a training job on the card, two a
   }
 }
 
+TEST_CASE("advise: checkpointing is suggested only to a run that does not checkpoint yet", "[advise]") {
+  const auto mentions_checkpointing = [](const AdviseResults& results) {
+    const auto said = [](const std::string& what) { return what.find("checkpointing") != std::string::npos; };
+    return std::any_of(results.lines.begin(), results.lines.end(), [&](const AdviseLine& l) { return said(l.candidate.what); }) ||
+           std::any_of(results.not_tried.begin(), results.not_tried.end(), [&](const AdviseNote& n) { return said(n.what); });
+  };
+  AdviseStudy study;
+  study.workload = "decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope";
+  study.device.capacity = 64_MiB;
+  study.threads = 2;
+  CHECK(mentions_checkpointing(run_advise(study)));
+  study.workload += ",ckpt";
+  const AdviseResults checkpointed = run_advise(study);
+  CHECK_FALSE(checkpointed.as_is.fits);
+  CHECK_FALSE(mentions_checkpointing(checkpointed));
+}
+
 TEST_CASE("advise: the ranking puts what fits first, then the least change, then headroom", "[advise]") {
   const auto line = [](std::string what, bool fits, Impact impact, Bytes headroom) {
     AdviseLine l;
