@@ -22,5 +22,13 @@ TEST_CASE("cli: a generation's peak names its decode step", "[cli][generation]")
   CHECK_THAT(listing.out, Catch::Contains("cache=paged") && Catch::Contains("len=MIN:MAX") && Catch::Contains("prefillN"));
 }
 
+TEST_CASE("cli: maxbatch searches a generation's batch, in the compute dtype and with amp", "[cli][generation]") {
+  const Outcome run = cli({"maxbatch", "--workload", "tinyllama_1b_infer_prefill8_decode4:layers=1", "--policy", "caching",
+                           "--capacity", "2GiB"});
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  CHECK_THAT(run.out, Catch::Contains("with amp") && !Catch::Contains("with acc"));
+}
+
 }  // namespace
 }  // namespace allocsim

@@ -151,8 +151,8 @@ constexpr std::array kTokens{
                ""},
     ModelToken{"block=", true, ModelKey::block, 0, "cache=paged: tokens per block, default 16", ""},
     ModelToken{"len=", true, ModelKey::lengths, 0,
-               "len=MIN:MAX (or len=N): per-sequence lengths drawn uniformly (seed=): generation's decode steps per "
-               "sequence; training's tokens per sample, padded to each step's longest or packed",
+               "per-sequence lengths drawn uniformly from seed= (len=N: all N): a generation's decode steps per "
+               "sequence; training's tokens per sample, each micro-batch padded to its longest or packed",
                "", true, true},
     ModelToken{"seed=", true, ModelKey::seed, 0, "the seed of len='s draws, default 1", ""},
     ModelToken{"packed", false, ModelKey::packing, 1,
