@@ -18,8 +18,8 @@ constexpr ModelKey kNotInGeneration[] = {ModelKey::optimizer,  ModelKey::accumul
 
 // The spec's token for `key`, as printed and quoted: for messages.
 std::string token_of(const ModelSpec& spec, ModelKey key) {
-  ModelSpec alone{spec.model, spec.options, spec.sequence, std::uint64_t{1} << static_cast<unsigned>(key),
-                  spec.decoder, spec.generation, spec.lengths};
+  ModelSpec alone = spec;
+  alone.given = std::uint64_t{1} << static_cast<unsigned>(key);
   const std::string text = to_string(alone);
   std::string quoted(1, '\'');
   quoted += text.substr(text.find_first_of("_:", spec.model->name.size()) + 1);
