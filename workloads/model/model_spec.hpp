@@ -32,6 +32,7 @@ enum class ModelKey : std::uint8_t {
   cache, block, lengths, seed, packing  // generation.hpp, sequence_lengths.hpp
 };
 constexpr std::size_t kModelKeys = static_cast<std::size_t>(ModelKey::packing) + 1;
+static_assert(kModelKeys <= 64, "ModelSpec::given holds a bit per key");
 constexpr ModelKey kFirstListedKey = ModelKey::layers;  // this key and later ones go after the ':'
 
 struct ModelToken {

@@ -13,8 +13,9 @@ constexpr ModelKey kGenerationOnly[] = {ModelKey::cache, ModelKey::block};
 constexpr ModelKey kNotInGeneration[] = {ModelKey::optimizer,  ModelKey::accumulation, ModelKey::steps,
                                          ModelKey::fused,      ModelKey::keepgrad,     ModelKey::framework,
                                          ModelKey::benchmark,  ModelKey::ddp,          ModelKey::checkpoint,
-                                         ModelKey::lora,       ModelKey::lora_targets, ModelKey::packing,
-                                         ModelKey::sequence};
+                                         ModelKey::lora,       ModelKey::lora_targets, ModelKey::qlora,
+                                         ModelKey::zero,       ModelKey::world,        ModelKey::fsdp,
+                                         ModelKey::packing,    ModelKey::sequence};
 
 // The spec's token for `key`, as printed and quoted: for messages.
 std::string token_of(const ModelSpec& spec, ModelKey key) {
