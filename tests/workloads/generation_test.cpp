@@ -300,6 +300,7 @@ TEST_CASE("generation and len= specs: canonical spelling and errors", "[generati
   CHECK_THAT(error("llama2_7b:len=8:x"), Catch::Contains("unknown token 'len=8:x'"));
   CHECK_THAT(error("llama2_7b:cache=lru"), Catch::Contains("unknown token 'cache=lru'"));
   CHECK_THAT(error("llama2_7b_b2:seed=3"), Catch::Contains("are for len="));
+  CHECK_THAT(error("llama2_7b:len=8:9,seed=-3"), Catch::Contains("'seed=-3' is out of range"));
   CHECK_THAT(error("llama2_7b_s64_b2:len=8:128,packed"), Catch::Contains("hold no sequence of 128"));
   CHECK_THAT(error("llama2_7b_s64_b2:len=8:32"), Catch::Contains("give len= or sN, not both"));
   CHECK_THAT(error("resnet50:len=8:32"), Catch::Contains("is a decoder's"));

@@ -391,7 +391,10 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
       spec.lengths.max = max;
       break;
     }
-    case ModelKey::seed: spec.lengths.seed = static_cast<std::uint64_t>(value); break;
+    case ModelKey::seed:
+      if (value < 0) throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is out of range");
+      spec.lengths.seed = static_cast<std::uint64_t>(value);
+      break;
     case ModelKey::packing: spec.lengths.packed = value != 0; break;
   }
   spec.given |= std::uint64_t{1} << static_cast<unsigned>(token.key);
