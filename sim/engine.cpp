@@ -180,6 +180,7 @@ class Replay {
         run.result.peak_step = step_of(info, run.result.peak_event);
       }
       run.result.steps = info.step_starts.size();
+      run.result.generation = info.generation;
       if (!source.live_lower_bound()) {  // a generator stopped early: walk it once more
         run.result.live_lower_bound = peak_live(source, [](Bytes bytes) { return bytes; });
       } else {

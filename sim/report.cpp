@@ -39,11 +39,16 @@ nlohmann::json to_json(const MetricValue& value) {
   return nullptr;
 }
 
-// ", step 2 of 2 (steady state)": which step of a trace with steps the peak is in.
+// ", step 2 of 2 (steady state)": which step of a trace with steps the peak is in; in a
+// generation ", step 9 of 9 (decode step 8)".
 std::string describe_step(const TenantResult& tenant) {
   if (!tenant.peak_step) return {};
   std::string text = ", step " + std::to_string(*tenant.peak_step) + " of " + std::to_string(tenant.steps);
-  if (tenant.steps > 1) text += *tenant.peak_step == 1 ? " (the warm-up)" : " (steady state)";
+  if (tenant.generation) {
+    text += *tenant.peak_step == 1 ? " (the prefill)" : " (decode step " + std::to_string(*tenant.peak_step - 1) + ")";
+  } else if (tenant.steps > 1) {
+    text += *tenant.peak_step == 1 ? " (the warm-up)" : " (steady state)";
+  }
   return text;
 }
 

@@ -46,6 +46,7 @@ struct TenantResult {
   Breakdown at_peak;  // what was alive then, by tag and layer
   std::optional<std::size_t> peak_step;  // the training step of peak_event (1 = warm-up)
   std::size_t steps = 0;                 // training steps in the trace, 0 without steps
+  bool generation = false;               // the steps are a generation's (TraceInfo::generation)
   std::uint64_t device_mallocs = 0;
   std::uint64_t device_frees = 0;
   std::uint64_t device_failed_mallocs = 0;

@@ -21,6 +21,7 @@ struct TraceInfo {
   // The first event of each training step, ascending; the first step starts at event 0
   // (setup is part of it, as in a real process's first iteration). Empty: no steps.
   std::vector<std::size_t> step_starts;
+  bool generation = false;  // the steps are a generation's: the prefill, then one per decoded token
 };
 
 // The step (1-based) that event `event` belongs to; nullopt for a trace without steps.

@@ -14,6 +14,7 @@
 #include "workloads/kineto_trace.hpp"
 #include "workloads/tf_memory_log.hpp"
 #include "workloads/model/model_spec.hpp"
+#include "workloads/model/spec_lowering.hpp"
 #include "workloads/random_trace.hpp"
 #include "workloads/snapshot_import.hpp"
 
@@ -145,7 +146,7 @@ Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
   if (options.cuda_device) throw Error("--cuda-device is for PyTorch snapshots, profiler traces and TensorFlow logs, not the workload '" + std::string(spec_text) + "'");
   if (auto model = parse_model_spec(spec_text)) {
     model->options.compute_capability = options.compute_capability;
-    return lower_model(model->build(), model->options, std::string(spec_text));
+    return lower_spec(*model, std::string(spec_text));
   }
   const Spec spec = parse_spec(spec_text);
   for (const WorkloadInfo& info : kWorkloads) {

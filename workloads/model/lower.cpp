@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -36,8 +37,11 @@ struct Grad {
 
 class Lowering {
  public:
-  Lowering(const Model& model, const LoweringOptions& options, std::string name)
-      : model_(model), graph_(model.graph), options_(options), builder_(TraceInfo{std::move(name), "model"}) {
+  // `shapes`: the graph of each micro-batch in turn (the same ops, other shapes: a batch
+  // padded to its longest sequence), or empty: `model`'s for every one.
+  Lowering(const Model& model, const LoweringOptions& options, std::string name, std::span<const Model> shapes = {})
+      : model_(model), graph_(model.graph), options_(options), builder_(TraceInfo{std::move(name), "model"}),
+        shapes_(shapes) {
     if (options.batch < 1 || options.accumulation < 1 || options.steps < 1) {
       throw Error("workload " + model.name + ": batch, accumulation and steps must be at least 1");
     }
@@ -84,6 +88,7 @@ class Lowering {
       step_ = step;
       builder_.begin_step();
       for (int micro = 0; micro < options_.accumulation; ++micro) {
+        if (!shapes_.empty()) reshape(shapes_[static_cast<std::size_t>(step * options_.accumulation + micro)]);
         new_batch();
         if (options_.training && micro == 0) zero_grad();
         forward();
@@ -1146,8 +1151,17 @@ class Lowering {
     }
   }
 
+  // The next micro-batch's shapes: its graph has the same ops in the same order, so every
+  // per-op table stays valid; only sizes and the labels per sample change.
+  void reshape(const Model& shaped) {
+    graph_ = shaped.graph;
+    for (const Node node : boost::make_iterator_range(boost::vertices(graph_))) {
+      if (op(node).kind == OpKind::loss) labels_ = op(node).labels;
+    }
+  }
+
   const Model& model_;
-  const ModelGraph& graph_;
+  ModelGraph graph_;  // a copy: reshape() replaces it
   LoweringOptions options_;
   bool tf_ = options_.framework == Framework::tf;
   std::optional<ShardedRank> rank_;                   // zero=, fsdp=: this rank's shards and gathers
@@ -1184,6 +1198,7 @@ class Lowering {
   std::vector<std::vector<Node>> units_;              // by checkpoint unit: its ops, in forward order
   std::vector<std::vector<int>> saved_unit_inputs_;   // by unit: the storages its checkpoint saved
   std::map<Node, std::vector<int>> split_parts_;      // by split op's input: part gradients so far
+  std::span<const Model> shapes_;                     // by micro-batch, when shapes change (padded)
 };
 
 }  // namespace
@@ -1213,6 +1228,20 @@ Bytes conv_workspace_bytes(const ModelOp& conv, Bytes input_bytes, Bytes output_
 
 Trace lower_model(const Model& model, const LoweringOptions& options, std::string name) {
   return Lowering(model, options, std::move(name)).run();
+}
+
+Trace lower_model_shapes(std::span<const Model> shapes, const LoweringOptions& options, std::string name) {
+  const auto needed = static_cast<std::size_t>(options.steps) * static_cast<std::size_t>(options.accumulation);
+  if (shapes.size() != needed) {
+    throw Error("lowering " + name + ": " + std::to_string(shapes.size()) + " shapes for " + std::to_string(needed) +
+                " micro-batches");
+  }
+  for (const Model& shaped : shapes) {
+    if (boost::num_vertices(shaped.graph) != boost::num_vertices(shapes.front().graph)) {
+      throw Error("lowering " + name + ": the micro-batches' graphs differ in their ops");
+    }
+  }
+  return Lowering(shapes.front(), options, std::move(name), shapes).run();
 }
 
 }  // namespace allocsim

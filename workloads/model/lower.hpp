@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "sim/trace.hpp"
@@ -58,6 +59,9 @@ struct LoweringOptions {
 };
 
 Trace lower_model(const Model& model, const LoweringOptions& options, std::string name);
+// The same with micro-batch i (of steps x accumulation, in order) shaped as shapes[i]: the
+// graphs of one model at other sizes (a batch padded to its longest sequence), the same ops.
+Trace lower_model_shapes(std::span<const Model> shapes, const LoweringOptions& options, std::string name);
 
 // Bytes of one convolution workspace, or 0 (exposed for tests and documentation).
 enum class ConvPass : std::uint8_t { forward, backward_input, backward_weight };

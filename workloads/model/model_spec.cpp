@@ -1,5 +1,6 @@
 #include "workloads/model/model_spec.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -67,6 +68,14 @@ constexpr std::array kTokens{
                "foreach=False: the optimizer updates one parameter at a time (Adam: its sqrt and division, two "
                "temporaries the parameter's size) instead of the foreach default's one per parameter at once",
                ""},
+    ModelToken{"prefill", true, ModelKey::prefill, 0,
+               "generation with a KV cache (a decoder, with infer and decodeN): a prompt of N tokens per sequence, "
+               "run in one forward",
+               ""},
+    ModelToken{"decode", true, ModelKey::decode, 0,
+               "generation: N decode steps after the prefill, one token per sequence each; the LM head on the last "
+               "position only",
+               ""},
     // A decoder's configuration (decoder.hpp), after the ':'.
     ModelToken{"layers=", true, ModelKey::layers, 0, "decoder layers (num_hidden_layers)", ""},
     ModelToken{"d_model=", true, ModelKey::d_model, 0, "hidden size", ""},
@@ -128,6 +137,29 @@ constexpr std::array kTokens{
                "one rank of PyTorch FSDP FULL_SHARD over N ranks: a flat fp32 shard per decoder layer and the root, "
                "each layer all-gathered in the compute dtype with the next prefetched, gradients reduce-scattered",
                ""},
+    ModelToken{"cache=dynamic", false, ModelKey::cache, num(KvCacheKind::dynamic),
+               "generation: transformers' DynamicCache, the default: every forward torch.cat's each layer's keys and "
+               "values into tensors one step longer, the old freed",
+               ""},
+    ModelToken{"cache=static", false, ModelKey::cache, num(KvCacheKind::fixed),
+               "generation: StaticCache: each layer's keys and values for prefill + decode tokens, allocated at the "
+               "first forward",
+               ""},
+    ModelToken{"cache=paged", false, ModelKey::cache, num(KvCacheKind::paged),
+               "generation: vLLM's paged cache: per layer a key and a value block of block= tokens as each sequence "
+               "grows, each its own allocation; a finished sequence's blocks freed",
+               ""},
+    ModelToken{"block=", true, ModelKey::block, 0, "cache=paged: tokens per block, default 16", ""},
+    ModelToken{"len=", true, ModelKey::lengths, 0,
+               "per-sequence lengths drawn uniformly from seed= (len=N: all N): a generation's decode steps per "
+               "sequence; training's tokens per sample, each micro-batch padded to its longest or packed",
+               "", true, true},
+    ModelToken{"seed=", true, ModelKey::seed, 0, "the seed of len='s draws, default 1", ""},
+    ModelToken{"packed", false, ModelKey::packing, 1,
+               "training with len=: the sequences concatenated into rows of sN tokens, one shape every step", ""},
+    ModelToken{"padded", false, ModelKey::packing, 0,
+               "training with len=: each batch padded to its longest sequence, a new shape every step (the default)",
+               ""},
 };
 
 // The largest value of a decoder's dimensions (Qwen's vocabulary is 151,936).
@@ -149,6 +181,19 @@ std::optional<std::int64_t> numbered(std::string_view token, std::string_view pr
   return value;
 }
 
+// "len=8:64" with prefix "len=" -> encode_length_range(8, 64); "len=32" -> 32; nullopt when
+// the token is not prefix + N or N:M. A bound past kMaxToken is out of range, not unknown.
+std::optional<std::int64_t> length_range(std::string_view token, std::string_view prefix) {
+  if (!token.starts_with(prefix)) return std::nullopt;
+  const std::string_view range = token.substr(prefix.size());
+  const std::size_t colon = range.find(':');
+  const auto min = numbered(range.substr(0, colon), "");
+  const auto max = colon == std::string_view::npos ? min : numbered(range.substr(colon + 1), "");
+  if (!min || !max) return std::nullopt;
+  if (*min < 1 || *max > kMaxToken || *min > *max) return -1;  // decodes to a range apply() calls out of range
+  return encode_length_range(*min, *max);
+}
+
 std::int64_t get(const ModelSpec& spec, ModelKey key) {
   const LoweringOptions& o = spec.options;
   switch (key) {
@@ -166,6 +211,13 @@ std::int64_t get(const ModelSpec& spec, ModelKey key) {
     case ModelKey::benchmark: return o.benchmark ? 1 : 0;
     case ModelKey::ddp: return o.ddp_bucket_mib;
     case ModelKey::batch: return o.batch;
+    case ModelKey::prefill: return spec.generation.prefill;
+    case ModelKey::decode: return spec.generation.decode;
+    case ModelKey::cache: return num(spec.generation.cache);
+    case ModelKey::block: return spec.generation.block;
+    case ModelKey::lengths: return encode_length_range(spec.lengths.min, spec.lengths.max);
+    case ModelKey::seed: return static_cast<std::int64_t>(spec.lengths.seed);
+    case ModelKey::packing: return spec.lengths.packed ? 1 : 0;
     case ModelKey::layers: return spec.decoder.layers;
     case ModelKey::d_model: return spec.decoder.d_model;
     case ModelKey::heads: return spec.decoder.heads;
@@ -208,6 +260,13 @@ std::string_view key_name(ModelKey key) {
     case ModelKey::benchmark: return "cuDNN benchmark";
     case ModelKey::ddp: return "data parallel";
     case ModelKey::batch: return "batch";
+    case ModelKey::prefill: return "prompt length";
+    case ModelKey::decode: return "decode steps";
+    case ModelKey::cache: return "KV cache";
+    case ModelKey::block: return "block size";
+    case ModelKey::lengths: return "sequence lengths";
+    case ModelKey::seed: return "seed";
+    case ModelKey::packing: return "packing";
     case ModelKey::layers: return "layers";
     case ModelKey::d_model: return "d_model";
     case ModelKey::heads: return "heads";
@@ -318,6 +377,25 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
       o.sharding = Sharding::fsdp;
       o.world = value;
       break;
+    case ModelKey::prefill: positive(); spec.generation.prefill = value; break;
+    case ModelKey::decode: positive(); spec.generation.decode = value; break;
+    case ModelKey::cache: spec.generation.cache = static_cast<KvCacheKind>(value); break;
+    case ModelKey::block: positive(); spec.generation.block = value; break;
+    case ModelKey::lengths: {
+      const auto [min, max] = decode_length_range(value);
+      if (min < 1 || max > kMaxToken || min > max) {
+        throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) +
+                    "' is out of range; len=MIN:MAX takes 1 <= MIN <= MAX <= " + std::to_string(kMaxToken));
+      }
+      spec.lengths.min = min;
+      spec.lengths.max = max;
+      break;
+    }
+    case ModelKey::seed:
+      if (value < 0) throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is out of range");
+      spec.lengths.seed = static_cast<std::uint64_t>(value);
+      break;
+    case ModelKey::packing: spec.lengths.packed = value != 0; break;
   }
   spec.given |= std::uint64_t{1} << static_cast<unsigned>(token.key);
 }
@@ -334,6 +412,7 @@ const ModelToken& model_token(std::string_view word) {
 }
 
 std::string spell(const ModelToken& token, std::int64_t value) {
+  if (token.range) return std::string(token.word) + spell_length_range(value);
   return token.numbered ? std::string(token.word) + std::to_string(value) : std::string(token.word);
 }
 
@@ -346,7 +425,7 @@ std::string model_spec_tokens() {
   for (const ModelToken& token : kTokens) {
     if (!token.spelled) continue;
     if (!text.empty()) text += ", ";
-    text += std::string(token.word) + (token.numbered ? "N" : "") + " (" + std::string(token.help) + ")";
+    text += std::string(token.word) + (token.range ? "MIN:MAX" : token.numbered ? "N" : "") + " (" + std::string(token.help) + ")";
   }
   return text;
 }
@@ -357,7 +436,9 @@ namespace {
 std::pair<const ModelToken*, std::int64_t> find_token(std::string_view written, std::string_view text) {
   for (const ModelToken& token : kTokens) {
     if (!token.spelled) continue;
-    if (token.numbered) {
+    if (token.range) {
+      if (const auto value = length_range(written, token.word)) return {&token, *value};
+    } else if (token.numbered) {
       if (const auto number = numbered(written, token.word)) return {&token, *number};
     } else if (written == token.word) {
       return {&token, 0};

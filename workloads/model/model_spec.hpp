@@ -13,7 +13,9 @@
 #include <string>
 #include <string_view>
 
+#include "workloads/model/generation.hpp"
 #include "workloads/model/lower.hpp"
+#include "workloads/model/sequence_lengths.hpp"
 #include "workloads/model/zoo.hpp"
 
 namespace allocsim {
@@ -24,11 +26,13 @@ namespace allocsim {
 // separated: llama2_7b_s2048_b1:attn=eager, decoder_b4:layers=24,d_model=1024,...
 enum class ModelKey : std::uint8_t {
   precision, optimizer, sequence, accumulation, steps, mode, fused, keepgrad, workspace, framework, runtime, benchmark,
-  ddp, batch,
+  ddp, prefill, decode, batch,
   layers, d_model, heads, kv_heads, d_ff, vocab, positions, norm, ffn, rope, tied, bias, dropout, attention, checkpoint,
-  lora, lora_targets, qlora, zero, world, fsdp
+  lora, lora_targets, qlora, zero, world, fsdp,
+  cache, block, lengths, seed, packing  // generation.hpp, sequence_lengths.hpp
 };
-constexpr std::size_t kModelKeys = static_cast<std::size_t>(ModelKey::fsdp) + 1;
+constexpr std::size_t kModelKeys = static_cast<std::size_t>(ModelKey::packing) + 1;
+static_assert(kModelKeys <= 64, "ModelSpec::given holds a bit per key");
 constexpr ModelKey kFirstListedKey = ModelKey::layers;  // this key and later ones go after the ':'
 
 struct ModelToken {
@@ -39,6 +43,7 @@ struct ModelToken {
   std::string_view help;
   std::string_view axis;   // the sweep option over this key's values ("batch"), or ""
   bool spelled = true;     // false: a sweep word only, for the key's default ("train"); it sets nothing
+  bool range = false;      // numbered with a range: word + N or N:M (len=8:64), the value encode_length_range's
 };
 
 std::span<const ModelToken> model_tokens();
@@ -54,6 +59,8 @@ struct ModelSpec {
   // is not resnet50 when printed, though both lower to the same trace.
   std::uint64_t given = 0;
   DecoderConfig decoder{};  // a decoder's configuration: its preset's, with the spec's keys applied
+  GenerationOptions generation{};  // infer_prefillP_decodeT: a generation with a KV cache
+  VariableLengths lengths{};       // len=min:max, seed=N, packed
 
   Model build() const {
     return model->is_decoder() ? build_decoder(decoder, sequence, std::string(model->name)) : model->build(sequence);
