@@ -7,7 +7,9 @@
 // Google Benchmark times the replays (`replay/<policy>`). Our own main measures memory:
 // this binary replaces the global operator new/delete to count live and peak heap bytes,
 // then replays each policy once more outside Google Benchmark and prints a summary table.
-// ALLOCSIM_BENCH_EVENTS=N replays a shorter trace for a quick run.
+// ALLOCSIM_BENCH_EVENTS=N replays a shorter trace for a quick run;
+// ALLOCSIM_BENCH_POLICIES=noop,caching replays only those (scan is always measured), for
+// a profile under callgrind.
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>
@@ -24,10 +26,12 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policies/registry.hpp"
 #include "sim/engine.hpp"
+#include "sim/tenant_replay.hpp"
 #include "workloads/random_trace.hpp"
 
 // ---- Heap accounting -------------------------------------------------------------------
@@ -101,7 +105,7 @@ using namespace allocsim;
 
 // The baseline: no device calls and no data structure, so what it measures is the engine
 // alone. Addresses come from a counter and are never reused.
-class NoopPolicy final : public Policy {
+class NoopPolicy final : public ReplayedPolicy<NoopPolicy> {
  public:
   Allocation allocate(const Request& request) override {
     const Bytes size = align_up(request.bytes, kBlockAlignment);
@@ -123,11 +127,26 @@ struct BenchCase {
   PolicyFactory factory;
 };
 
+// Whether ALLOCSIM_BENCH_POLICIES (a comma-separated list; unset or empty: every policy)
+// names `policy`.
+bool selected(std::string_view policy) {
+  const char* const text = std::getenv("ALLOCSIM_BENCH_POLICIES");
+  if (text == nullptr || *text == '\0') return true;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const std::string_view name = rest.substr(0, rest.find(','));
+    if (name == policy) return true;
+    rest.remove_prefix(std::min(rest.size(), name.size() + 1));
+  }
+  return false;
+}
+
 std::vector<BenchCase> bench_cases() {
   std::vector<BenchCase> cases{{"noop", [](std::string_view, Device&) { return std::make_unique<NoopPolicy>(); }}};
   for (const PolicyInfo& info : all_policies()) {
     cases.push_back({std::string(info.name), make_policy});
   }
+  std::erase_if(cases, [](const BenchCase& bench) { return !selected(bench.policy); });
   return cases;
 }
 
@@ -286,10 +305,10 @@ int main(int argc, char** argv) {
   std::printf("%-10s %13s %14s %14s %16s %14s %14s\n", "policy", "events/s(cpu)", "ratio_to_scan", "ratio_to_noop",
               "replay_peak B/ev", "heap allocs", "allocs/ev");
   const double scan_rate = rows[0].events_per_second;  // measure() puts scan first, then noop
-  const double noop_rate = rows[1].events_per_second;
+  const double noop_rate = rows.size() > 1 && rows[1].policy == "noop" ? rows[1].events_per_second : 0;
   for (const MemoryRow& row : rows) {
     std::printf("%-10s %12.2fM %14.3f %14.3f %16.1f %14llu %14.6f%s\n", row.policy.c_str(), row.events_per_second / 1e6,
-                row.events_per_second / scan_rate, row.events_per_second / noop_rate, row.replay_peak_per_event,
+                row.events_per_second / scan_rate, noop_rate > 0 ? row.events_per_second / noop_rate : 0.0, row.replay_peak_per_event,
                 static_cast<unsigned long long>(row.allocations), static_cast<double>(row.allocations) / events,
                 row.completed ? "" : "  (stopped at an OOM)");
   }

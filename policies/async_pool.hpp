@@ -52,6 +52,7 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
+#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
@@ -84,7 +85,7 @@ constexpr std::array<ParamInfo, 12> async_params(std::string_view threshold, std
   }};
 }
 
-class AsyncPoolPolicy final : public Policy {
+class AsyncPoolPolicy final : public ReplayedPolicy<AsyncPoolPolicy> {
  public:
   static constexpr auto kParams = async_params("0", "true", "none", "false");
   // PyTorch: threshold UINT64_MAX and all three reuse flags set explicitly; an OOM is

@@ -181,11 +181,21 @@ const SizeBins* CachingPolicy::Pool::find(Stream stream) const {
   return it != streams.end() && it->first == stream ? &it->second : nullptr;
 }
 
-SizeBins& CachingPolicy::Pool::bins(Stream stream) {
-  if (SizeBins* found = find(stream)) return *found;
+namespace {
+
+// A stream's first free block: its bins made, in stream order. Out of line, so that the
+// lookup before it (every cached block takes it) does not carry this frame of two SizeBins.
+[[gnu::noinline]] SizeBins& add_stream(std::vector<std::pair<Stream, SizeBins>>& streams, Stream stream) {
   const auto it = std::lower_bound(streams.begin(), streams.end(), stream,
                                    [](const auto& entry, Stream s) { return entry.first < s; });
   return streams.emplace(it, stream, SizeBins{})->second;
+}
+
+}  // namespace
+
+SizeBins& CachingPolicy::Pool::bins(Stream stream) {
+  if (SizeBins* found = find(stream)) return *found;
+  return add_stream(streams, stream);
 }
 
 std::size_t CachingPolicy::Pool::count() const {

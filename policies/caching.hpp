@@ -35,6 +35,7 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
+#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
@@ -70,7 +71,7 @@ constexpr std::array<ParamInfo, 7> caching_params(std::string_view expandable_de
   };
 }
 
-class CachingPolicy final : public Policy {
+class CachingPolicy final : public ReplayedPolicy<CachingPolicy> {
  public:
   static constexpr auto kParams = caching_params("false");
   static constexpr auto kExpandableParams = caching_params("true");

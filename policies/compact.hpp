@@ -34,10 +34,11 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
+#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class CompactPolicy final : public Policy {
+class CompactPolicy final : public ReplayedPolicy<CompactPolicy> {
  public:
   static constexpr std::array kParams{
       ParamInfo{"trigger", "failure", "when to compact: failure (a request no free range fits) or threshold"},

@@ -15,10 +15,11 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
+#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class DirectPolicy final : public Policy {
+class DirectPolicy final : public ReplayedPolicy<DirectPolicy> {
  public:
   Bytes rounded_size(Bytes requested) const override { return align_up(requested, granularity_); }
   static constexpr std::array<ParamInfo, 0> kParams{};

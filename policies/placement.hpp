@@ -26,12 +26,13 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
+#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
 enum class Fit : std::uint8_t { best, first, next, worst };
 
-class PlacementPolicy final : public Policy {
+class PlacementPolicy final : public ReplayedPolicy<PlacementPolicy> {
  public:
   static constexpr std::array kParams{
       ParamInfo{"region", "0", "bytes of the one region; 0 = all free device memory at the first request"},

@@ -24,10 +24,11 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
+#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class RmmBinningPolicy final : public Policy {
+class RmmBinningPolicy final : public ReplayedPolicy<RmmBinningPolicy> {
  public:
   static constexpr std::array kParams{
       ParamInfo{"min_exp", "none", "the smallest bin is 2^min_exp bytes; none = no bins (every request upstream)"},

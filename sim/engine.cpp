@@ -9,19 +9,10 @@
 #include "sim/error.hpp"
 #include "sim/metered_device.hpp"
 #include "sim/sim_device.hpp"
+#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 namespace {
-
-constexpr Bytes kNotLive = std::numeric_limits<Bytes>::max();
-constexpr std::size_t kPrefetchDistance = 16;
-
-// What the engine keeps of one live allocation, by slot: all a free needs, in one place.
-struct LiveBlock {
-  Addr addr = 0;
-  Bytes size = kNotLive;
-  Bytes requested = 0;
-};
 
 // live_breakdown for a streamed trace: by tag only (a stream carries no layers), the
 // allocations skipped at an OOM (`skipped`: their event indices, ascending) left out.
@@ -56,77 +47,9 @@ std::unique_ptr<EventSource> open_source(const TenantSpec& spec) {
   throw Error("tenant without a trace");
 }
 
-struct TenantRun final : MoveListener, DeviceCallListener {
-  TenantRun(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
-      : spec(tenant_spec), source(open_source(tenant_spec)), device(shared_device, peak_used),
-        live(source->slots()), streams(source->slots(), 0) {}
+using TenantRun = TenantReplay;
 
-  // A policy relocated a live block: remember where it is now, to hand it back there.
-  void moved(const Move& move) override {
-    LiveBlock& block = live[index_of(move.id)];
-    if (block.addr != move.from || block.size != move.size) {
-      throw Error("policy " + spec.policy + " moved allocation " + std::to_string(index_of(move.id)) +
-                  " from an address or size it does not have");
-    }
-    block.addr = move.to;
-    // The engine keeps no stream per block: observers know it from the block's placing.
-    if (!observers.empty()) tell_block(BlockAction::moved, move.id, move.to, move.size, 0, move.from);
-  }
-
-  // Observers hear of blocks and device calls with the tenant's current request.
-  void device_call(SegmentAction action, Addr addr, Bytes bytes) override {
-    const SegmentEvent event{index, at_event, now, action, addr, bytes, stream};
-    for (Observer* observer : observers) observer->on_segment(event);
-  }
-  void tell_block(BlockAction action, AllocId id, Addr addr, Bytes size, Stream block_stream, Addr from = 0) {
-    const BlockEvent event{index, at_event, now, action, id, addr, size, live[index_of(id)].requested, block_stream, from};
-    for (Observer* observer : observers) observer->on_block(event);
-  }
-  void serving(Nanos time, std::size_t event, Stream event_stream) {
-    now = time;
-    at_event = event;
-    stream = event_stream;
-  }
-
-  // Whether an event is left in the window, fetching the next window when this one is done.
-  bool has_event() {
-    if (at < window.events.size()) return true;
-    if (exhausted) return false;
-    window = source->next();
-    at = 0;
-    exhausted = window.events.empty();
-    return !exhausted;
-  }
-  // A tenant starts (its context, then its policy) at spec.start, before its first event.
-  bool finished() { return started && (policy == nullptr || !has_event()); }
-  Nanos next_time() { return started && has_event() ? window.events[at].time + spec.start + delay : spec.start; }
-
-  const TenantSpec& spec;
-  std::unique_ptr<EventSource> source;
-  EventWindow window;
-  std::size_t at = 0;  // in window
-  bool exhausted = false;
-  MeteredDevice device;
-  std::unique_ptr<Policy> policy;
-  bool started = false;
-  bool context_open = false;
-  Bytes needs = 0;  // the policy's rounded peak_live, computed at the first OOM
-  std::vector<LiveBlock> live;  // by slot
-  std::vector<Stream> streams;  // by slot: the stream of the live allocation, read when the tenant ends
-  std::size_t next = 0;  // events replayed
-  Nanos delay = 0;  // allocator time so far: every later event happens this much later
-  Bytes allocated = 0;
-  Bytes requested = 0;
-  std::vector<std::size_t> skipped;  // events of the allocations dropped at an OOM (--on-oom continue), in order
-  TenantResult result;
-  std::size_t index = 0;  // in the scenario
-  std::span<Observer* const> observers;
-  Nanos now = 0;              // of the request being served, for observers
-  std::size_t at_event = 0;
-  Stream stream = 0;
-};
-
-class Replay {
+class Replay final : ReplayHooks {
  public:
   Replay(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
          std::span<Observer* const> observers)
@@ -204,21 +127,21 @@ class Replay {
   }
 
  private:
-  // One tenant: a loop made for what this scenario watches, the rest compiled out.
+  // One tenant: a loop made for what this scenario watches, the rest compiled out. The
+  // plain one is the policy's to run, with its own type (Policy::replay).
   void replay_alone() {
     TenantRun& run = tenants_.front();
     start(run, 0);
+    if (!run.policy) return;
     const bool observe = !observers_.empty();
     if (scenario_.check) {
-      observe ? replay_while_alive<true, true>(run) : replay_while_alive<true, false>(run);
+      observe ? run.replay_while_alive<Policy, true, true>(*run.policy, *this)
+              : run.replay_while_alive<Policy, true, false>(*run.policy, *this);
+    } else if (observe) {
+      run.replay_while_alive<Policy, false, true>(*run.policy, *this);
     } else {
-      observe ? replay_while_alive<false, true>(run) : replay_while_alive<false, false>(run);
+      run.policy->replay(PlainReplay(run, *this));
     }
-  }
-
-  template <bool kCheck, bool kObserve>
-  void replay_while_alive(TenantRun& run) {
-    while (run.policy && run.has_event()) replay_event<kCheck, kObserve>(run, 0);
   }
 
   std::size_t next_tenant() {
@@ -253,117 +176,42 @@ class Replay {
   void step(std::size_t tenant) {
     TenantRun& run = tenants_[tenant];
     if (!run.started) return start(run, tenant);
+    Policy& policy = *run.policy;
     const bool observe = !observers_.empty();
     if (scenario_.check) {
-      observe ? replay_event<true, true>(run, tenant) : replay_event<true, false>(run, tenant);
+      observe ? run.replay_event<Policy, true, true>(policy, *this, tenant)
+              : run.replay_event<Policy, true, false>(policy, *this, tenant);
     } else {
-      observe ? replay_event<false, true>(run, tenant) : replay_event<false, false>(run, tenant);
-    }
-  }
-
-  // The hot path: one event of a started tenant whose window holds one.
-  template <bool kCheck, bool kObserve>
-  void replay_event(TenantRun& run, std::size_t tenant) {
-    const std::size_t at = run.at++;
-    const std::size_t index = run.next++;
-    const std::span<const Event> events = run.window.events;
-    const Event& event = events[at];
-    // A free touches its allocation's state, written long ago and out of cache by now: the
-    // window says which one a few events ahead, so fetch it early.
-    if (at + kPrefetchDistance < events.size()) {
-      const Event& ahead = events[at + kPrefetchDistance];
-      if (ahead.op == Op::free) __builtin_prefetch(&run.live[index_of(ahead.id)]);
-    }
-    Nanos now = 0;
-    if (__builtin_add_overflow(event.time, run.spec.start, &now) || __builtin_add_overflow(now, run.delay, &now)) {
-      clock_wraps(run, index, event);
-    }
-    const Nanos spent_before = run.device.time_spent();
-    if constexpr (kObserve) run.serving(now, index, event.stream);
-    switch (event.op) {
-      case Op::alloc:
-        allocate<kCheck>(run, tenant, index, event, run.window.bytes_at(at), now);
-        break;
-      case Op::free:
-        deallocate(run, event, now);
-        break;
-      case Op::release:
-        run.policy->release_cached();
-        break;
-      case Op::sync:
-        run.policy->synchronize(sync_of(event), now);
-        break;
-    }
-    const Nanos cost = run.device.time_spent() - spent_before;
-    if (__builtin_add_overflow(now, cost, &run.result.end_time)) clock_wraps(run, index, event);
-    run.delay += cost;
-    if (!run.policy) return;  // stopped by an OOM
-    run.result.peak_reserved = std::max(run.result.peak_reserved, run.device.reserved());
-    if constexpr (kCheck) check(run, index);
-    if constexpr (kObserve) {
-      const Sample sample{now + cost, tenant, index, run.allocated, run.device.reserved(), device_.used()};
-      for (Observer* observer : observers_) observer->on_event(sample);
+      observe ? run.replay_event<Policy, false, true>(policy, *this, tenant)
+              : run.replay_event<Policy, false, false>(policy, *this, tenant);
     }
   }
 
   // The simulated clock is the trace's time plus the allocator time spent before: it must
   // stay under 2^64 ns, or later events would seem to come first.
-  [[noreturn]] void clock_wraps(const TenantRun& run, std::size_t index, const Event& event) const {
+  [[noreturn]] void clock_wraps(const TenantRun& run, std::size_t index, const Event& event) const override {
     throw Error(run.result.workload + ": event " + std::to_string(index) + " at time_ns " + std::to_string(event.time) +
                 ", plus " + format_nanos(run.delay) + " of allocator time before it" +
                 (run.spec.start ? " and its start " + format_nanos(run.spec.start) : std::string()) +
                 ", passes the simulated clock's end (2^64 ns); make the trace's times smaller");
   }
 
-  template <bool kCheck>
-  void allocate(TenantRun& run, std::size_t tenant, std::size_t index, const Event& event, Bytes bytes, Nanos now) {
-    const Allocation block = run.policy->allocate(Request{event.id, bytes, event.stream, now});
-    if (!block) {
-      if (!block.hang.empty()) {
-        run.result.hang_event = index;
-        run.result.hang_reason = std::string(block.hang);
-        finish(run);  // the program would never have come back from this request
-        return;
-      }
-      out_of_memory(run, tenant, index, bytes, now);
+  void not_served(TenantRun& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now,
+                  std::string_view hang) override {
+    if (!hang.empty()) {
+      run.result.hang_event = index;
+      run.result.hang_reason = std::string(hang);
+      finish(run);  // the program would never have come back from this request
       return;
     }
-    if (kCheck && (block->addr % kBlockAlignment != 0 || block->size < bytes || block->id != event.id)) {
-      fail(run, index, "block at " + std::to_string(block->addr) + " of " + std::to_string(block->size) +
-                           " bytes for a request of " + std::to_string(bytes) + " bytes");
-    }
-    if (index_of(event.id) >= run.live.size()) [[unlikely]] {  // a generator's slots pass its hint
-      grow_to_hold(run.live, index_of(event.id));
-      grow_to_hold(run.streams, index_of(event.id));
-    }
-    run.live[index_of(event.id)] = LiveBlock{block->addr, block->size, bytes};
-    run.streams[index_of(event.id)] = event.stream;
-    if (!observers_.empty()) run.tell_block(BlockAction::placed, event.id, block->addr, block->size, event.stream);
-    run.allocated += block->size;
-    run.requested += bytes;
-    live_requested_ += bytes;
-    TenantResult& result = run.result;
-    result.peak_requested = std::max(result.peak_requested, run.requested);
-    if (run.allocated > result.peak_allocated) {
-      result.peak_allocated = run.allocated;
-      result.peak_event = index;
-      result.reserved_at_peak = run.device.reserved();
-      const PolicyStats stats = run.policy->stats();
-      result.largest_free_at_peak = stats.largest_free;
-      result.never_touched_at_peak = stats.never_touched;
-    }
+    out_of_memory(run, tenant, index, bytes, now);
   }
 
-  void deallocate(TenantRun& run, const Event& event, Nanos now) {
-    LiveBlock& live = run.live[index_of(event.id)];
-    if (live.size == kNotLive) return;  // its allocation failed and was skipped
-    const Bytes bytes = live.requested;
-    if (!observers_.empty()) run.tell_block(BlockAction::freed, event.id, live.addr, live.size, event.stream);
-    run.policy->deallocate(Block{live.addr, live.size, bytes, event.id, event.stream}, now);
-    run.allocated -= live.size;
-    run.requested -= bytes;
-    live_requested_ -= bytes;
-    live.size = kNotLive;
+  // The requested bytes alive in every tenant (what an OOM's context reports).
+  Bytes live_requested() const {
+    Bytes bytes = 0;
+    for (const TenantRun& run : tenants_) bytes += run.requested;
+    return bytes;
   }
 
   // What the device gives `run` now, and who holds the rest.
@@ -387,7 +235,7 @@ class Replay {
     }
     TenantShare share = share_of(run);
     const Bytes usable = share.capacity - std::min(share.capacity, share.before_start + share.contexts);
-    OomContext context{bytes,    live_requested_,     run.requested,           usable, device_.available(),
+    OomContext context{bytes,    live_requested(),    run.requested,           usable, device_.available(),
                        run.policy->stats(), inspection.releasable, run.needs, std::move(share)};
     TenantResult& result = run.result;
     const OomKind kind = classify_over_run(context);
@@ -419,15 +267,15 @@ class Replay {
     run.serving(result.end_time, run.next, 0);
     for (Observer* observer : observers_) observer->on_exit(run.index, result.end_time);
     // Slot order: for an in-memory trace the order of the allocations.
-    for (std::size_t slot = 0; slot < run.live.size(); ++slot) {
+    for (std::size_t slot = 0; run.live_blocks > 0 && slot < run.live.size(); ++slot) {
       LiveBlock& live = run.live[slot];
       if (live.size == kNotLive) continue;
       const auto id = static_cast<AllocId>(slot);
       if (!observers_.empty()) run.tell_block(BlockAction::freed, id, live.addr, live.size, run.streams[slot]);
       run.policy->deallocate(Block{live.addr, live.size, live.requested, id, run.streams[slot]}, result.end_time);
       live.size = kNotLive;
+      --run.live_blocks;
     }
-    live_requested_ -= run.requested;
     run.allocated = 0;
     run.requested = 0;
     run.policy->release_cached();
@@ -441,7 +289,7 @@ class Replay {
     }
   }
 
-  void check(TenantRun& run, std::size_t index) {
+  void check(TenantRun& run, std::size_t index) override {
     run.policy->check();
     const PolicyStats stats = run.policy->stats();
     if (stats.allocated != run.allocated) {
@@ -456,9 +304,14 @@ class Replay {
     if (device_.used() > device_.capacity()) fail(run, index, "device over capacity");
   }
 
-  [[noreturn]] void fail(const TenantRun& run, std::size_t index, const std::string& what) const {
+  [[noreturn]] void fail(const TenantRun& run, std::size_t index, const std::string& what) const override {
     throw Error("check failed after event " + std::to_string(index) + " of " + run.result.workload + " under " +
                 run.result.policy + ": " + what);
+  }
+
+  void sample(const TenantRun& run, std::size_t tenant, std::size_t index, Nanos time) override {
+    const Sample sample{time, tenant, index, run.allocated, run.device.reserved(), device_.used()};
+    for (Observer* observer : observers_) observer->on_event(sample);
   }
 
   Device& device_;
@@ -468,11 +321,42 @@ class Replay {
   std::deque<TenantRun> tenants_;  // a deque: each policy holds a reference into its TenantRun
   Bytes baseline_used_;
   Bytes peak_used_;
-  Bytes live_requested_ = 0;  // every tenant's
-  Bytes contexts_ = 0;        // the contexts of the running tenants
+  Bytes contexts_ = 0;  // the contexts of the running tenants
 };
 
 }  // namespace
+
+TenantReplay::TenantReplay(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
+    : spec(tenant_spec), start(tenant_spec.start), source(open_source(tenant_spec)), device(shared_device, peak_used),
+      live(source->slots()), streams(source->slots(), 0) {}
+
+void TenantReplay::moved(const Move& move) {
+  LiveBlock& block = live[index_of(move.id)];
+  if (block.addr != move.from || block.size != move.size) {
+    throw Error("policy " + spec.policy + " moved allocation " + std::to_string(index_of(move.id)) +
+                " from an address or size it does not have");
+  }
+  block.addr = move.to;
+  // The engine keeps no stream per block: observers know it from the block's placing.
+  if (!observers.empty()) tell_block(BlockAction::moved, move.id, move.to, move.size, 0, move.from);
+}
+
+void TenantReplay::device_call(SegmentAction action, Addr addr, Bytes bytes) {
+  const SegmentEvent event{index, at_event, now, action, addr, bytes, stream};
+  for (Observer* observer : observers) observer->on_segment(event);
+}
+
+void TenantReplay::tell_block(BlockAction action, AllocId id, Addr addr, Bytes size, Stream block_stream, Addr from) {
+  const BlockEvent event{index, at_event, now, action, id, addr, size, live[index_of(id)].requested, block_stream, from};
+  for (Observer* observer : observers) observer->on_block(event);
+}
+
+void TenantReplay::grow_slots(std::uint32_t slot) {
+  grow_to_hold(live, slot);
+  grow_to_hold(streams, slot);
+}
+
+void Policy::replay(const PlainReplay& replay) { replay.run(*this); }
 
 RunResult run_on(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
                  std::span<Observer* const> observers) {

@@ -13,6 +13,7 @@
 namespace allocsim {
 
 class Trace;
+class PlainReplay;  // sim/tenant_replay.hpp
 
 // Every block a policy hands out starts on this boundary (CUDA's allocation alignment).
 constexpr Bytes kBlockAlignment = 256;
@@ -144,6 +145,10 @@ class Policy {
   virtual Bytes rounded_size(Bytes requested) const { return requested; }
   virtual void prepare(const ReplaySetup&) {}
   virtual void check() const {}
+  // Runs a plain replay's event loop (replay.run(*this)). A policy that derives from
+  // ReplayedPolicy<Self> (sim/tenant_replay.hpp) runs it with its own final type, so
+  // that the loop calls it directly; this default runs it through the virtual calls.
+  virtual void replay(const PlainReplay& replay);
 };
 
 }  // namespace allocsim

@@ -12,6 +12,7 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
+#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
@@ -42,7 +43,7 @@ using PolicyMaker = std::function<std::unique_ptr<Policy>(Device& device)>;
 
 // A policy over an upstream policy: requests go to the top one, which takes its memory
 // from the upstream; reserved bytes are the upstream's (what the device holds).
-class LayeredPolicy final : public Policy {
+class LayeredPolicy final : public ReplayedPolicy<LayeredPolicy> {
  public:
   LayeredPolicy(std::unique_ptr<Policy> upstream, Device& device, const PolicyMaker& make_top);
 

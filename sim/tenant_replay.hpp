@@ -1,0 +1,252 @@
+// One tenant's replay: its state, and the event loop written once as a template over the
+// policy's type. The engine (sim/engine.cpp) runs the loop with P = Policy (a virtual call
+// per request) when it checks, observes or merges tenants. A plain run (one tenant, no
+// checks, no observers) asks the policy to run it instead (Policy::replay): a policy that
+// derives from ReplayedPolicy<Self> runs it with P = Self, a final class, so allocate and
+// deallocate are direct calls the compiler may inline, and the dispatch is once per run.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "sim/event_source.hpp"
+#include "sim/metered_device.hpp"
+#include "sim/observer.hpp"
+#include "sim/policy.hpp"
+#include "sim/result.hpp"
+
+namespace allocsim {
+
+struct TenantSpec;  // sim/engine.hpp
+
+inline constexpr Bytes kNotLive = std::numeric_limits<Bytes>::max();
+
+// What the engine keeps of one live allocation, by slot: all a free needs, in one place.
+struct LiveBlock {
+  Addr addr = 0;
+  Bytes size = kNotLive;
+  Bytes requested = 0;
+};
+
+class TenantReplay;
+
+// What the loop leaves to the engine: what rarely happens (an OOM, a hang, a clock past
+// its end) and what only checks and observers need.
+class ReplayHooks {
+ public:
+  // An OOM, or (hang not empty) a request the real allocator would never have returned from.
+  virtual void not_served(TenantReplay& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now,
+                          std::string_view hang) = 0;
+  [[noreturn]] virtual void clock_wraps(const TenantReplay& run, std::size_t index, const Event& event) const = 0;
+  virtual void check(TenantReplay& run, std::size_t index) = 0;  // --check, after every event
+  [[noreturn]] virtual void fail(const TenantReplay& run, std::size_t index, const std::string& what) const = 0;
+  virtual void sample(const TenantReplay& run, std::size_t tenant, std::size_t index, Nanos time) = 0;  // observers
+
+ protected:
+  ~ReplayHooks() = default;
+};
+
+class TenantReplay final : public MoveListener, public DeviceCallListener {
+ public:
+  TenantReplay(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used);
+
+  // A policy relocated a live block: remember where it is now, to hand it back there.
+  void moved(const Move& move) override;
+  // Observers hear of blocks and device calls with the tenant's current request.
+  void device_call(SegmentAction action, Addr addr, Bytes bytes) override;
+  void tell_block(BlockAction action, AllocId id, Addr addr, Bytes size, Stream block_stream, Addr from = 0);
+  void serving(Nanos time, std::size_t event, Stream event_stream) {
+    now = time;
+    at_event = event;
+    stream = event_stream;
+  }
+
+  // Whether an event is left in the window, fetching the next window when this one is done.
+  bool has_event() {
+    if (at < window.events.size()) return true;
+    if (exhausted) return false;
+    window = source->next();
+    at = 0;
+    exhausted = window.events.empty();
+    return !exhausted;
+  }
+  // A tenant starts (its context, then its policy) at spec.start, before its first event.
+  bool finished() { return started && (policy == nullptr || !has_event()); }
+  Nanos next_time() { return started && has_event() ? window.events[at].time + start + delay : start; }
+
+  // The events of this started tenant while it has them and its policy lives.
+  template <typename P, bool kCheck, bool kObserve>
+  void replay_while_alive(P& policy, ReplayHooks& hooks) {
+    // A stop (OOM, hang) destroys the policy inside the loop: test before touching it again.
+    while (this->policy && has_event()) replay_event<P, kCheck, kObserve>(policy, hooks, 0);
+  }
+
+  // One event of a started tenant whose window holds one; `policy` is *this->policy.
+  template <typename P, bool kCheck, bool kObserve>
+  [[gnu::always_inline]] void replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant);
+
+  const TenantSpec& spec;
+  Nanos start;  // spec.start: added to every event time
+  std::unique_ptr<EventSource> source;
+  EventWindow window;
+  std::size_t at = 0;  // in window
+  bool exhausted = false;
+  MeteredDevice device;
+  std::unique_ptr<Policy> policy;
+  bool started = false;
+  bool context_open = false;
+  Bytes needs = 0;  // the policy's rounded peak_live, computed at the first OOM
+  std::vector<LiveBlock> live;  // by slot
+  std::vector<Stream> streams;  // by slot: the stream of the live allocation, read when the tenant ends
+  std::size_t live_blocks = 0;  // so that a tenant ending with none walks no slots
+  std::size_t next = 0;  // events replayed
+  Nanos delay = 0;  // allocator time so far: every later event happens this much later
+  Bytes allocated = 0;
+  Bytes requested = 0;
+  std::vector<std::size_t> skipped;  // events of the allocations dropped at an OOM (--on-oom continue), in order
+  TenantResult result;
+  std::size_t index = 0;  // in the scenario
+  std::span<Observer* const> observers;
+  Nanos now = 0;              // of the request being served, for observers
+  std::size_t at_event = 0;
+  Stream stream = 0;
+
+ private:
+  static constexpr std::size_t kPrefetchDistance = 16;
+
+  template <typename P, bool kCheck, bool kObserve>
+  [[gnu::always_inline]] void allocate(P& policy, ReplayHooks& hooks, std::size_t tenant, std::size_t index,
+                                       const Event& event, Bytes bytes, Nanos now);
+  template <typename P, bool kObserve>
+  [[gnu::always_inline]] void deallocate(P& policy, const Event& event, Nanos now);
+  template <typename P>
+  [[gnu::noinline]] void new_peak(P& policy, std::size_t index);
+  void grow_slots(std::uint32_t slot);  // a generator's slots passed its hint
+};
+
+// The plain loop of one tenant, handed to its policy (Policy::replay), which runs it with
+// its own type: replay.run(self).
+class PlainReplay {
+ public:
+  PlainReplay(TenantReplay& run, ReplayHooks& hooks) : run_(run), hooks_(hooks) {}
+  template <typename P>
+  void run(P& policy) const {
+    run_.replay_while_alive<P, false, false>(policy, hooks_);
+  }
+
+ private:
+  TenantReplay& run_;
+  ReplayHooks& hooks_;
+};
+
+// The base of a policy that has the plain loop compiled for its own type: `class X final
+// : public ReplayedPolicy<X>`. Nothing else changes. A stop (OOM, hang) destroys the policy
+// inside its own replay(): the loop then returns touching nothing of it.
+template <typename Self>
+class ReplayedPolicy : public Policy {
+ public:
+  void replay(const PlainReplay& replay) final {
+    static_assert(std::is_final_v<Self>, "the loop calls Self's allocate directly only when Self is final");
+    replay.run(static_cast<Self&>(*this));
+  }
+};
+
+template <typename P, bool kCheck, bool kObserve>
+inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant) {
+  const std::size_t at_window = at++;
+  const std::size_t event_index = next++;
+  const std::span<const Event> events = window.events;
+  const Event& event = events[at_window];
+  // A free touches its allocation's state, written long ago and out of cache by now: the
+  // window says which one a few events ahead, so fetch it early. Whatever the event is:
+  // a test of its kind would be a branch mispredicted on every other event of a random
+  // trace (an alloc's slot is about to be written anyway; other kinds' ids are clamped).
+  if (at_window + kPrefetchDistance < events.size() && !live.empty()) {
+    const std::size_t ahead = index_of(events[at_window + kPrefetchDistance].id);
+    __builtin_prefetch(live.data() + std::min(ahead, live.size() - 1));
+  }
+  Nanos event_now = 0;
+  if (__builtin_add_overflow(event.time, start, &event_now) ||
+      __builtin_add_overflow(event_now, delay, &event_now)) [[unlikely]] {
+    hooks.clock_wraps(*this, event_index, event);
+  }
+  const Nanos spent_before = device.time_spent();
+  if constexpr (kObserve) serving(event_now, event_index, event.stream);
+  switch (event.op) {
+    case Op::alloc:
+      allocate<P, kCheck, kObserve>(policy, hooks, tenant, event_index, event, window.bytes_at(at_window), event_now);
+      break;
+    case Op::free:
+      deallocate<P, kObserve>(policy, event, event_now);
+      break;
+    case Op::release:
+      policy.release_cached();
+      break;
+    case Op::sync:
+      policy.synchronize(sync_of(event), event_now);
+      break;
+  }
+  const Nanos cost = device.time_spent() - spent_before;
+  if (__builtin_add_overflow(event_now, cost, &result.end_time)) [[unlikely]] hooks.clock_wraps(*this, event_index, event);
+  delay += cost;
+  if (!this->policy) return;  // stopped by an OOM
+  result.peak_reserved = std::max(result.peak_reserved, device.reserved());
+  if constexpr (kCheck) hooks.check(*this, event_index);
+  if constexpr (kObserve) hooks.sample(*this, tenant, event_index, event_now + cost);
+}
+
+template <typename P, bool kCheck, bool kObserve>
+inline void TenantReplay::allocate(P& policy, ReplayHooks& hooks, std::size_t tenant, std::size_t event_index,
+                            const Event& event, Bytes bytes, Nanos event_now) {
+  const Allocation block = policy.allocate(Request{event.id, bytes, event.stream, event_now});
+  if (!block) [[unlikely]] {
+    hooks.not_served(*this, tenant, event_index, bytes, event_now, block.hang);
+    return;
+  }
+  if (kCheck && (block->addr % kBlockAlignment != 0 || block->size < bytes || block->id != event.id)) {
+    hooks.fail(*this, event_index, "block at " + std::to_string(block->addr) + " of " + std::to_string(block->size) +
+                                       " bytes for a request of " + std::to_string(bytes) + " bytes");
+  }
+  const std::uint32_t slot = index_of(event.id);
+  if (slot >= live.size()) [[unlikely]] grow_slots(slot);
+  live[slot] = LiveBlock{block->addr, block->size, bytes};
+  streams[slot] = event.stream;
+  if constexpr (kObserve) tell_block(BlockAction::placed, event.id, block->addr, block->size, event.stream);
+  ++live_blocks;
+  allocated += block->size;
+  requested += bytes;
+  result.peak_requested = std::max(result.peak_requested, requested);
+  if (allocated > result.peak_allocated) [[unlikely]] new_peak(policy, event_index);
+}
+
+template <typename P, bool kObserve>
+inline void TenantReplay::deallocate(P& policy, const Event& event, Nanos event_now) {
+  LiveBlock& block = live[index_of(event.id)];
+  if (block.size == kNotLive) return;  // its allocation failed and was skipped
+  const Bytes bytes = block.requested;
+  if constexpr (kObserve) tell_block(BlockAction::freed, event.id, block.addr, block.size, event.stream);
+  policy.deallocate(Block{block.addr, block.size, bytes, event.id, event.stream}, event_now);
+  --live_blocks;
+  allocated -= block.size;
+  requested -= bytes;
+  block.size = kNotLive;
+}
+
+template <typename P>
+void TenantReplay::new_peak(P& policy, std::size_t event_index) {
+  result.peak_allocated = allocated;
+  result.peak_event = event_index;
+  result.reserved_at_peak = device.reserved();
+  const PolicyStats stats = policy.stats();
+  result.largest_free_at_peak = stats.largest_free;
+  result.never_touched_at_peak = stats.never_touched;
+}
+
+}  // namespace allocsim
