@@ -77,7 +77,9 @@ void AddressRanges::split(std::uint32_t at) {
   refresh(at + 1);
 }
 
-void AddressRanges::insert(Range range) {
+void AddressRanges::insert(Range range) { insert(lower_bound(range.addr), range); }
+
+void AddressRanges::insert(Pos at, Range range) {
   ++count_;
   if (order_.empty()) {
     const std::uint32_t id = new_leaf();
@@ -89,21 +91,29 @@ void AddressRanges::insert(Range range) {
     largest_.push_back(range.size);
     return;
   }
-  std::uint32_t at = leaf_for(range.addr);
-  if (leaves_[order_[at]].count == kLeaf) {
-    split(at);
-    if (range.addr >= first_[at + 1]) ++at;
+  // A range after a leaf's last one joins that leaf, not the next one's front.
+  std::uint32_t leaf_at = at.leaf;
+  std::uint32_t index = at.index;
+  if (index == 0 && leaf_at > 0) {
+    --leaf_at;
+    index = leaves_[order_[leaf_at]].count;
   }
-  Leaf& leaf = leaves_[order_[at]];
-  const auto index = static_cast<std::uint32_t>(
-      flat_lower_bound(leaf.addr.data(), leaf.count, [&](Addr first) { return first < range.addr; }));
+  if (leaves_[order_[leaf_at]].count == kLeaf) {
+    split(leaf_at);
+    const std::uint32_t kept = leaves_[order_[leaf_at]].count;
+    if (index > kept) {
+      ++leaf_at;
+      index -= kept;
+    }
+  }
+  Leaf& leaf = leaves_[order_[leaf_at]];
   std::copy_backward(leaf.addr.begin() + index, leaf.addr.begin() + leaf.count, leaf.addr.begin() + leaf.count + 1);
   std::copy_backward(leaf.size.begin() + index, leaf.size.begin() + leaf.count, leaf.size.begin() + leaf.count + 1);
   leaf.addr[index] = range.addr;
   leaf.size[index] = range.size;
   ++leaf.count;
-  if (index == 0) first_[at] = range.addr;
-  largest_[at] = std::max(largest_[at], range.size);
+  if (index == 0) first_[leaf_at] = range.addr;
+  largest_[leaf_at] = std::max(largest_[leaf_at], range.size);
 }
 
 void AddressRanges::remove_leaf(std::uint32_t at) {

@@ -50,6 +50,8 @@ class AddressRanges {
   std::optional<Range> first_fit(Bytes size, Addr from) const;
 
   void insert(Range range);  // between its neighbours
+  // The same, where `at` is lower_bound(range.addr), already known to the caller.
+  void insert(Pos at, Range range);
   void erase(Pos at);
   void set(Pos at, Range range);  // a new place and size between the same neighbours
 

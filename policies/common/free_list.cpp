@@ -40,7 +40,7 @@ void FreeList::add(Range range) {
     by_size_.insert({merged.size, merged.addr, 0});
     return;
   }
-  by_addr_.insert(range);
+  by_addr_.insert(next, range);
   by_size_.insert({range.size, range.addr, 0});
 }
 

@@ -45,6 +45,29 @@ TEST_CASE("address ranges split a full leaf and still find the first fit in addr
   ranges.check();
 }
 
+// insert(Pos) takes the place a lookup already found: at a leaf's front, after its last
+// range (where lower_bound names the next leaf), in a full leaf that must split, and at
+// the very end; the order, leaves and first fits come out as the plain insert's.
+TEST_CASE("address ranges insert at a position a lookup found, across full leaves", "[address_ranges]") {
+  AddressRanges hinted;
+  AddressRanges plain;
+  std::map<Addr, Bytes> model;
+  const auto add = [&](Addr addr, Bytes size) {
+    hinted.insert(hinted.lower_bound(addr), Range{addr, size});
+    plain.insert(Range{addr, size});
+    model.emplace(addr, size);
+  };
+  for (Addr a = 0; a < 2 * AddressRanges::kLeaf; ++a) add(1000 + a * 100, 1 + a % 7);
+  // Between every pair, then before the first and after the last: every leaf fills and splits.
+  for (Addr a = 0; a < 2 * AddressRanges::kLeaf; ++a) add(1050 + a * 100, 1 + a % 5);
+  add(10, 3);
+  add(1'000'000, 40);
+  hinted.check();
+  CHECK(walk(hinted) == ranges_of(model));
+  CHECK(walk(hinted) == walk(plain));
+  for (Bytes size = 1; size <= 41; size += 4) CHECK(hinted.first_fit(size, 0) == plain.first_fit(size, 0));
+}
+
 // Against a std::map model: every lookup, first fit and neighbour walk agree, through
 // inserts, erases and in-place changes that crowd some leaves and empty others.
 TEST_CASE("address ranges keep exactly the order and first fits of a map", "[address_ranges]") {
