@@ -42,10 +42,9 @@ bool PlacementPolicy::grow(Bytes size) {
 Allocation PlacementPolicy::allocate(const Request& request) {
   if (grow_bytes_ == 0 && pool_.segments().empty() && !acquire_region()) return std::nullopt;
   const Bytes size = align_up(std::max<Bytes>(request.bytes, 1), alignment_);
-  auto range = choose(size);
-  if (!range && grow_bytes_ != 0 && grow(size)) range = choose(size);
+  auto range = take(size);
+  if (!range && grow_bytes_ != 0 && grow(size)) range = take(size);
   if (!range) return std::nullopt;
-  pool_.take(*range, size);
   allocated_ += size;
   rover_ = range->addr + size;
   return Block{range->addr, size, request.bytes, request.id, request.stream};
@@ -65,18 +64,23 @@ const char* PlacementPolicy::name() const {
   return "placement";
 }
 
-std::optional<Range> PlacementPolicy::choose(Bytes size) const {
+std::optional<Range> PlacementPolicy::take(Bytes size) {
+  std::optional<Range> range;
   switch (fit_) {
     case Fit::best:
-      return pool_.free().best_fit(size);
+      return pool_.take_best_fit(size);  // one search of the size order, not two
     case Fit::first:
-      return pool_.free().first_fit(size);
+      range = pool_.free().first_fit(size);
+      break;
     case Fit::next:
-      return pool_.free().next_fit(size, rover_);
+      range = pool_.free().next_fit(size, rover_);
+      break;
     case Fit::worst:
-      return pool_.free().worst_fit(size);
+      range = pool_.free().worst_fit(size);
+      break;
   }
-  return std::nullopt;
+  if (range) pool_.take(*range, size);
+  return range;
 }
 
 void PlacementPolicy::deallocate(const Block& block, Nanos) {

@@ -55,7 +55,7 @@ class PlacementPolicy final : public ReplayedPolicy<PlacementPolicy> {
   bool acquire_region();
   bool grow(Bytes size);
   bool add_segment(Bytes bytes);
-  std::optional<Range> choose(Bytes size) const;
+  std::optional<Range> take(Bytes size);  // the free range `size` bytes were taken from
   const char* name() const;  // for messages
 
   Fit fit_;

@@ -113,7 +113,7 @@ Allocation VmmPolicy::allocate(const Request& request) {
 }
 
 std::optional<Block> VmmPolicy::allocate_small(const Request& request, Bytes size) {
-  auto range = small_free_.best_fit(size);
+  auto range = small_free_.take_best_fit(size);
   if (!range) {
     if (!take_pages(1)) return std::nullopt;
     const Addr vpage = new_virtual_range(1);
@@ -122,8 +122,8 @@ std::optional<Block> VmmPolicy::allocate_small(const Request& request, Bytes siz
     small_pages_.emplace(vpage, 0);  // at once made non-empty below
     small_free_.add(Range{vpage, page_});
     range = Range{vpage, page_};
+    small_free_.take_front(*range, size);
   }
-  small_free_.take_front(*range, size);
   const Addr vpage = align_down(range->addr, page_);  // virtual pages lie on multiples of page_
   Bytes& live = small_pages_.at(vpage);
   if (live == 0) empty_small_.erase(vpage);

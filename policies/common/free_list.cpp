@@ -51,13 +51,26 @@ void FreeList::take_front(Range range, Bytes size) {
                 std::to_string(range.size) + " at " + std::to_string(range.addr));
   }
   by_size_.erase(range.size, range.addr);
+  take_rest(found, range, size);
+}
+
+std::optional<Range> FreeList::take_best_fit(Bytes size) {
+  const SizeBins::Cursor by_size = by_size_.lower_bound(size);
+  if (by_size == SizeBins::end()) return std::nullopt;
+  const Range range{by_size_[by_size].addr, by_size_[by_size].size};
+  by_size_.erase(by_size);
+  take_rest(by_addr_.lower_bound(range.addr), range, size);
+  return range;
+}
+
+void FreeList::take_rest(AddressRanges::Pos by_addr, Range range, Bytes size) {
   total_ -= size;
   if (size == range.size) {
-    by_addr_.erase(found);
+    by_addr_.erase(by_addr);
     return;
   }
   // The rest keeps its place in address order.
-  by_addr_.set(found, Range{range.addr + size, range.size - size});
+  by_addr_.set(by_addr, Range{range.addr + size, range.size - size});
   by_size_.insert({range.size - size, range.addr + size, 0});
 }
 

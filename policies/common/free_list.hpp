@@ -30,6 +30,9 @@ class FreeList {
 
   // The smallest range of at least `size` bytes, the lowest address among equals.
   std::optional<Range> best_fit(Bytes size) const;
+  // best_fit, then take_front of `size` bytes of it, searching the size order once: the
+  // range it took them from.
+  std::optional<Range> take_best_fit(Bytes size);
   // The lowest-addressed range of at least `size` bytes (a scan of the leaves: O(ranges / 64)).
   std::optional<Range> first_fit(Bytes size) const;
   // The first fitting range at or after `from`, wrapping around to the lowest address.
@@ -53,6 +56,9 @@ class FreeList {
   void check() const;  // both indexes agree, nothing overlaps or touches, the total adds up
 
  private:
+  // The rest of take_front once `range` (at `by_addr`) has left the size order.
+  void take_rest(AddressRanges::Pos by_addr, Range range, Bytes size);
+
   AddressRanges by_addr_;
   SizeBins by_size_;  // handles unused
   Bytes total_ = 0;

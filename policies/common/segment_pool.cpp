@@ -40,6 +40,12 @@ void SegmentPool::take(Range range, Bytes size) {
   segments_[segment_of(range.addr)].live += size;
 }
 
+std::optional<Range> SegmentPool::take_best_fit(Bytes size) {
+  const std::optional<Range> range = free_.take_best_fit(size);
+  if (range) segments_[segment_of(range->addr)].live += size;
+  return range;
+}
+
 void SegmentPool::give(Addr addr, Bytes size) {
   free_.add(Range{addr, size});
   segments_[segment_of(addr)].live -= size;

@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "policies/common/free_list.hpp"
+#include "sim/rng.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -51,6 +54,44 @@ TEST_CASE("free list take_front keeps the rest of the range free in place", "[fr
   list.add({0, 256});  // merges back with its old remainder
   CHECK(list.best_fit(1) == Range{0, 1024});
   list.check();
+}
+
+// take_best_fit is best_fit then take_front in one: a twin list driven the long way ends
+// with the same ranges after every step, and both refuse a size nothing fits.
+TEST_CASE("free list take_best_fit takes what best_fit and take_front would", "[free_list]") {
+  Rng rng(GENERATE(1, 2));
+  FreeList fast;
+  FreeList slow;
+  std::vector<Range> taken;
+  for (Addr at = 0; at < 64; ++at) {
+    const Range range{at * 4096, 256 * (1 + rng.below(15))};  // apart: no two touch
+    fast.add(range);
+    slow.add(range);
+  }
+  for (int step = 0; step < 5'000; ++step) {
+    if (taken.empty() || rng.below(2) == 0) {
+      const Bytes size = 256 * (1 + rng.below(16));
+      const std::optional<Range> expected = slow.best_fit(size);
+      REQUIRE(fast.take_best_fit(size) == expected);
+      if (!expected) continue;
+      slow.take_front(*expected, size);
+      taken.push_back(Range{expected->addr, size});
+    } else {
+      const std::size_t pick = rng.below(taken.size());
+      fast.add(taken[pick]);
+      slow.add(taken[pick]);
+      taken.erase(taken.begin() + static_cast<std::ptrdiff_t>(pick));
+    }
+    REQUIRE(fast.total() == slow.total());
+    REQUIRE(fast.count() == slow.count());
+  }
+  fast.check();
+  std::vector<Range> fast_ranges;
+  std::vector<Range> slow_ranges;
+  fast.for_each([&](Range range) { fast_ranges.push_back(range); });
+  slow.for_each([&](Range range) { slow_ranges.push_back(range); });
+  CHECK(fast_ranges == slow_ranges);
+  CHECK_FALSE(fast.take_best_fit(1 << 30).has_value());
 }
 
 }  // namespace
