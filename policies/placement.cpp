@@ -65,20 +65,18 @@ const char* PlacementPolicy::name() const {
 }
 
 std::optional<Range> PlacementPolicy::take(Bytes size) {
-  std::optional<Range> range;
+  // The free list takes what its search found, so no index is searched twice.
   switch (fit_) {
     case Fit::best:
-      return pool_.take_best_fit(size);  // one search of the size order, not two
+      return pool_.taken(pool_.free().take_best_fit(size), size);
     case Fit::first:
-      range = pool_.free().first_fit(size);
-      break;
+      return pool_.taken(pool_.free().take_first_fit(size), size);
     case Fit::next:
-      range = pool_.free().next_fit(size, rover_);
-      break;
+      return pool_.taken(pool_.free().take_next_fit(size, rover_), size);
     case Fit::worst:
-      range = pool_.free().worst_fit(size);
       break;
   }
+  const std::optional<Range> range = pool_.free().worst_fit(size);
   if (range) pool_.take(*range, size);
   return range;
 }

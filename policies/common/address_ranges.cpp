@@ -33,15 +33,21 @@ AddressRanges::Pos AddressRanges::lower_bound(Addr addr) const {
 }
 
 std::optional<Range> AddressRanges::first_fit(Bytes size, Addr from) const {
+  const Pos found = first_fit_at(size, from);
+  if (found == end()) return std::nullopt;
+  return (*this)[found];
+}
+
+AddressRanges::Pos AddressRanges::first_fit_at(Bytes size, Addr from) const {
   const Pos start = lower_bound(from);
   for (std::uint32_t at = start.leaf; at < order_.size(); ++at) {
     if (largest_[at] < size) continue;
     const Leaf& leaf = leaves_[order_[at]];
     for (std::uint32_t i = at == start.leaf ? start.index : 0; i < leaf.count; ++i) {
-      if (leaf.size[i] >= size) return Range{leaf.addr[i], leaf.size[i]};
+      if (leaf.size[i] >= size) return Pos{at, i};
     }
   }
-  return std::nullopt;
+  return end();
 }
 
 std::uint32_t AddressRanges::new_leaf() {

@@ -48,6 +48,7 @@ class AddressRanges {
   Pos lower_bound(Addr addr) const;
   // The lowest-addressed range at or after `from` of at least `size` bytes.
   std::optional<Range> first_fit(Bytes size, Addr from) const;
+  Pos first_fit_at(Bytes size, Addr from) const;  // the same: its position, or end()
 
   void insert(Range range);  // between its neighbours
   // The same, where `at` is lower_bound(range.addr), already known to the caller.

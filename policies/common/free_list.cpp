@@ -63,6 +63,22 @@ std::optional<Range> FreeList::take_best_fit(Bytes size) {
   return range;
 }
 
+std::optional<Range> FreeList::take_first_fit(Bytes size) { return take_at(by_addr_.first_fit_at(size, 0), size); }
+
+std::optional<Range> FreeList::take_next_fit(Bytes size, Addr from) {
+  AddressRanges::Pos found = by_addr_.first_fit_at(size, from);
+  if (found == by_addr_.end()) found = by_addr_.first_fit_at(size, 0);  // wrapped, as next_fit
+  return take_at(found, size);
+}
+
+std::optional<Range> FreeList::take_at(AddressRanges::Pos by_addr, Bytes size) {
+  if (by_addr == by_addr_.end()) return std::nullopt;
+  const Range range = by_addr_[by_addr];
+  by_size_.erase(range.size, range.addr);
+  take_rest(by_addr, range, size);
+  return range;
+}
+
 void FreeList::take_rest(AddressRanges::Pos by_addr, Range range, Bytes size) {
   total_ -= size;
   if (size == range.size) {

@@ -40,8 +40,7 @@ void SegmentPool::take(Range range, Bytes size) {
   segments_[segment_of(range.addr)].live += size;
 }
 
-std::optional<Range> SegmentPool::take_best_fit(Bytes size) {
-  const std::optional<Range> range = free_.take_best_fit(size);
+std::optional<Range> SegmentPool::taken(std::optional<Range> range, Bytes size) {
   if (range) segments_[segment_of(range->addr)].live += size;
   return range;
 }

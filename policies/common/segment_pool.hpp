@@ -40,8 +40,9 @@ class SegmentPool {
 
   // A block of `size` bytes at the front of free `range` is live now / was freed.
   void take(Range range, Bytes size);
-  // FreeList::take_best_fit, counted as take counts it: the range taken from, or nullopt.
-  std::optional<Range> take_best_fit(Bytes size);
+  // Counts, as take does, a take free() did itself (FreeList::take_best_fit and the like):
+  // `range` is what it returned, passed through.
+  std::optional<Range> taken(std::optional<Range> range, Bytes size);
   void give(Addr addr, Bytes size);
   // Only the live-byte counts of the segments of `from` and `to` (a block moved).
   void moved(Addr from, Addr to, Bytes size);

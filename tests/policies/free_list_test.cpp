@@ -56,9 +56,11 @@ TEST_CASE("free list take_front keeps the rest of the range free in place", "[fr
   list.check();
 }
 
-// take_best_fit is best_fit then take_front in one: a twin list driven the long way ends
-// with the same ranges after every step, and both refuse a size nothing fits.
-TEST_CASE("free list take_best_fit takes what best_fit and take_front would", "[free_list]") {
+// take_best_fit (first, next) is best_fit (first_fit, next_fit) then take_front in one: a
+// twin list driven the long way ends with the same ranges after every step, and both
+// refuse a size nothing fits.
+TEST_CASE("free list take_best_fit, take_first_fit, take_next_fit take what the fit and take_front would", "[free_list]") {
+  const int kind = GENERATE(0, 1, 2);  // best, first, next
   Rng rng(GENERATE(1, 2));
   FreeList fast;
   FreeList slow;
@@ -71,8 +73,12 @@ TEST_CASE("free list take_best_fit takes what best_fit and take_front would", "[
   for (int step = 0; step < 5'000; ++step) {
     if (taken.empty() || rng.below(2) == 0) {
       const Bytes size = 256 * (1 + rng.below(16));
-      const std::optional<Range> expected = slow.best_fit(size);
-      REQUIRE(fast.take_best_fit(size) == expected);
+      const Addr from = rng.below(64 * 4096);
+      const std::optional<Range> expected =
+          kind == 0 ? slow.best_fit(size) : kind == 1 ? slow.first_fit(size) : slow.next_fit(size, from);
+      REQUIRE((kind == 0   ? fast.take_best_fit(size)
+               : kind == 1 ? fast.take_first_fit(size)
+                           : fast.take_next_fit(size, from)) == expected);
       if (!expected) continue;
       slow.take_front(*expected, size);
       taken.push_back(Range{expected->addr, size});
@@ -92,6 +98,8 @@ TEST_CASE("free list take_best_fit takes what best_fit and take_front would", "[
   slow.for_each([&](Range range) { slow_ranges.push_back(range); });
   CHECK(fast_ranges == slow_ranges);
   CHECK_FALSE(fast.take_best_fit(1 << 30).has_value());
+  CHECK_FALSE(fast.take_first_fit(1 << 30).has_value());
+  CHECK_FALSE(fast.take_next_fit(1 << 30, 4096).has_value());
 }
 
 }  // namespace
