@@ -74,11 +74,9 @@ std::optional<Range> PlacementPolicy::take(Bytes size) {
     case Fit::next:
       return pool_.taken(pool_.free().take_next_fit(size, rover_), size);
     case Fit::worst:
-      break;
+      return pool_.taken(pool_.free().take_worst_fit(size), size);
   }
-  const std::optional<Range> range = pool_.free().worst_fit(size);
-  if (range) pool_.take(*range, size);
-  return range;
+  return std::nullopt;
 }
 
 void PlacementPolicy::deallocate(const Block& block, Nanos) {

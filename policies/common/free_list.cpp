@@ -54,8 +54,14 @@ void FreeList::take_front(Range range, Bytes size) {
   take_rest(found, range, size);
 }
 
-std::optional<Range> FreeList::take_best_fit(Bytes size) {
-  const SizeBins::Cursor by_size = by_size_.lower_bound(size);
+std::optional<Range> FreeList::take_best_fit(Bytes size) { return take_at(by_size_.lower_bound(size), size); }
+
+std::optional<Range> FreeList::take_worst_fit(Bytes size) {
+  if (by_size_.empty() || largest() < size) return std::nullopt;
+  return take_at(by_size_.lower_bound(largest()), size);
+}
+
+std::optional<Range> FreeList::take_at(SizeBins::Cursor by_size, Bytes size) {
   if (by_size == SizeBins::end()) return std::nullopt;
   const Range range{by_size_[by_size].addr, by_size_[by_size].size};
   by_size_.erase(by_size);

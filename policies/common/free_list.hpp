@@ -33,7 +33,8 @@ class FreeList {
   // best_fit, then take_front of `size` bytes of it, searching the size order once: the
   // range it took them from.
   std::optional<Range> take_best_fit(Bytes size);
-  // The same for first_fit and next_fit, searching the address order once.
+  // The same for worst_fit, and for first_fit and next_fit searching the address order once.
+  std::optional<Range> take_worst_fit(Bytes size);
   std::optional<Range> take_first_fit(Bytes size);
   std::optional<Range> take_next_fit(Bytes size, Addr from);
   // The lowest-addressed range of at least `size` bytes (a scan of the leaves: O(ranges / 64)).
@@ -62,6 +63,7 @@ class FreeList {
   // The rest of take_front once `range` (at `by_addr`) has left the size order.
   void take_rest(AddressRanges::Pos by_addr, Range range, Bytes size);
   std::optional<Range> take_at(AddressRanges::Pos by_addr, Bytes size);  // nullopt at end()
+  std::optional<Range> take_at(SizeBins::Cursor by_size, Bytes size);     // nullopt at end()
 
   AddressRanges by_addr_;
   SizeBins by_size_;  // handles unused

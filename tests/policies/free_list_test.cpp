@@ -56,11 +56,11 @@ TEST_CASE("free list take_front keeps the rest of the range free in place", "[fr
   list.check();
 }
 
-// take_best_fit (first, next) is best_fit (first_fit, next_fit) then take_front in one: a
+// take_best_fit (first, next, worst) is best_fit (first_fit, next_fit, worst_fit) then take_front in one: a
 // twin list driven the long way ends with the same ranges after every step, and both
 // refuse a size nothing fits.
-TEST_CASE("free list take_best_fit, take_first_fit, take_next_fit take what the fit and take_front would", "[free_list]") {
-  const int kind = GENERATE(0, 1, 2);  // best, first, next
+TEST_CASE("free list take_best_fit, take_first_fit, take_next_fit, take_worst_fit take what the fit and take_front would", "[free_list]") {
+  const int kind = GENERATE(0, 1, 2, 3);  // best, first, next, worst
   Rng rng(GENERATE(1, 2));
   FreeList fast;
   FreeList slow;
@@ -75,10 +75,14 @@ TEST_CASE("free list take_best_fit, take_first_fit, take_next_fit take what the 
       const Bytes size = 256 * (1 + rng.below(16));
       const Addr from = rng.below(64 * 4096);
       const std::optional<Range> expected =
-          kind == 0 ? slow.best_fit(size) : kind == 1 ? slow.first_fit(size) : slow.next_fit(size, from);
+          kind == 0   ? slow.best_fit(size)
+          : kind == 1 ? slow.first_fit(size)
+          : kind == 2 ? slow.next_fit(size, from)
+                      : slow.worst_fit(size);
       REQUIRE((kind == 0   ? fast.take_best_fit(size)
                : kind == 1 ? fast.take_first_fit(size)
-                           : fast.take_next_fit(size, from)) == expected);
+               : kind == 2 ? fast.take_next_fit(size, from)
+                           : fast.take_worst_fit(size)) == expected);
       if (!expected) continue;
       slow.take_front(*expected, size);
       taken.push_back(Range{expected->addr, size});
@@ -100,6 +104,7 @@ TEST_CASE("free list take_best_fit, take_first_fit, take_next_fit take what the 
   CHECK_FALSE(fast.take_best_fit(1 << 30).has_value());
   CHECK_FALSE(fast.take_first_fit(1 << 30).has_value());
   CHECK_FALSE(fast.take_next_fit(1 << 30, 4096).has_value());
+  CHECK_FALSE(fast.take_worst_fit(1 << 30).has_value());
 }
 
 }  // namespace
