@@ -47,7 +47,6 @@ std::unique_ptr<EventSource> open_source(const TenantSpec& spec) {
   throw Error("tenant without a trace");
 }
 
-using TenantRun = TenantReplay;
 
 class Replay final : ReplayHooks {
  public:
@@ -57,7 +56,7 @@ class Replay final : ReplayHooks {
         baseline_used_(device.used()),
         peak_used_(baseline_used_) {
     for (const TenantSpec& spec : scenario.tenants) {
-      TenantRun& run = tenants_.emplace_back(spec, device_, peak_used_);
+      TenantReplay& run = tenants_.emplace_back(spec, device_, peak_used_);
       run.result.index = tenants_.size() - 1;
       run.index = run.result.index;
       run.observers = observers_;
@@ -74,7 +73,7 @@ class Replay final : ReplayHooks {
     // anything runs: with several tenants, each is tried first on a device of its own. A
     // lone tenant's policy is made before its first event anyway.
     if (tenants_.size() > 1) {
-      for (TenantRun& run : tenants_) {
+      for (TenantReplay& run : tenants_) {
         SimDevice trial(scenario_.device);
         make_policy_(run.spec.policy, trial);
       }
@@ -85,11 +84,11 @@ class Replay final : ReplayHooks {
     } else {
       for (std::size_t tenant = next_tenant(); tenant < tenants_.size(); tenant = next_tenant()) step(tenant);
     }
-    for (TenantRun& run : tenants_) {
+    for (TenantReplay& run : tenants_) {
       if (run.policy) finish(run);
     }
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_start;
-    for (TenantRun& run : tenants_) {
+    for (TenantReplay& run : tenants_) {
       const EventSource& source = *run.source;
       const TraceInfo& info = source.info();
       if (run.result.peak_allocated > 0) {
@@ -119,7 +118,7 @@ class Replay final : ReplayHooks {
     result.before_start = baseline_used_;
     result.peak_device = peak_used_;
     result.replay_seconds = wall.count();
-    for (TenantRun& run : tenants_) {
+    for (TenantReplay& run : tenants_) {
       result.events_replayed += run.result.events_replayed;
       result.tenants.push_back(std::move(run.result));
     }
@@ -130,7 +129,7 @@ class Replay final : ReplayHooks {
   // One tenant: a loop made for what this scenario watches, the rest compiled out. The
   // plain one is the policy's to run, with its own type (Policy::replay).
   void replay_alone() {
-    TenantRun& run = tenants_.front();
+    TenantReplay& run = tenants_.front();
     start(run, 0);
     if (!run.policy) return;
     const bool observe = !observers_.empty();
@@ -160,7 +159,7 @@ class Replay final : ReplayHooks {
 
   // A process starts: the driver creates its CUDA context, then the framework its
   // allocator, which sees what the device has free now (TensorFlow sizes its pool by it).
-  void start(TenantRun& run, std::size_t tenant) {
+  void start(TenantReplay& run, std::size_t tenant) {
     run.started = true;
     run.serving(run.spec.start, 0, 0);
     run.context_open = device_.open_context();
@@ -174,7 +173,7 @@ class Replay final : ReplayHooks {
   }
 
   void step(std::size_t tenant) {
-    TenantRun& run = tenants_[tenant];
+    TenantReplay& run = tenants_[tenant];
     if (!run.started) return start(run, tenant);
     Policy& policy = *run.policy;
     const bool observe = !observers_.empty();
@@ -189,14 +188,14 @@ class Replay final : ReplayHooks {
 
   // The simulated clock is the trace's time plus the allocator time spent before: it must
   // stay under 2^64 ns, or later events would seem to come first.
-  [[noreturn]] void clock_wraps(const TenantRun& run, std::size_t index, const Event& event) const override {
+  [[noreturn]] void clock_wraps(const TenantReplay& run, std::size_t index, const Event& event) const override {
     throw Error(run.result.workload + ": event " + std::to_string(index) + " at time_ns " + std::to_string(event.time) +
                 ", plus " + format_nanos(run.delay) + " of allocator time before it" +
                 (run.spec.start ? " and its start " + format_nanos(run.spec.start) : std::string()) +
                 ", passes the simulated clock's end (2^64 ns); make the trace's times smaller");
   }
 
-  void not_served(TenantRun& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now,
+  void not_served(TenantReplay& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now,
                   std::string_view hang) override {
     if (!hang.empty()) {
       run.result.hang_event = index;
@@ -210,21 +209,21 @@ class Replay final : ReplayHooks {
   // The requested bytes alive in every tenant (what an OOM's context reports).
   Bytes live_requested() const {
     Bytes bytes = 0;
-    for (const TenantRun& run : tenants_) bytes += run.requested;
+    for (const TenantReplay& run : tenants_) bytes += run.requested;
     return bytes;
   }
 
   // What the device gives `run` now, and who holds the rest.
-  TenantShare share_of(const TenantRun& run) const {
+  TenantShare share_of(const TenantReplay& run) const {
     TenantShare share{device_.capacity(), baseline_used_, contexts_, {}};
-    for (const TenantRun& other : tenants_) {
+    for (const TenantReplay& other : tenants_) {
       if (&other == &run || !other.policy) continue;
       share.others.push_back(TenantHolding{other.result.index, other.device.reserved(), other.requested});
     }
     return share;
   }
 
-  void out_of_memory(TenantRun& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now) {
+  void out_of_memory(TenantReplay& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now) {
     const bool first = run.result.oom_count == 0;
     PolicyInspection inspection = run.policy->inspect(first ? Detail::full : Detail::counters);
     if (first) {
@@ -255,7 +254,7 @@ class Replay final : ReplayHooks {
 
   // Records the tenant's results, then ends it as a process exit would: every live block
   // freed, the cache emptied, the policy destroyed and its segments returned.
-  void finish(TenantRun& run) {
+  void finish(TenantReplay& run) {
     TenantResult& result = run.result;
     result.events_replayed = run.next;
     result.allocator_time = run.device.time_spent();
@@ -289,7 +288,7 @@ class Replay final : ReplayHooks {
     }
   }
 
-  void check(TenantRun& run, std::size_t index) override {
+  void check(TenantReplay& run, std::size_t index) override {
     run.policy->check();
     const PolicyStats stats = run.policy->stats();
     if (stats.allocated != run.allocated) {
@@ -304,12 +303,12 @@ class Replay final : ReplayHooks {
     if (device_.used() > device_.capacity()) fail(run, index, "device over capacity");
   }
 
-  [[noreturn]] void fail(const TenantRun& run, std::size_t index, const std::string& what) const override {
+  [[noreturn]] void fail(const TenantReplay& run, std::size_t index, const std::string& what) const override {
     throw Error("check failed after event " + std::to_string(index) + " of " + run.result.workload + " under " +
                 run.result.policy + ": " + what);
   }
 
-  void sample(const TenantRun& run, std::size_t tenant, std::size_t index, Nanos time) override {
+  void sample(const TenantReplay& run, std::size_t tenant, std::size_t index, Nanos time) override {
     const Sample sample{time, tenant, index, run.allocated, run.device.reserved(), device_.used()};
     for (Observer* observer : observers_) observer->on_event(sample);
   }
@@ -318,7 +317,7 @@ class Replay final : ReplayHooks {
   const Scenario& scenario_;
   const PolicyFactory& make_policy_;
   std::span<Observer* const> observers_;
-  std::deque<TenantRun> tenants_;  // a deque: each policy holds a reference into its TenantRun
+  std::deque<TenantReplay> tenants_;  // a deque: each policy holds a reference into its TenantReplay
   Bytes baseline_used_;
   Bytes peak_used_;
   Bytes contexts_ = 0;  // the contexts of the running tenants
