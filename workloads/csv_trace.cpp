@@ -11,6 +11,7 @@
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "workloads/csv_fields.hpp"
+#include "workloads/csv_plain_row.hpp"
 #include "workloads/id_renumbering.hpp"
 #include "workloads/mapped_file.hpp"
 #include "workloads/text_lines.hpp"
@@ -76,6 +77,25 @@ class Reader {
     for (int& position : position_) {
       if (position < 0) position = static_cast<int>(field_count_);
     }
+    plain_ = field_count_ == kColumnCount;
+    for (int column = 0; column < kColumnCount; ++column) plain_ &= position_[column] == column;
+  }
+
+  // The row starting at `at` when it is an alloc or free of the plain shape our writer
+  // gives (csv_plain_row.hpp), under our own header: where the next line starts. nullptr
+  // leaves the line to row(), which judges it the same way and says what is wrong.
+  const char* plain_row(const char* at) {
+    if (!plain_ || text_end_ - at < static_cast<std::ptrdiff_t>(kPlainRowReach)) return nullptr;
+    PlainRow fields;
+    if (!split_plain_row(at, text_end_, fields) || fields.stream > 0xffff) return nullptr;
+    if (fields.alloc) {
+      const std::optional<Tag> tag = fields.tag.empty() ? std::optional<Tag>(Tag::other) : tags_.find(fields.tag);
+      if (!fields.bytes || !tag) return nullptr;
+      open(fields.time, fields.id, *fields.bytes, static_cast<Stream>(fields.stream), *tag);
+    } else {
+      close(fields.time, fields.id, ids_.take(fields.id), fields.bytes);
+    }
+    return fields.next;
   }
 
   void row(std::string_view line) {
@@ -143,18 +163,23 @@ class Reader {
     if (!tag) {
       throw Error("unknown tag '" + std::string(tag_text) + "' (" + tag_names() + ")");
     }
-    ids_.open_with(id, [&] { return builder_.alloc(time, bytes, stream, *tag); });
+    open(time, id, bytes, stream, *tag);
+  }
+
+  void open(Nanos time, std::string_view id, Bytes bytes, Stream stream, Tag tag) {
+    ids_.open_with(id, [&] { return builder_.alloc(time, bytes, stream, tag); });
   }
 
   void free(Nanos time, std::string_view id, std::string_view bytes_text) {
     const AllocId dense = ids_.take(id);
-    if (!bytes_text.empty()) {
-      const Bytes bytes = number(bytes_text, "bytes");
-      const Bytes allocated = builder_.bytes_of(dense);
-      if (bytes != allocated) {
-        throw Error("free of id " + std::string(id) + " says " + std::to_string(bytes) + " bytes, its alloc said " +
-                    std::to_string(allocated));
-      }
+    close(time, id, dense, bytes_text.empty() ? std::nullopt : std::optional<Bytes>(number(bytes_text, "bytes")));
+  }
+
+  // The free of `id`, renumbered `dense`; `bytes`: what the row says it was, when it says.
+  void close(Nanos time, std::string_view id, AllocId dense, std::optional<Bytes> bytes) {
+    if (bytes && *bytes != builder_.bytes_of(dense)) {
+      throw Error("free of id " + std::string(id) + " says " + std::to_string(*bytes) + " bytes, its alloc said " +
+                  std::to_string(builder_.bytes_of(dense)));
     }
     builder_.free(time, dense);
   }
@@ -163,6 +188,7 @@ class Reader {
   const char* text_end_;
   std::array<int, kColumnCount> position_{-1, -1, -1, -1, -1, -1};
   std::size_t field_count_ = 0;
+  bool plain_ = false;  // the header is ours, in our order: rows may take the plain path
   std::vector<std::string_view> fields_;  // of the current row, and the empty one after them
   IdViewRenumbering ids_;                 // views into the text being parsed
   NameCache<Op, op_from_name> ops_;
@@ -188,11 +214,14 @@ Trace parse(std::string_view text, const std::string& name, MappedFile* file) {
   reader.reserve(estimated_rows(text));
   std::ptrdiff_t release_at = kReleaseEvery;
   bool seen_header = false;
-  for_each_line(text, name, [&](std::string_view line, std::size_t) {
-    if (file && line.data() - text.data() >= release_at) {
-      file->release_before(static_cast<std::size_t>(line.data() - text.data()));
+  const auto take_plain_row = [&](const char* at) {
+    if (file && at - text.data() >= release_at) {
+      file->release_before(static_cast<std::size_t>(at - text.data()));
       release_at += kReleaseEvery;
     }
+    return reader.plain_row(at);
+  };
+  for_each_line(text, name, take_plain_row, [&](std::string_view line, std::size_t) {
     if (line.front() == '#') return;
     if (seen_header) {
       reader.row(line);
