@@ -4,7 +4,6 @@
 #include <bit>
 #include <string>
 
-#include "policies/common/flat_search.hpp"
 #include "policies/common/memory_cap.hpp"
 #include "sim/error.hpp"
 
@@ -16,10 +15,6 @@ constexpr Bytes kDefaultMaxInternalFragmentation = 128_MiB;
 constexpr Bytes kInitialGrowthRegion = 2_MiB;
 
 Bytes rounded_bytes(Bytes bytes) { return align_up(bytes, kMinAllocation); }
-
-bool entry_less(Bytes size_a, Addr ptr_a, Bytes size_b, Addr ptr_b) {
-  return size_a != size_b ? size_a < size_b : ptr_a < ptr_b;
-}
 
 // gpu_device.cc's SingleVirtualDeviceMemoryLimit, and gpu_helpers.cc's fraction of total.
 BfcPolicy::Limit compute_limit(const Params& params, const Device& device) {
@@ -114,22 +109,14 @@ Allocation BfcPolicy::allocate(const Request& request) {
 }
 
 std::optional<BfcPolicy::Fit> BfcPolicy::find_chunk(Bytes rounded) const {
-  const std::size_t bin = bfc_bin_for(rounded);
-  const auto& entries = bins_[bin];
-  const std::size_t fit =
-      flat_lower_bound(entries.data(), entries.size(), [&](const BinEntry& entry) { return entry.size < rounded; });
-  if (fit < entries.size()) return Fit{bin, fit};
-  // Every chunk in a higher bin is larger: the first of the next non-empty bin is it.
-  const std::uint32_t higher = nonempty_bins_ & ~((std::uint32_t{2} << bin) - 1);
-  if (higher == 0) return std::nullopt;
-  return Fit{static_cast<std::size_t>(std::countr_zero(higher)), 0};
+  const Fit fit = free_chunks_.lower_bound(rounded);
+  if (fit == SizeBins::end()) return std::nullopt;
+  return fit;
 }
 
 std::uint32_t BfcPolicy::use_chunk(Fit fit, Bytes rounded, const Request& request) {
-  auto& entries = bins_[fit.bin];
-  const std::uint32_t chunk = entries[fit.index].chunk;
-  entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(fit.index));
-  if (entries.empty()) nonempty_bins_ &= ~(std::uint32_t{1} << fit.bin);
+  const std::uint32_t chunk = free_chunks_[fit].handle;
+  free_chunks_.erase(fit);
   const Bytes size = chunks_[chunk].size;
   if (size >= 2 * rounded || size - rounded >= max_internal_fragmentation_) {
     insert_into_bin(split_after(chunks_, chunk, rounded, chunks_[chunk]));
@@ -258,32 +245,14 @@ void BfcPolicy::free_regions_wholly_free() {
 
 void BfcPolicy::release_cached() { free_regions_wholly_free(); }
 
-// Where a chunk of this size and address sits, or would sit, in its bin.
-std::pair<std::size_t, std::vector<BfcPolicy::BinEntry>::iterator> BfcPolicy::bin_position(const Chunk& chunk) {
-  const std::size_t bin = bfc_bin_for(chunk.size);
-  auto& entries = bins_[bin];
-  const unsigned __int128 key = static_cast<unsigned __int128>(chunk.size) << 64 | chunk.ptr;
-  const std::size_t at = flat_lower_bound(entries.data(), entries.size(), [&](const BinEntry& entry) {
-    return (static_cast<unsigned __int128>(entry.size) << 64 | entry.ptr) < key;  // (size, address), branch-free
-  });
-  return {bin, entries.begin() + static_cast<std::ptrdiff_t>(at)};
-}
-
 void BfcPolicy::insert_into_bin(std::uint32_t chunk) {
-  const auto [bin, at] = bin_position(chunks_[chunk]);
-  bins_[bin].insert(at, BinEntry{chunks_[chunk].size, chunks_[chunk].ptr, chunk});
-  nonempty_bins_ |= std::uint32_t{1} << bin;
+  free_chunks_.insert(SizeBins::Entry{chunks_[chunk].size, chunks_[chunk].ptr, chunk});
 }
 
-void BfcPolicy::remove_from_bin(std::uint32_t chunk) {
-  const auto [bin, at] = bin_position(chunks_[chunk]);
-  bins_[bin].erase(at);
-  if (bins_[bin].empty()) nonempty_bins_ &= ~(std::uint32_t{1} << bin);
-}
+void BfcPolicy::remove_from_bin(std::uint32_t chunk) { free_chunks_.erase(chunks_[chunk].size, chunks_[chunk].ptr); }
 
 PolicyStats BfcPolicy::stats() const {
-  const Bytes largest_free =
-      nonempty_bins_ == 0 ? 0 : bins_[static_cast<std::size_t>(std::bit_width(nonempty_bins_) - 1)].back().size;
+  const Bytes largest_free = free_chunks_.empty() ? 0 : free_chunks_.back().size;
   return PolicyStats{.allocated = bytes_in_use_,
                      .reserved = pool_bytes_,
                      .largest_free = largest_free,
@@ -384,21 +353,12 @@ void BfcPolicy::check() const {
   }
   if (pool != pool_bytes_) fail("pool_bytes is off");
   if (in_use != bytes_in_use_) fail("bytes_in_use is off");
-  std::size_t binned = 0;
-  for (std::size_t b = 0; b < kBins; ++b) {
-    const auto& entries = bins_[b];
-    if (entries.empty() == ((nonempty_bins_ >> b) & 1)) fail("the bin bitmap is off");
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      const Chunk& chunk = chunks_[entries[i].chunk];
-      if (chunk.in_use || chunk.size != entries[i].size || chunk.ptr != entries[i].ptr) fail("a stale bin entry");
-      if (bfc_bin_for(chunk.size) != b) fail("a chunk in the wrong bin");
-      if (i > 0 && !entry_less(entries[i - 1].size, entries[i - 1].ptr, entries[i].size, entries[i].ptr)) {
-        fail("a bin out of order");
-      }
-    }
-    binned += entries.size();
-  }
-  if (binned != free_chunks) fail("free chunks missing from the bins");
+  free_chunks_.check();
+  free_chunks_.for_each([&](const SizeBins::Entry& entry) {
+    const Chunk& chunk = chunks_[entry.handle];
+    if (chunk.in_use || chunk.size != entry.size || chunk.ptr != entry.addr) fail("a stale bin entry");
+  });
+  if (free_chunks_.size() != free_chunks) fail("free chunks missing from the bins");
 }
 
 }  // namespace allocsim

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "policies/common/size_bins.hpp"
 #include "policies/common/slots.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
@@ -106,18 +107,11 @@ class BfcPolicy final : public ReplayedPolicy<BfcPolicy> {
     std::uint32_t first_chunk;
     Addr touched_end;  // the end of the highest block ever carved from it
   };
-  // A bin is a vector sorted by (size, address): bins stay short in practice, and a
-  // binary search plus a small move beats a tree by several times.
-  struct BinEntry {
-    Bytes size;
-    Addr ptr;
-    std::uint32_t chunk;
-  };
-
-  struct Fit {
-    std::size_t bin;
-    std::size_t index;  // in bins_[bin]
-  };
+  // TensorFlow's bins are power-of-two size classes, each ordered by (size, address), and
+  // FindChunkPtr takes the first chunk large enough from the request's bin up: the first
+  // in the (size, address) order of all free chunks. SizeBins keeps that order in finer
+  // bins (eight per power of two), so each one stays a few entries long.
+  using Fit = SizeBins::Cursor;
   std::optional<Fit> find_chunk(Bytes rounded) const;
   std::uint32_t use_chunk(Fit fit, Bytes rounded, const Request& request);  // returns the chunk
   bool extend(Bytes rounded);
@@ -125,7 +119,6 @@ class BfcPolicy final : public ReplayedPolicy<BfcPolicy> {
   void free_regions_wholly_free();
   bool wholly_free(const Region& region) const;
   void merge(std::uint32_t left, std::uint32_t right);  // right is left's next neighbour
-  std::pair<std::size_t, std::vector<BinEntry>::iterator> bin_position(const Chunk& chunk);
   void insert_into_bin(std::uint32_t chunk);
   void remove_from_bin(std::uint32_t chunk);
   void touch(const Chunk& chunk);  // a block is carved from the chunk's region up to its end
@@ -143,8 +136,7 @@ class BfcPolicy final : public ReplayedPolicy<BfcPolicy> {
 
   Slots<Chunk> chunks_;
   std::vector<Region> regions_;
-  std::array<std::vector<BinEntry>, kBins> bins_;
-  std::uint32_t nonempty_bins_ = 0;      // bit b set when bins_[b] has a chunk
+  SizeBins free_chunks_;                 // every chunk not in use; handles are chunks
   std::vector<std::uint32_t> chunk_of_;  // by AllocId: the chunk a live block is
 
   std::uint64_t num_allocs_ = 0;
