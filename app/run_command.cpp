@@ -136,6 +136,11 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   scenario.on_oom = on_oom;
   scenario.check = options.check;
   std::map<std::string, std::shared_ptr<const Trace>> traces;  // a workload named twice loads once
+  // A trace file loads on a thread of its own while the replay runs what is read so far,
+  // unless an output needs the whole trace beside the run's results.
+  const bool overlap_load = options.save_trace.empty() && options.report.empty() && options.memory_viz.empty() &&
+                            options.chrome_trace.empty();
+  std::map<std::string, std::shared_ptr<const BackgroundTrace>> loading;
   for (const TenantChoice& tenant : tenants) check_policy_spec(tenant.policy);  // before any long trace load
   std::vector<std::string> recordings;  // PyTorch snapshots among the workloads, said so above the table
   for (auto [workload, policy, start] : tenants) {
@@ -150,14 +155,18 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
       recordings.push_back(workload);
     }
     if (options.stream) {
-      scenario.tenants.push_back(TenantSpec::streamed(stream_workload(workload), policy, start));
+      scenario.tenants.push_back(TenantSpec::from_source(stream_workload(workload), policy, start));
+      continue;
+    }
+    const LoadOptions load_options{options.cuda_device, scenario.device.compute_capability};
+    if (overlap_load && names_a_file(workload)) {
+      auto& load = loading[workload];
+      if (!load) load = load_in_background(workload, load_options);
+      scenario.tenants.push_back(TenantSpec::from_source(load, policy, start));
       continue;
     }
     auto& trace = traces[workload];
-    if (!trace) {
-      trace = std::make_shared<const Trace>(
-          load_workload(workload, LoadOptions{options.cuda_device, scenario.device.compute_capability}));
-    }
+    if (!trace) trace = std::make_shared<const Trace>(load_workload(workload, load_options));
     scenario.tenants.push_back(TenantSpec{trace, policy, start});
   }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "policies/placement.hpp"
+#include "sim/event_source.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -22,10 +23,11 @@ void OptimalPolicy::prepare(const ReplaySetup& setup) {
     throw Error("optimal plans over the whole trace, which a streamed replay never holds: replay it without "
                 "--stream (the trace is then loaded into memory)");
   }
-  if (!setup.trace) return;  // no trace ahead: it stays bestfit
+  const Trace* const trace = setup.source ? setup.source->trace() : nullptr;
+  if (!trace) return;  // no trace ahead: it stays bestfit
   if (unplanned_ && unplanned_->stats().allocated != 0) throw Error("optimal: prepare() after requests were served");
   unplanned_.reset();
-  plan_ = plan_offline(*setup.trace, options_);
+  plan_ = plan_offline(*trace, options_);
 }
 
 Allocation OptimalPolicy::allocate(const Request& request) {

@@ -61,10 +61,8 @@ class Replay final : ReplayHooks {
       run.index = run.result.index;
       run.observers = observers_;
       if (!observers_.empty()) run.device.listen(&run);
-      run.result.workload = run.source->info().name;
+      run.result.workload = run.source->name();
       run.result.policy = spec.policy;
-      run.result.events = run.source->events();
-      run.result.live_lower_bound = run.source->live_lower_bound().value_or(0);
     }
   }
 
@@ -88,9 +86,11 @@ class Replay final : ReplayHooks {
       if (run.policy) finish(run);
     }
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_start;
+    // Only now what a trace still loading knows at its end.
     for (TenantReplay& run : tenants_) {
       const EventSource& source = *run.source;
       const TraceInfo& info = source.info();
+      run.result.events = source.events();
       if (run.result.peak_allocated > 0) {
         if (const Trace* trace = source.trace()) {
           std::vector<AllocId> skipped;
@@ -167,8 +167,7 @@ class Replay final : ReplayHooks {
     if (run.context_open) contexts_ += scenario_.device.context_overhead;
     run.result.context = run.context_open ? scenario_.device.context_overhead : 0;
     run.policy = make_policy_(run.spec.policy, run.device);
-    const Trace* whole = run.source->trace();
-    run.policy->prepare(ReplaySetup{run.source->slots(), whole, &run, whole == nullptr});
+    run.policy->prepare(ReplaySetup{run.source->slots(), run.source.get(), &run, !run.source->holds_trace()});
     if (!run.context_open) out_of_memory(run, tenant, 0, scenario_.device.context_overhead, run.spec.start);
   }
 

@@ -24,10 +24,10 @@ struct TenantSpec {
   TenantSpec() = default;
   TenantSpec(std::shared_ptr<const Trace> trace_in, std::string policy_in, Nanos start_in = 0)
       : trace(std::move(trace_in)), policy(std::move(policy_in)), start(start_in) {}
-  // A tenant whose events stream from `source` (a .atrace file, a generator), so that the
-  // replay holds only the live allocations. A policy that plans over the whole trace
-  // (optimal) refuses it.
-  static TenantSpec streamed(std::shared_ptr<const EventSourceFactory> source, std::string policy, Nanos start = 0) {
+  // A tenant whose events come from `source`: a stream (a .atrace file, a generator), so
+  // that the replay holds only the live allocations (a policy that plans over the whole
+  // trace, optimal, refuses it), or a trace loading in the background (sim/background_trace.hpp).
+  static TenantSpec from_source(std::shared_ptr<const EventSourceFactory> source, std::string policy, Nanos start = 0) {
     TenantSpec spec(nullptr, std::move(policy), start);
     spec.source = std::move(source);
     return spec;

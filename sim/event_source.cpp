@@ -16,7 +16,11 @@ EventWindow TraceSource::next() {
 Trace materialise(EventSource& source, const MaterialiseHooks& hooks) {
   const TraceInfo& info = source.info();
   TraceBuilder builder(TraceInfo{info.name, info.source});
-  builder.reserve(source.events());
+  if (hooks.progress) {
+    builder.report_to(*hooks.progress, source.events(), source.events());
+  } else {
+    builder.reserve(source.events());
+  }
   constexpr auto kFree = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::uint32_t> id_of_slot(source.slots(), kFree);
   auto step = info.step_starts.begin();

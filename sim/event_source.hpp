@@ -46,11 +46,16 @@ class EventSource {
   virtual std::size_t slots() const = 0;
   virtual std::uint64_t events() const = 0;
   virtual const TraceInfo& info() const = 0;
+  // The workload's name, info().name; a trace still loading knows it before its info.
+  virtual std::string_view name() const { return info().name; }
   // Max over time of the requested bytes alive; nullopt while unknown (a generator learns
   // it only at its end).
   virtual std::optional<Bytes> live_lower_bound() const = 0;
   // The whole trace when it is in memory (offline planners read it); nullptr when streamed.
+  // A trace still loading (sim/background_trace.hpp) waits for its end here, as it does
+  // for events(), info() and live_lower_bound(): a replay asks for them once it is done.
   virtual const Trace* trace() const { return nullptr; }
+  virtual bool holds_trace() const { return false; }  // trace() is the whole trace, perhaps after a wait
   virtual std::unique_ptr<EventSource> reopen() const = 0;
 };
 
@@ -77,6 +82,7 @@ class TraceSource final : public EventSource {
   const TraceInfo& info() const override { return trace_->info; }
   std::optional<Bytes> live_lower_bound() const override { return trace_->live_lower_bound; }
   const Trace* trace() const override { return trace_.get(); }
+  bool holds_trace() const override { return true; }
   std::unique_ptr<EventSource> reopen() const override { return std::make_unique<TraceSource>(trace_); }
 
  private:
@@ -131,6 +137,8 @@ struct MaterialiseHooks {
   // An event the trace refuses (the TraceBuilder's Error), `event` its index in the source:
   // throws an Error that says where in the input it is. Empty: the Error as it is.
   std::function<void(std::uint64_t event, const Error& error)> failed;
+  // A load in the background: told of the events built as they come (TraceBuilder::report_to).
+  TraceProgress* progress = nullptr;
 };
 
 // Reads a whole source into a Trace (ids renumbered dense again): what a policy that plans

@@ -88,11 +88,15 @@ struct PolicyInspection {
 
 // What the engine tells a policy once, before the first request of a replay. A policy
 // driven without it (as unit tests drive one) must still work.
+class EventSource;  // sim/event_source.hpp
+
 struct ReplaySetup {
   std::size_t allocations = 0;    // ids will run 0..allocations-1: state indexed by id is sized once
-  const Trace* trace = nullptr;   // the whole trace ahead, for offline planners
+  // The events ahead. Its trace() is the whole trace, for offline planners: only they ask,
+  // since a trace still loading in the background is waited for.
+  const EventSource* source = nullptr;
   MoveListener* moves = nullptr;  // told of every relocation; outlives the policy
-  bool streamed = false;          // the trace exists but streams (trace is null): a planner must refuse
+  bool streamed = false;          // the trace exists but streams (no trace()): a planner must refuse
 };
 
 // What a request got: a block, or nothing (an OOM). `hang` is set, with no block, when

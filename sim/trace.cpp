@@ -4,8 +4,14 @@
 #include <limits>
 
 #include "sim/error.hpp"
+#include "sim/trace_progress.hpp"
 
 namespace allocsim {
+namespace {
+
+constexpr std::size_t kReportEvery = std::size_t{1} << 16;  // events between reports to a background load
+
+}  // namespace
 
 std::optional<std::size_t> step_of(const TraceInfo& info, std::size_t event) {
   if (info.step_starts.empty()) return std::nullopt;
@@ -24,6 +30,30 @@ void TraceBuilder::reserve(std::size_t events) {
   trace_.events.reserve(events);
   trace_.requested.reserve(events / 2 + 1);
   allocations_.reserve(events / 2 + 1);
+}
+
+void TraceBuilder::report_to(TraceProgress& progress, std::size_t events, std::size_t allocations) {
+  trace_.events.reserve(events);
+  trace_.requested.reserve(allocations);
+  progress_ = &progress;
+  progress.begin(std::min(allocations, events / 2 + 1));
+  next_report_ = std::min(kReportEvery, trace_.events.capacity());
+}
+
+// Before the event goes in: a full reserve is found before its arrays would move.
+void TraceBuilder::append(const Event& event) {
+  if (trace_.events.size() >= next_report_) [[unlikely]] report();
+  trace_.events.push_back(event);
+}
+
+void TraceBuilder::report() {
+  const std::size_t built = trace_.events.size();
+  if (built == trace_.events.capacity()) {
+    throw Error("event " + std::to_string(built) + ": more events than the " + std::to_string(built) +
+                " its reader reserved for a background load");
+  }
+  progress_->report(trace_.events.data(), trace_.requested.data(), built);
+  next_report_ = std::min(built + kReportEvery, trace_.events.capacity());
 }
 
 void TraceBuilder::check_time(Nanos time) {
@@ -46,9 +76,13 @@ AllocId TraceBuilder::alloc(Nanos time, Bytes bytes, Stream stream, Tag tag) {
     throw Error("event " + std::to_string(trace_.events.size()) + ": live bytes would exceed 2^64");
   }
   const auto id = static_cast<AllocId>(trace_.requested.size());
+  if (progress_ && trace_.requested.size() == trace_.requested.capacity()) [[unlikely]] {
+    throw Error("event " + std::to_string(trace_.events.size()) + ": more allocations than the " +
+                std::to_string(trace_.requested.capacity()) + " its reader reserved for a background load");
+  }
   trace_.requested.push_back(bytes);
   allocations_.push_back(Allocation{stream, tag, true});
-  trace_.events.push_back(Event{time, id, stream, Op::alloc, tag});
+  append(Event{time, id, stream, Op::alloc, tag});
   live_bytes_ += bytes;
   trace_.live_lower_bound = std::max(trace_.live_lower_bound, live_bytes_);
   return id;
@@ -75,17 +109,17 @@ void TraceBuilder::free(Nanos time, AllocId id) {
   Allocation& allocation = allocations_[index];
   allocation.live = false;
   live_bytes_ -= trace_.requested[index];
-  trace_.events.push_back(Event{time, id, allocation.stream, Op::free, allocation.tag});
+  append(Event{time, id, allocation.stream, Op::free, allocation.tag});
 }
 
 void TraceBuilder::release(Nanos time) {
   check_time(time);
-  trace_.events.push_back(Event{time, AllocId{}, 0, Op::release, Tag::other});
+  append(Event{time, AllocId{}, 0, Op::release, Tag::other});
 }
 
 void TraceBuilder::sync(Nanos time, const Sync& sync) {
   check_time(time);
-  trace_.events.push_back(Event{time, sync_id(sync), sync.stream, Op::sync, Tag::other});
+  append(Event{time, sync_id(sync), sync.stream, Op::sync, Tag::other});
 }
 
 bool TraceBuilder::is_live(AllocId id) const {

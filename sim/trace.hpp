@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,12 +46,19 @@ class Trace {
   Bytes bytes_of(AllocId id) const { return requested[index_of(id)]; }
 };
 
+class TraceProgress;  // sim/trace_progress.hpp
+
 // Appends validated events. Errors are allocsim::Error naming the event index; readers
 // catch and prefix their own position (file:line).
 class TraceBuilder {
  public:
   explicit TraceBuilder(TraceInfo info);
   void reserve(std::size_t events);
+  // Tells `progress` how many events are built, every so often, so that a replay reads them
+  // while the rest loads (sim/background_trace.hpp). Reserves room for at most `events`
+  // events and `allocations` allocations, once: the arrays a replay reads never move, and a
+  // trace that outgrows them is an Error (its reader's bounds were wrong).
+  void report_to(TraceProgress& progress, std::size_t events, std::size_t allocations);
 
   AllocId alloc(Nanos time, Bytes bytes, Stream stream = 0, Tag tag = Tag::other);
   // The same, made by a named layer; the first call makes the trace keep layers for all.
@@ -68,6 +76,8 @@ class TraceBuilder {
 
  private:
   void check_time(Nanos time);
+  void append(const Event& event);
+  void report();
 
   struct Allocation {
     Stream stream;
@@ -79,6 +89,8 @@ class TraceBuilder {
   std::vector<Allocation> allocations_;  // by AllocId, while building only
   std::unordered_map<std::string, std::uint32_t> layer_index_;
   Bytes live_bytes_ = 0;
+  TraceProgress* progress_ = nullptr;
+  std::size_t next_report_ = std::numeric_limits<std::size_t>::max();  // events built when progress_ hears next
 };
 
 }  // namespace allocsim

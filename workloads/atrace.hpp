@@ -27,8 +27,9 @@ inline constexpr std::size_t kAtraceRecordBytes = 16;
 
 // The whole file in memory, parsed and validated: the fuzz target's entry point. `name`
 // names the input in errors ("FILE: offset N: ...") and becomes the trace's name.
-Trace parse_atrace(std::string_view bytes, std::string_view name);
-Trace read_atrace_file(const std::filesystem::path& path);  // memory-mapped
+// `progress`: told of the events as they are built (a load in the background).
+Trace parse_atrace(std::string_view bytes, std::string_view name, TraceProgress* progress = nullptr);
+Trace read_atrace_file(const std::filesystem::path& path, TraceProgress* progress = nullptr);  // memory-mapped
 Claim claims_atrace(std::string_view spec, std::string_view head);
 
 // The file's events without loading them: a memory-mapped cursor that keeps only a window

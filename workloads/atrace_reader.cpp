@@ -330,7 +330,7 @@ class AtraceStreamFactory final : public EventSourceFactory {
 
 }  // namespace
 
-Trace parse_atrace(std::string_view bytes, std::string_view name) {
+Trace parse_atrace(std::string_view bytes, std::string_view name, TraceProgress* progress) {
   AtraceRecords records(bytes, name);
   const Layout& layout = records.layout();
   // The whole checksum first: a corrupted file says so before a record it garbles can.
@@ -342,6 +342,7 @@ Trace parse_atrace(std::string_view bytes, std::string_view name) {
   if (!layout.layers.empty()) {
     hooks.layer = [&](std::size_t allocation) { return std::string_view(layout.layer_names[layout.layers[allocation]]); };
   }
+  hooks.progress = progress;
   hooks.failed = [&](std::uint64_t index, const Error& error) {
     fail(name, kAtraceHeaderBytes + index * kAtraceRecordBytes, error.what());
   };
@@ -353,9 +354,9 @@ Trace parse_atrace(std::string_view bytes, std::string_view name) {
   return trace;
 }
 
-Trace read_atrace_file(const std::filesystem::path& path) {
+Trace read_atrace_file(const std::filesystem::path& path, TraceProgress* progress) {
   const MappedFile file(path);
-  return parse_atrace(file.bytes(), path.string());
+  return parse_atrace(file.bytes(), path.string(), progress);
 }
 
 Claim claims_atrace(std::string_view spec, std::string_view head) {

@@ -40,7 +40,7 @@ const std::array kWorkloads{
 
 Trace read_csv(const std::filesystem::path& path, const LoadOptions& options) {
   if (options.cuda_device) throw Error(path.string() + ": --cuda-device is for PyTorch snapshots, not CSV traces");
-  return read_csv_trace_file(path);
+  return read_csv_trace_file(path, options.progress);
 }
 Trace read_rmm(const std::filesystem::path& path, const LoadOptions& options) {
   if (options.cuda_device) throw Error(path.string() + ": --cuda-device is for PyTorch snapshots, not RMM logs");
@@ -54,7 +54,7 @@ Trace read_tf_log(const std::filesystem::path& path, const LoadOptions& options)
 }
 Trace read_atrace(const std::filesystem::path& path, const LoadOptions& options) {
   if (options.cuda_device) throw Error(path.string() + ": --cuda-device is for PyTorch snapshots, not .atrace traces");
-  return read_atrace_file(path);
+  return read_atrace_file(path, options.progress);
 }
 Trace read_snapshot(const std::filesystem::path& path, const LoadOptions& options) {
   return read_torch_snapshot(path, options);
@@ -156,6 +156,16 @@ Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
   for (const WorkloadInfo& info : kWorkloads) valid += (valid.empty() ? "" : ", ") + std::string(info.name);
   for (const ZooModel& model : zoo()) valid += ", " + std::string(model.name) + "_bN...";
   throw Error("unknown workload '" + spec.name + "'; valid workloads: " + valid + ", or a path to a .csv trace");
+}
+
+std::shared_ptr<const BackgroundTrace> load_in_background(std::string_view path, const LoadOptions& options) {
+  const ReaderInfo& reader = find_reader(path);
+  return std::make_shared<const BackgroundTrace>(
+      std::string(path), [&reader, path = std::string(path), options](TraceProgress& progress) {
+        LoadOptions reporting = options;
+        reporting.progress = &progress;
+        return reader.load(path, reporting);
+      });
 }
 
 std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec_text) {

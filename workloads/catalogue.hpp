@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 
+#include "sim/background_trace.hpp"
 #include "sim/event_source.hpp"
 #include "sim/spec.hpp"
 #include "sim/trace.hpp"
@@ -44,6 +45,11 @@ const WriterInfo& find_writer(std::string_view path);
 // A model spec ("resnet50_b64"), a generator spec ("random:n=1000,seed=7") or a trace
 // file (see names_a_file). Throws Error naming the bad part. `options` go to a file's reader.
 Trace load_workload(std::string_view spec, const LoadOptions& options = {});
+
+// A trace file read on a thread of its own while a replay runs the events read so far
+// (sim/background_trace.hpp): the same trace and errors as load_workload's. The reader is
+// found, or the file refused, at once.
+std::shared_ptr<const BackgroundTrace> load_in_background(std::string_view path, const LoadOptions& options = {});
 
 // The same workload as a stream (a .atrace file, the random generator), for a replay that
 // holds only the live allocations. Throws Error naming what can stream when it cannot.

@@ -125,6 +125,7 @@ class Reader {
   }
 
   void reserve(std::size_t rows) { builder_.reserve(rows); }
+  void report_to(TraceProgress& progress, std::size_t rows) { builder_.report_to(progress, rows, rows); }
   Trace finish() && { return std::move(builder_).finish(); }
 
  private:
@@ -206,12 +207,31 @@ std::size_t estimated_rows(std::string_view text) {
   return static_cast<std::size_t>(lines * 1.1 * static_cast<double>(text.size()) / static_cast<double>(sample.size()));
 }
 
+// The lines of `text`, counted a window at a time; `file`, when the text is its mapping,
+// is given each window back once counted (the parse reads it again), so the count never
+// holds the whole file in memory.
+std::size_t count_lines(std::string_view text, const MappedFile* file) {
+  constexpr std::size_t kWindow = std::size_t{32} << 20;
+  std::size_t lines = 1;
+  for (std::size_t at = 0; at < text.size(); at += kWindow) {
+    const std::string_view window = text.substr(at, kWindow);
+    lines += static_cast<std::size_t>(std::count(window.begin(), window.end(), '\n'));
+    if (file) file->release(at, at + window.size());
+  }
+  return lines;
+}
+
 // `file`, when the text is its mapping: the pages behind the rows parsed so far are handed
 // back as the parse goes, so the file adds a window, not its size, to the peak memory.
-Trace parse(std::string_view text, const std::string& name, MappedFile* file) {
+Trace parse(std::string_view text, const std::string& name, MappedFile* file, TraceProgress* progress) {
   constexpr std::ptrdiff_t kReleaseEvery = std::ptrdiff_t{32} << 20;
   Reader reader(name, text);
-  reader.reserve(estimated_rows(text));
+  if (progress) {
+    // Every event is a line: the lines bound the events and allocations, as report_to needs.
+    reader.report_to(*progress, count_lines(text, file));
+  } else {
+    reader.reserve(estimated_rows(text));
+  }
   std::ptrdiff_t release_at = kReleaseEvery;
   bool seen_header = false;
   const auto take_plain_row = [&](const char* at) {
@@ -240,13 +260,13 @@ Trace parse(std::string_view text, const std::string& name, MappedFile* file) {
 
 }  // namespace
 
-Trace parse_csv_trace(std::string_view text, const std::string& name) { return parse(text, name, nullptr); }
+Trace parse_csv_trace(std::string_view text, const std::string& name) { return parse(text, name, nullptr, nullptr); }
 
 Trace read_csv_trace(std::istream& in, const std::string& name) { return parse_csv_trace(read_text(in, name), name); }
 
-Trace read_csv_trace_file(const std::filesystem::path& path) {
+Trace read_csv_trace_file(const std::filesystem::path& path, TraceProgress* progress) {
   MappedFile file(path);
-  return parse(file.bytes(), path.string(), &file);
+  return parse(file.bytes(), path.string(), &file, progress);
 }
 
 Claim claims_csv_trace(std::string_view spec, std::string_view head) {

@@ -23,8 +23,9 @@ namespace allocsim {
 // Fuzz targets call this one.
 Trace parse_csv_trace(std::string_view text, const std::string& name);
 Trace read_csv_trace(std::istream& in, const std::string& name);  // reads it all, then parses
-// Memory-mapped (a pipe or FIFO is read into memory instead).
-Trace read_csv_trace_file(const std::filesystem::path& path);
+// Memory-mapped (a pipe or FIFO is read into memory instead). `progress`: told of the
+// events as they are built (a load in the background).
+Trace read_csv_trace_file(const std::filesystem::path& path, TraceProgress* progress = nullptr);
 
 // By content: the first line that is not a comment is a header naming time_ns and op; by
 // name: a path ending in .csv.

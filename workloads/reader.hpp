@@ -22,6 +22,9 @@ enum class Claim : std::uint8_t { no, by_name, by_content };
 struct LoadOptions {
   std::optional<int> cuda_device;  // a PyTorch snapshot's device (none: the only one with a trace)
   int compute_capability = 90;     // of the device a model workload runs on (DeviceSpec's)
+  // A load in the background (sim/background_trace.hpp): a reader that can tells it of the
+  // events built as it goes (TraceBuilder::report_to); any other reader ignores it.
+  TraceProgress* progress = nullptr;
 };
 
 struct ReaderInfo {

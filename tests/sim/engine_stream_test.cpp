@@ -1,11 +1,9 @@
 // Streamed replay: the engine fed a window at a time (ids reused slots) gives every figure
 // the in-memory replay gives, for every online policy, with OOMs and without.
-#include <filesystem>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 
 #include "policies/registry.hpp"
+#include "same_results.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
 #include "workloads/atrace.hpp"
@@ -13,6 +11,9 @@
 
 namespace allocsim {
 namespace {
+
+using test::check_same;
+using test::scratch;
 
 RandomTraceOptions small_random() {
   RandomTraceOptions options;
@@ -34,40 +35,6 @@ Scenario scenario_of(TenantSpec tenant, Bytes capacity, OnOom on_oom) {
   return scenario;
 }
 
-void check_same(const TenantResult& a, const TenantResult& b) {
-  CHECK(a.events == b.events);
-  CHECK(a.events_replayed == b.events_replayed);
-  CHECK(a.live_lower_bound == b.live_lower_bound);
-  CHECK(a.needs == b.needs);
-  CHECK(a.peak_requested == b.peak_requested);
-  CHECK(a.peak_allocated == b.peak_allocated);
-  CHECK(a.peak_reserved == b.peak_reserved);
-  CHECK(a.peak_event == b.peak_event);
-  CHECK(a.reserved_at_peak == b.reserved_at_peak);
-  CHECK(a.largest_free_at_peak == b.largest_free_at_peak);
-  CHECK(a.at_peak.by_tag == b.at_peak.by_tag);
-  CHECK(a.device_mallocs == b.device_mallocs);
-  CHECK(a.device_frees == b.device_frees);
-  CHECK(a.allocator_time == b.allocator_time);
-  CHECK(a.bytes_moved == b.bytes_moved);
-  CHECK(a.end_time == b.end_time);
-  CHECK(a.oom_count == b.oom_count);
-  CHECK(a.hang_event == b.hang_event);
-  REQUIRE(a.ooms.size() == b.ooms.size());
-  for (std::size_t i = 0; i < a.ooms.size(); ++i) {
-    CHECK(a.ooms[i].event == b.ooms[i].event);
-    CHECK(a.ooms[i].kind == b.ooms[i].kind);
-  }
-  REQUIRE(a.extra.size() == b.extra.size());
-  for (std::size_t i = 0; i < a.extra.size(); ++i) CHECK(a.extra[i].value == b.extra[i].value);
-}
-
-std::filesystem::path scratch(const std::string& name) {
-  const auto folder = std::filesystem::temp_directory_path() / ("allocsim_stream_test." + std::to_string(::getpid()));
-  std::filesystem::create_directories(folder);
-  return folder / name;
-}
-
 TEST_CASE("a streamed replay (generator, .atrace) gives the in-memory replay's figures", "[engine][stream]") {
   const auto index = GENERATE(range(std::size_t{0}, all_policies().size()));
   const std::string policy(all_policies()[index].name);
@@ -82,9 +49,9 @@ TEST_CASE("a streamed replay (generator, .atrace) gives the in-memory replay's f
 
   const RunResult whole = run(scenario_of(TenantSpec{trace, policy, 0}, capacity, on_oom), make_policy);
   const RunResult generated =
-      run(scenario_of(TenantSpec::streamed(random_trace_stream(options, "random"), policy), capacity, on_oom),
+      run(scenario_of(TenantSpec::from_source(random_trace_stream(options, "random"), policy), capacity, on_oom),
           make_policy);
-  const RunResult mapped = run(scenario_of(TenantSpec::streamed(atrace_stream(file), policy), capacity, on_oom),
+  const RunResult mapped = run(scenario_of(TenantSpec::from_source(atrace_stream(file), policy), capacity, on_oom),
                                make_policy);
   check_same(whole.tenants[0], generated.tenants[0]);
   check_same(whole.tenants[0], mapped.tenants[0]);
@@ -106,7 +73,7 @@ TEST_CASE("the generator streams with state for the live allocations only", "[en
 
 TEST_CASE("optimal refuses a streamed trace rather than plan without it", "[engine][stream]") {
   const Scenario scenario =
-      scenario_of(TenantSpec::streamed(random_trace_stream(small_random(), "random"), "optimal"), 16_GiB, OnOom::stop);
+      scenario_of(TenantSpec::from_source(random_trace_stream(small_random(), "random"), "optimal"), 16_GiB, OnOom::stop);
   CHECK_THROWS_WITH(run(scenario, make_policy), Catch::Contains("whole trace") && Catch::Contains("--stream"));
 }
 
