@@ -48,7 +48,10 @@ BackgroundTrace::BackgroundTrace(std::string name, std::function<Trace(TraceProg
     : name_(std::move(name)), progress_(std::make_shared<TraceProgress>()) {
   loader_ = std::thread([progress = progress_, load = std::move(load)] {
     try {
-      progress->finish(std::make_shared<const Trace>(load(*progress)));
+      // The holder first: once the trace is loaded, nothing may throw before it is handed over.
+      auto trace = std::make_shared<Trace>();
+      *trace = load(*progress);
+      progress->finish(std::move(trace));
     } catch (...) {
       progress->fail(std::current_exception());
     }

@@ -61,6 +61,7 @@ Trace materialise(EventSource& source, const MaterialiseHooks& hooks) {
       }
     }
   }
+  if (hooks.check_whole) hooks.check_whole(builder);
   return std::move(builder).finish();
 }
 

@@ -139,6 +139,9 @@ struct MaterialiseHooks {
   std::function<void(std::uint64_t event, const Error& error)> failed;
   // A load in the background: told of the events built as they come (TraceBuilder::report_to).
   TraceProgress* progress = nullptr;
+  // Checks on the whole trace, made before its builder lets it go (after that nothing may
+  // throw while a background load's replay reads its arrays); throws Error.
+  std::function<void(const TraceBuilder& built)> check_whole;
 };
 
 // Reads a whole source into a Trace (ids renumbered dense again): what a policy that plans

@@ -21,6 +21,10 @@ std::optional<std::size_t> step_of(const TraceInfo& info, std::size_t event) {
 
 TraceBuilder::TraceBuilder(TraceInfo info) { trace_.info = std::move(info); }
 
+TraceBuilder::~TraceBuilder() {
+  if (progress_) progress_->keep(std::move(trace_));
+}
+
 void TraceBuilder::begin_step() {
   std::vector<std::size_t>& starts = trace_.info.step_starts;
   starts.push_back(starts.empty() ? 0 : trace_.events.size());

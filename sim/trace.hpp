@@ -53,12 +53,19 @@ class TraceProgress;  // sim/trace_progress.hpp
 class TraceBuilder {
  public:
   explicit TraceBuilder(TraceInfo info);
+  ~TraceBuilder();
+  TraceBuilder(TraceBuilder&&) = default;
+  TraceBuilder& operator=(TraceBuilder&&) = default;
   void reserve(std::size_t events);
   // Tells `progress` how many events are built, every so often, so that a replay reads them
   // while the rest loads (sim/background_trace.hpp). Reserves room for at most `events`
   // events and `allocations` allocations, once: the arrays a replay reads never move, and a
-  // trace that outgrows them is an Error (its reader's bounds were wrong).
+  // trace that outgrows them is an Error (its reader's bounds were wrong). A builder that
+  // dies unfinished (its reader failed) leaves its arrays to `progress`, so that a replay
+  // still reading them reads live memory; once finish() has let the trace go, the reader
+  // must throw nothing before the trace reaches the progress (TraceProgress::finish).
   void report_to(TraceProgress& progress, std::size_t events, std::size_t allocations);
+  Bytes live_lower_bound() const { return trace_.live_lower_bound; }  // so far
 
   AllocId alloc(Nanos time, Bytes bytes, Stream stream = 0, Tag tag = Tag::other);
   // The same, made by a named layer; the first call makes the trace keep layers for all.

@@ -43,6 +43,11 @@ void TraceProgress::fail(std::exception_ptr error) {
   changed_.notify_all();
 }
 
+void TraceProgress::keep(Trace arrays) {
+  const std::lock_guard lock(mutex_);
+  if (arrays.events.capacity() > 0 || arrays.requested.capacity() > 0) kept_.push_back(std::move(arrays));
+}
+
 TraceProgress::Built TraceProgress::wait_beyond(std::size_t seen) const {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return built_.done || built_.count > seen; });

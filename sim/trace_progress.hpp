@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "sim/trace.hpp"
 
@@ -31,6 +32,9 @@ class TraceProgress {
   // The end: the whole trace, or the error that stopped the build.
   void finish(std::shared_ptr<const Trace> trace);
   void fail(std::exception_ptr error);
+  // What a builder that reported leaves when it dies: its arrays live on here, since a
+  // replay may still be reading them.
+  void keep(Trace arrays);
 
   // Reader side. Waits until more than `seen` events are built or the build has ended.
   Built wait_beyond(std::size_t seen) const;
@@ -46,6 +50,7 @@ class TraceProgress {
   std::size_t slots_hint_ = 0;
   std::shared_ptr<const Trace> trace_;
   std::exception_ptr error_;
+  std::vector<Trace> kept_;
 };
 
 }  // namespace allocsim

@@ -346,12 +346,13 @@ Trace parse_atrace(std::string_view bytes, std::string_view name, TraceProgress*
   hooks.failed = [&](std::uint64_t index, const Error& error) {
     fail(name, kAtraceHeaderBytes + index * kAtraceRecordBytes, error.what());
   };
-  Trace trace = materialise(records, hooks);
-  if (trace.live_lower_bound != layout.header.live_lower_bound) {
-    fail(name, 48, "the header's live lower bound " + format_bytes(layout.header.live_lower_bound) +
-                       " is not the records' " + format_bytes(trace.live_lower_bound));
-  }
-  return trace;
+  hooks.check_whole = [&](const TraceBuilder& built) {
+    if (built.live_lower_bound() != layout.header.live_lower_bound) {
+      fail(name, 48, "the header's live lower bound " + format_bytes(layout.header.live_lower_bound) +
+                         " is not the records' " + format_bytes(built.live_lower_bound()));
+    }
+  };
+  return materialise(records, hooks);
 }
 
 Trace read_atrace_file(const std::filesystem::path& path, TraceProgress* progress) {
