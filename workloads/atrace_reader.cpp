@@ -254,53 +254,86 @@ class Decoder {
   std::array<Bytes, kWindow> bytes_;
 };
 
+// Pages of a mapped file given back behind a reader every so often. A file may be walked
+// by several passes at once (a stream reopened): each gives back what it is done with,
+// whatever another pass did.
+class PagesBehind {
+ public:
+  explicit PagesBehind(const MappedFile* file) : file_(file) {}
+  void read_to(std::size_t offset) {
+    if (file_ && offset - released_ >= kReleaseEvery) {
+      file_->release(released_, offset);
+      released_ = offset;
+    }
+  }
+
+ private:
+  static constexpr std::size_t kReleaseEvery = 64u << 20;
+  const MappedFile* file_;
+  std::size_t released_ = 0;
+};
+
+// The checksum of a layout's payload and header; `file`, when the bytes are its mapping,
+// is given each window back once summed, so the file never sits in memory whole.
+std::uint64_t checksum_of(const Layout& layout, std::string_view bytes, const MappedFile* file) {
+  constexpr std::size_t kWindow = std::size_t{64} << 20;
+  atrace::Checksum checksum;
+  PagesBehind behind(file);
+  const std::size_t start = static_cast<std::size_t>(layout.payload.data() - bytes.data());
+  for (std::size_t at = 0; at < layout.payload.size(); at += kWindow) {
+    const std::string_view window = layout.payload.substr(at, kWindow);  // whole words: kWindow is a multiple of 8
+    checksum.add(window.data(), window.size());
+    behind.read_to(start + at + window.size());
+  }
+  checksum.add(&layout.header, atrace::kCheckedHeaderBytes);
+  return checksum.value();
+}
+
 // The records of one .atrace buffer as an event source: its layout checked when made,
-// each window decoded and checked as it is handed out, the checksum at the end.
+// each window decoded and checked as it is handed out, the checksum at the end. `file`,
+// when the buffer is its mapping, is given the pages behind the records read.
 class AtraceRecords final : public EventSource {
  public:
-  AtraceRecords(std::string_view bytes, std::string_view name)
-      : bytes_(bytes), name_(name), layout_(read_layout(bytes, name)), decoder_(layout_, name),
-        info_(std::string(name), "atrace") {
+  AtraceRecords(std::string_view bytes, std::string_view name, const MappedFile* file = nullptr)
+      : bytes_(bytes), name_(name), file_(file), layout_(read_layout(bytes, name)), decoder_(layout_, name),
+        info_(std::string(name), "atrace"), behind_(file) {
     info_.step_starts = layout_.step_starts;
   }
   AtraceRecords(const AtraceRecords&) = delete;  // the decoder reads this object's layout
   AtraceRecords& operator=(const AtraceRecords&) = delete;
 
-  EventWindow next() override { return decoder_.next(); }
+  EventWindow next() override {
+    const EventWindow window = decoder_.next();
+    behind_.read_to(kAtraceHeaderBytes + decoder_.records_read() * kAtraceRecordBytes);
+    return window;
+  }
   std::size_t slots() const override { return layout_.header.slots; }
   std::uint64_t events() const override { return layout_.header.events; }
   const TraceInfo& info() const override { return info_; }
   std::optional<Bytes> live_lower_bound() const override { return layout_.header.live_lower_bound; }
-  std::unique_ptr<EventSource> reopen() const override { return std::make_unique<AtraceRecords>(bytes_, name_); }
+  std::unique_ptr<EventSource> reopen() const override {
+    return std::make_unique<AtraceRecords>(bytes_, name_, file_);
+  }
 
   const Layout& layout() const { return layout_; }
-  // The bytes of the buffer read so far (header and records).
-  std::size_t bytes_read() const { return kAtraceHeaderBytes + decoder_.records_read() * kAtraceRecordBytes; }
 
  private:
   std::string_view bytes_;
   std::string_view name_;
+  const MappedFile* file_;
   Layout layout_;
   Decoder decoder_;
   TraceInfo info_;
+  PagesBehind behind_;
 };
 
-// A file's records streamed: the pages read are given back as the stream moves on. A
-// replay walks the stream again from the start (the live breakdown at the peak), so each
-// pass gives back the range it is done with, whatever another pass did.
+// A file's records streamed: the pages read are given back as the stream moves on (a
+// replay walks the stream again from the start, for the live breakdown at the peak).
 class AtraceStream final : public EventSource {
  public:
   AtraceStream(std::shared_ptr<const MappedFile> file, std::string name)
-      : file_(std::move(file)), name_(std::move(name)), records_(file_->bytes(), name_) {}
-  EventWindow next() override {
-    const EventWindow window = records_.next();
-    const std::size_t read = records_.bytes_read();
-    if (read - released_ >= kReleaseEvery) {
-      file_->release(released_, read);
-      released_ = read;
-    }
-    return window;
-  }
+      : file_(std::move(file)), name_(std::move(name)), records_(file_->bytes(), name_, file_.get()) {}
+  EventWindow next() override { return records_.next(); }
   std::size_t slots() const override { return records_.slots(); }
   std::uint64_t events() const override { return records_.events(); }
   const TraceInfo& info() const override { return records_.info(); }
@@ -308,11 +341,9 @@ class AtraceStream final : public EventSource {
   std::unique_ptr<EventSource> reopen() const override { return std::make_unique<AtraceStream>(file_, name_); }
 
  private:
-  static constexpr std::size_t kReleaseEvery = 64u << 20;
   std::shared_ptr<const MappedFile> file_;
   std::string name_;
   AtraceRecords records_;
-  std::size_t released_ = 0;
 };
 
 class AtraceStreamFactory final : public EventSourceFactory {
@@ -328,16 +359,14 @@ class AtraceStreamFactory final : public EventSourceFactory {
   std::string name_;
 };
 
-}  // namespace
-
-Trace parse_atrace(std::string_view bytes, std::string_view name, TraceProgress* progress) {
-  AtraceRecords records(bytes, name);
+// `file`: the mapping `bytes` is, if any, given its pages back as they are read.
+Trace parse(std::string_view bytes, std::string_view name, TraceProgress* progress, const MappedFile* file) {
+  AtraceRecords records(bytes, name, file);
   const Layout& layout = records.layout();
   // The whole checksum first: a corrupted file says so before a record it garbles can.
-  atrace::Checksum checksum;
-  checksum.add(layout.payload.data(), layout.payload.size());
-  checksum.add(&layout.header, atrace::kCheckedHeaderBytes);
-  if (checksum.value() != layout.header.checksum) fail(name, 64, "the checksum does not match (the file is corrupted)");
+  if (checksum_of(layout, bytes, file) != layout.header.checksum) {
+    fail(name, 64, "the checksum does not match (the file is corrupted)");
+  }
   MaterialiseHooks hooks;
   if (!layout.layers.empty()) {
     hooks.layer = [&](std::size_t allocation) { return std::string_view(layout.layer_names[layout.layers[allocation]]); };
@@ -355,9 +384,15 @@ Trace parse_atrace(std::string_view bytes, std::string_view name, TraceProgress*
   return materialise(records, hooks);
 }
 
+}  // namespace
+
+Trace parse_atrace(std::string_view bytes, std::string_view name, TraceProgress* progress) {
+  return parse(bytes, name, progress, nullptr);
+}
+
 Trace read_atrace_file(const std::filesystem::path& path, TraceProgress* progress) {
   const MappedFile file(path);
-  return parse_atrace(file.bytes(), path.string(), progress);
+  return parse(file.bytes(), path.string(), progress, &file);
 }
 
 Claim claims_atrace(std::string_view spec, std::string_view head) {
