@@ -84,7 +84,8 @@ po::options_description run_options(RunOptions& options) {
        "memory-mapped), any other name as CSV, e.g. to see what a model step allocates")
       ("stream", po::bool_switch(&options.stream),
        "replay a .atrace file or the random generator without loading the trace: memory for the live "
-       "allocations only (a 1e9-event trace in under 1 GiB); optimal, which plans over the whole trace, refuses")
+       "allocations only (a 1e9-event trace in under 1 GiB); optimal, which plans over the whole trace, refuses. "
+       "Without it a trace file is loaded whole, on a thread of its own while the replay runs what is read")
       ("cuda-device", po::value<int>()->value_name("N")->notifier([&](int n) { options.cuda_device = n; }),
        "a PyTorch snapshot's device to replay (default: the only one with a trace)")
       ("check", po::bool_switch(&options.check), "check every invariant after every event (slow)");
