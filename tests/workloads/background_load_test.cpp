@@ -2,6 +2,7 @@
 // gives the figures of the trace read whole, for our CSV and .atrace (which report as they
 // build) and for a reader that does not; its errors are the reader's own.
 #include <fstream>
+#include <map>
 
 #include <catch2/catch.hpp>
 
@@ -21,18 +22,20 @@ namespace {
 using test::check_same;
 using test::scratch;
 
-// Several reports' worth of events (a report every 65,536), OOMs on a small device.
-const std::shared_ptr<const Trace>& random_trace() {
-  static const auto trace = [] {
+// Two reports' worth of events and more (a report every 65,536), OOMs on a small device.
+std::shared_ptr<const Trace> random_trace(std::uint64_t events = 150'000) {
+  static std::map<std::uint64_t, std::shared_ptr<const Trace>> made;
+  std::shared_ptr<const Trace>& trace = made[events];
+  if (!trace) {
     RandomTraceOptions options;
-    options.events = 300'000;
+    options.events = events;
     options.seed = 9;
     options.max_bytes = 4_MiB;
     options.target_live = 96_MiB;
     options.streams = 2;
     options.sync_every = 1000;
-    return std::make_shared<const Trace>(make_random_trace(options, "random"));
-  }();
+    trace = std::make_shared<const Trace>(make_random_trace(options, "random"));
+  }
   return trace;
 }
 
@@ -44,17 +47,20 @@ Scenario scenario_of(TenantSpec tenant, Bytes capacity, OnOom on_oom) {
   return scenario;
 }
 
+// optimal plans over the whole trace, slowly: it gets a short one, which its prepare()
+// waits for.
 TEST_CASE("a trace file loading in the background replays as the file read whole", "[engine][background]") {
   const std::string format = GENERATE("csv", "atrace");
-  const std::string policy = GENERATE("caching", "bfc", "bestfit", "compact", "optimal");
+  const std::string policy = GENERATE("caching", "bfc", "bestfit", "optimal");
+  const std::shared_ptr<const Trace> trace = random_trace(policy == "optimal" ? 20'000 : 150'000);
   const auto [capacity, on_oom] =
       GENERATE(table<Bytes, OnOom>({{16_GiB, OnOom::stop}, {150_MiB, OnOom::continue_run}, {150_MiB, OnOom::stop}}));
   INFO(format << " under " << policy << " on " << format_bytes(capacity));
   const auto file = scratch("background." + format);
   if (format == "csv") {
-    write_csv_trace_file(*random_trace(), file);
+    write_csv_trace_file(*trace, file);
   } else {
-    write_atrace_file(*random_trace(), file);
+    write_atrace_file(*trace, file);
   }
   const auto whole = std::make_shared<const Trace>(load_workload(file.string()));
   const auto loading = load_in_background(file.string());
