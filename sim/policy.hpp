@@ -86,10 +86,10 @@ struct PolicyInspection {
   Bytes planned_reserve = 0;      // an offline planner: the reserve its plan needs (0 = no plan)
 };
 
-// What the engine tells a policy once, before the first request of a replay. A policy
-// driven without it (as unit tests drive one) must still work.
 class EventSource;  // sim/event_source.hpp
 
+// What the engine tells a policy once, before the first request of a replay. A policy
+// driven without it (as unit tests drive one) must still work.
 struct ReplaySetup {
   std::size_t allocations = 0;    // ids will run 0..allocations-1: state indexed by id is sized once
   // The events ahead. Its trace() is the whole trace, for offline planners: only they ask,
