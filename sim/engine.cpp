@@ -47,7 +47,6 @@ std::unique_ptr<EventSource> open_source(const TenantSpec& spec) {
   throw Error("tenant without a trace");
 }
 
-
 class Replay final : ReplayHooks {
  public:
   Replay(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,

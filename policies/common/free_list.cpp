@@ -54,12 +54,32 @@ void FreeList::take_front(Range range, Bytes size) {
   take_rest(found, range, size);
 }
 
+// Each fit searches once, in one of these; the const fit reads what it found, the take_
+// fit takes from it.
+SizeBins::Cursor FreeList::worst_fit_at(Bytes size) const {
+  if (by_size_.empty() || largest() < size) return SizeBins::end();
+  return by_size_.lower_bound(largest());
+}
+
+AddressRanges::Pos FreeList::next_fit_at(Bytes size, Addr from) const {
+  const AddressRanges::Pos found = by_addr_.first_fit_at(size, from);
+  if (found != by_addr_.end()) return found;
+  return by_addr_.first_fit_at(size, 0);  // wrapped: whatever it finds lies before `from`
+}
+
+std::optional<Range> FreeList::range_at(SizeBins::Cursor by_size) const {
+  if (by_size == SizeBins::end()) return std::nullopt;
+  return Range{by_size_[by_size].addr, by_size_[by_size].size};
+}
+
+std::optional<Range> FreeList::range_at(AddressRanges::Pos by_addr) const {
+  if (by_addr == by_addr_.end()) return std::nullopt;
+  return by_addr_[by_addr];
+}
+
 std::optional<Range> FreeList::take_best_fit(Bytes size) { return take_at(by_size_.lower_bound(size), size); }
 
-std::optional<Range> FreeList::take_worst_fit(Bytes size) {
-  if (by_size_.empty() || largest() < size) return std::nullopt;
-  return take_at(by_size_.lower_bound(largest()), size);
-}
+std::optional<Range> FreeList::take_worst_fit(Bytes size) { return take_at(worst_fit_at(size), size); }
 
 std::optional<Range> FreeList::take_at(SizeBins::Cursor by_size, Bytes size) {
   if (by_size == SizeBins::end()) return std::nullopt;
@@ -71,11 +91,7 @@ std::optional<Range> FreeList::take_at(SizeBins::Cursor by_size, Bytes size) {
 
 std::optional<Range> FreeList::take_first_fit(Bytes size) { return take_at(by_addr_.first_fit_at(size, 0), size); }
 
-std::optional<Range> FreeList::take_next_fit(Bytes size, Addr from) {
-  AddressRanges::Pos found = by_addr_.first_fit_at(size, from);
-  if (found == by_addr_.end()) found = by_addr_.first_fit_at(size, 0);  // wrapped, as next_fit
-  return take_at(found, size);
-}
+std::optional<Range> FreeList::take_next_fit(Bytes size, Addr from) { return take_at(next_fit_at(size, from), size); }
 
 std::optional<Range> FreeList::take_at(AddressRanges::Pos by_addr, Bytes size) {
   if (by_addr == by_addr_.end()) return std::nullopt;
@@ -104,24 +120,13 @@ void FreeList::clear() {
   total_ = 0;
 }
 
-std::optional<Range> FreeList::best_fit(Bytes size) const {
-  const SizeBins::Cursor found = by_size_.lower_bound(size);
-  if (found == SizeBins::end()) return std::nullopt;
-  return Range{by_size_[found].addr, by_size_[found].size};
-}
+std::optional<Range> FreeList::best_fit(Bytes size) const { return range_at(by_size_.lower_bound(size)); }
 
-std::optional<Range> FreeList::first_fit(Bytes size) const { return by_addr_.first_fit(size, 0); }
+std::optional<Range> FreeList::first_fit(Bytes size) const { return range_at(by_addr_.first_fit_at(size, 0)); }
 
-std::optional<Range> FreeList::next_fit(Bytes size, Addr from) const {
-  if (auto found = by_addr_.first_fit(size, from)) return found;
-  return by_addr_.first_fit(size, 0);  // wrapped: whatever it finds lies before `from`
-}
+std::optional<Range> FreeList::next_fit(Bytes size, Addr from) const { return range_at(next_fit_at(size, from)); }
 
-std::optional<Range> FreeList::worst_fit(Bytes size) const {
-  if (by_size_.empty() || largest() < size) return std::nullopt;
-  const SizeBins::Cursor found = by_size_.lower_bound(largest());
-  return Range{by_size_[found].addr, by_size_[found].size};
-}
+std::optional<Range> FreeList::worst_fit(Bytes size) const { return range_at(worst_fit_at(size)); }
 
 void FreeList::check() const {
   by_addr_.check();

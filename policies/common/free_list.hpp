@@ -64,6 +64,10 @@ class FreeList {
   void take_rest(AddressRanges::Pos by_addr, Range range, Bytes size);
   std::optional<Range> take_at(AddressRanges::Pos by_addr, Bytes size);  // nullopt at end()
   std::optional<Range> take_at(SizeBins::Cursor by_size, Bytes size);     // nullopt at end()
+  SizeBins::Cursor worst_fit_at(Bytes size) const;                         // end() when none fits
+  AddressRanges::Pos next_fit_at(Bytes size, Addr from) const;             // end() when none fits
+  std::optional<Range> range_at(SizeBins::Cursor by_size) const;           // nullopt at end()
+  std::optional<Range> range_at(AddressRanges::Pos by_addr) const;         // nullopt at end()
 
   AddressRanges by_addr_;
   SizeBins by_size_;  // handles unused
