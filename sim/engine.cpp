@@ -263,22 +263,26 @@ class Replay final : ReplayHooks {
     result.extra = run.policy->inspect(Detail::counters).extra;
     run.serving(result.end_time, run.next, 0);
     for (Observer* observer : observers_) observer->on_exit(run.index, result.end_time);
-    // Slot order: for an in-memory trace the order of the allocations.
-    for (std::size_t slot = 0; run.live_blocks > 0 && slot < run.live.size(); ++slot) {
-      LiveBlock& live = run.live[slot];
-      if (live.size == kNotLive) continue;
-      const auto id = static_cast<AllocId>(slot);
-      if (!observers_.empty()) run.tell_block(BlockAction::freed, id, live.addr, live.size, run.streams[slot]);
-      run.policy->deallocate(Block{live.addr, live.size, live.requested, id, run.streams[slot]}, result.end_time);
-      live.size = kNotLive;
+    // In the order of the source's ids: for an in-memory trace the order of the allocations.
+    std::vector<LiveBlock*> held;
+    held.reserve(run.live_blocks);
+    for (LiveBlock& live : run.live) {
+      if (live.size != kNotLive) held.push_back(&live);
+    }
+    std::sort(held.begin(), held.end(), [](const LiveBlock* a, const LiveBlock* b) { return a->id < b->id; });
+    for (LiveBlock* live : held) {
+      if (!observers_.empty()) run.tell_block(BlockAction::freed, live->id, live->addr, live->size, live->stream);
+      run.policy->deallocate(Block{live->addr, live->size, live->requested, live->id, live->stream}, result.end_time);
+      live->size = kNotLive;
       --run.live_blocks;
     }
     run.allocated = 0;
     run.requested = 0;
     run.policy->release_cached();
     run.policy.reset();
+    run.slot_of = {};
     run.live = {};
-    run.streams = {};
+    run.free_slot = kNoSlot;
     if (run.context_open) {
       device_.close_context();
       contexts_ -= scenario_.device.context_overhead;
@@ -325,17 +329,17 @@ class Replay final : ReplayHooks {
 
 TenantReplay::TenantReplay(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
     : spec(tenant_spec), start(tenant_spec.start), source(open_source(tenant_spec)), device(shared_device, peak_used),
-      live(source->slots()), streams(source->slots(), 0) {}
+      slot_of(source->slots(), kNoSlot) {}
 
 void TenantReplay::moved(const Move& move) {
-  LiveBlock& block = live[index_of(move.id)];
-  if (block.addr != move.from || block.size != move.size) {
+  const std::uint32_t id = index_of(move.id);
+  const std::uint32_t slot = id < slot_of.size() ? slot_of[id] : kNoSlot;
+  if (slot == kNoSlot || live[slot].id != move.id || live[slot].addr != move.from || live[slot].size != move.size) {
     throw Error("policy " + spec.policy + " moved allocation " + std::to_string(index_of(move.id)) +
                 " from an address or size it does not have");
   }
-  block.addr = move.to;
-  // The engine keeps no stream per block: observers know it from the block's placing.
-  if (!observers.empty()) tell_block(BlockAction::moved, move.id, move.to, move.size, 0, move.from);
+  live[slot].addr = move.to;
+  if (!observers.empty()) tell_block(BlockAction::moved, move.id, move.to, move.size, live[slot].stream, move.from);
 }
 
 void TenantReplay::device_call(SegmentAction action, Addr addr, Bytes bytes) {
@@ -344,14 +348,11 @@ void TenantReplay::device_call(SegmentAction action, Addr addr, Bytes bytes) {
 }
 
 void TenantReplay::tell_block(BlockAction action, AllocId id, Addr addr, Bytes size, Stream block_stream, Addr from) {
-  const BlockEvent event{index, at_event, now, action, id, addr, size, live[index_of(id)].requested, block_stream, from};
+  const BlockEvent event{index, at_event, now, action, id, addr, size, live[slot_of[index_of(id)]].requested, block_stream, from};
   for (Observer* observer : observers) observer->on_block(event);
 }
 
-void TenantReplay::grow_slots(std::uint32_t slot) {
-  grow_to_hold(live, slot);
-  grow_to_hold(streams, slot);
-}
+void TenantReplay::grow_ids(std::uint32_t id) { grow_to_hold(slot_of, id, kNoSlot); }
 
 void Policy::replay(const PlainReplay& replay) { replay.run(*this); }
 

@@ -27,12 +27,18 @@ namespace allocsim {
 struct TenantSpec;  // sim/engine.hpp
 
 inline constexpr Bytes kNotLive = std::numeric_limits<Bytes>::max();
+// No slot: slot_of of an allocation dropped at an OOM (its free is skipped too), or
+// free_slot when every slot is taken.
+inline constexpr std::uint32_t kNoSlot = std::numeric_limits<std::uint32_t>::max();
 
-// What the engine keeps of one live allocation, by slot: all a free needs, in one place.
+// What the engine keeps of one live allocation: all a free needs, and what the tenant's end
+// hands back, in 32 bytes.
 struct LiveBlock {
-  Addr addr = 0;
-  Bytes size = kNotLive;
+  Addr addr = 0;          // of a free slot: the next free slot, or kNoSlot
+  Bytes size = kNotLive;  // kNotLive: the slot is free
   Bytes requested = 0;
+  AllocId id{};
+  Stream stream = 0;
 };
 
 class TenantReplay;
@@ -103,9 +109,13 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   bool started = false;
   bool context_open = false;
   Bytes needs = 0;  // the policy's rounded peak_live, computed at the first OOM
-  std::vector<LiveBlock> live;  // by slot
-  std::vector<Stream> streams;  // by slot: the stream of the live allocation, read when the tenant ends
-  std::size_t live_blocks = 0;  // so that a tenant ending with none walks no slots
+  // The live allocations in slots reused after a free, so that they take the memory of the
+  // live set, not of every allocation of the trace (an in-memory trace's ids are dense):
+  // slot_of maps an id of the source to its slot, 4 bytes an id.
+  std::vector<std::uint32_t> slot_of;  // by the source's id; kNoSlot: dropped at an OOM
+  std::vector<LiveBlock> live;         // by slot
+  std::uint32_t free_slot = kNoSlot;   // the last freed, heading a list through LiveBlock::addr
+  std::size_t live_blocks = 0;
   std::size_t next = 0;  // events replayed
   Nanos delay = 0;  // allocator time so far: every later event happens this much later
   Bytes allocated = 0;
@@ -119,8 +129,6 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   Stream stream = 0;
 
  private:
-  static constexpr std::size_t kPrefetchDistance = 16;
-
   template <typename P, bool kCheck, bool kObserve>
   [[gnu::always_inline]] void allocate(P& policy, ReplayHooks& hooks, std::size_t tenant, std::size_t index,
                                        const Event& event, Bytes bytes, Nanos now);
@@ -128,7 +136,16 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   [[gnu::always_inline]] void deallocate(P& policy, const Event& event, Nanos now);
   template <typename P>
   [[gnu::noinline]] void new_peak(P& policy, std::size_t index);
-  void grow_slots(std::uint32_t slot);  // a generator's slots passed its hint
+  void grow_ids(std::uint32_t id);  // a generator's ids passed its hint
+  std::uint32_t take_slot() {
+    if (free_slot == kNoSlot) [[unlikely]] {
+      live.emplace_back();
+      return static_cast<std::uint32_t>(live.size() - 1);
+    }
+    const std::uint32_t slot = free_slot;
+    free_slot = static_cast<std::uint32_t>(live[slot].addr);
+    return slot;
+  }
 };
 
 // The plain loop of one tenant, handed to its policy (Policy::replay), which runs it with
@@ -162,16 +179,7 @@ template <typename P, bool kCheck, bool kObserve>
 inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant) {
   const std::size_t at_window = at++;
   const std::size_t event_index = next++;
-  const std::span<const Event> events = window.events;
-  const Event& event = events[at_window];
-  // A free touches its allocation's state, written long ago and out of cache by now: the
-  // window says which one a few events ahead, so fetch it early. Whatever the event is:
-  // a test of its kind would be a branch mispredicted on every other event of a random
-  // trace (an alloc's slot is about to be written anyway; other kinds' ids are clamped).
-  if (at_window + kPrefetchDistance < events.size() && !live.empty()) {
-    const std::size_t ahead = index_of(events[at_window + kPrefetchDistance].id);
-    __builtin_prefetch(live.data() + std::min(ahead, live.size() - 1));
-  }
+  const Event& event = window.events[at_window];
   Nanos event_now = 0;
   if (__builtin_add_overflow(event.time, start, &event_now) ||
       __builtin_add_overflow(event_now, delay, &event_now)) [[unlikely]] {
@@ -205,8 +213,11 @@ inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_
 template <typename P, bool kCheck, bool kObserve>
 inline void TenantReplay::allocate(P& policy, ReplayHooks& hooks, std::size_t tenant, std::size_t event_index,
                             const Event& event, Bytes bytes, Nanos event_now) {
+  const std::uint32_t id = index_of(event.id);
+  if (id >= slot_of.size()) [[unlikely]] grow_ids(id);
   const Allocation block = policy.allocate(Request{event.id, bytes, event.stream, event_now});
   if (!block) [[unlikely]] {
+    slot_of[id] = kNoSlot;
     hooks.not_served(*this, tenant, event_index, bytes, event_now, block.hang);
     return;
   }
@@ -214,10 +225,9 @@ inline void TenantReplay::allocate(P& policy, ReplayHooks& hooks, std::size_t te
     hooks.fail(*this, event_index, "block at " + std::to_string(block->addr) + " of " + std::to_string(block->size) +
                                        " bytes for a request of " + std::to_string(bytes) + " bytes");
   }
-  const std::uint32_t slot = index_of(event.id);
-  if (slot >= live.size()) [[unlikely]] grow_slots(slot);
-  live[slot] = LiveBlock{block->addr, block->size, bytes};
-  streams[slot] = event.stream;
+  const std::uint32_t slot = take_slot();
+  slot_of[id] = slot;
+  live[slot] = LiveBlock{block->addr, block->size, bytes, event.id, event.stream};
   if constexpr (kObserve) tell_block(BlockAction::placed, event.id, block->addr, block->size, event.stream);
   ++live_blocks;
   allocated += block->size;
@@ -228,8 +238,9 @@ inline void TenantReplay::allocate(P& policy, ReplayHooks& hooks, std::size_t te
 
 template <typename P, bool kObserve>
 inline void TenantReplay::deallocate(P& policy, const Event& event, Nanos event_now) {
-  LiveBlock& block = live[index_of(event.id)];
-  if (block.size == kNotLive) return;  // its allocation failed and was skipped
+  const std::uint32_t slot = slot_of[index_of(event.id)];
+  if (slot == kNoSlot) return;  // its allocation failed and was skipped
+  LiveBlock& block = live[slot];
   const Bytes bytes = block.requested;
   if constexpr (kObserve) tell_block(BlockAction::freed, event.id, block.addr, block.size, event.stream);
   policy.deallocate(Block{block.addr, block.size, bytes, event.id, event.stream}, event_now);
@@ -237,6 +248,8 @@ inline void TenantReplay::deallocate(P& policy, const Event& event, Nanos event_
   allocated -= block.size;
   requested -= bytes;
   block.size = kNotLive;
+  block.addr = free_slot;
+  free_slot = slot;
 }
 
 template <typename P>

@@ -1,6 +1,7 @@
 // The engine's block and segment hooks (Observer::on_block, on_segment, on_exit), on
 // traces small enough to write every expected call down.
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,52 @@ TEST_CASE("observer hooks: nothing is told without an observer's asking, and the
   // caching: a 20 MiB large-pool segment for 3 MiB, a 2 MiB small-pool one for 100 B (512 B).
   CHECK(recorder.calls.front() == "malloc t0 e0 20971520 s0 at 0");
   CHECK(std::count(recorder.calls.begin(), recorder.calls.end(), "exit t0 at 2") == 1);
+}
+
+TEST_CASE("observer hooks: the exit frees what is live in the order it was allocated", "[engine][observer]") {
+  // d takes the engine's slot a left, ahead of b and c: the exit still frees b, c, d.
+  TraceBuilder builder({"hand", "test"});
+  const AllocId a = builder.alloc(0, 512);
+  builder.alloc(1, 1024);
+  builder.alloc(2, 1536);
+  builder.free(3, a);
+  builder.alloc(4, 2048);
+  Recorder recorder;
+  Observer* observers[] = {&recorder};
+  run(scenario_of(std::make_shared<const Trace>(std::move(builder).finish()), "direct"), make_policy, observers);
+  std::vector<std::string> exit_frees;
+  const auto exit = std::find(recorder.calls.begin(), recorder.calls.end(), "exit t0 at 4");
+  REQUIRE(exit != recorder.calls.end());
+  std::copy_if(exit, recorder.calls.end(), std::back_inserter(exit_frees),
+               [](const std::string& call) { return call.starts_with("free"); });
+  const std::vector<std::string> expected{"free t0 e5 id1 1024/1024 s0 at 512", "free t0 e5 id2 1536/1536 s0 at 1536",
+                                          "free t0 e5 id3 2048/2048 s0 at 3072"};
+  CHECK(exit_frees == expected);
+}
+
+TEST_CASE("observer hooks: a moved block keeps the stream it was placed on", "[engine][observer]") {
+  // compact (slide) in one 4 KiB region: b and d, on stream 1, slide down over the holes
+  // a and c leave, for e's 2 KiB (tests/policies/compact_test.cpp works the moves out).
+  TraceBuilder builder({"hand", "test"});
+  const AllocId a = builder.alloc(0, 1024, 0);
+  builder.alloc(1, 1024, 1);
+  const AllocId c = builder.alloc(2, 1024, 0);
+  builder.alloc(3, 1024, 1);
+  builder.free(4, a);
+  builder.free(5, c);
+  builder.alloc(6, 2048, 0);
+  Scenario scenario = scenario_of(std::make_shared<const Trace>(std::move(builder).finish()),
+                                  "compact:region=4096,strategy=slide");
+  scenario.device.capacity = 8_KiB;
+  Recorder recorder;
+  Observer* observers[] = {&recorder};
+  run(scenario, make_policy, observers);
+  std::vector<std::string> moves;
+  std::copy_if(recorder.calls.begin(), recorder.calls.end(), std::back_inserter(moves),
+               [](const std::string& call) { return call.starts_with("move"); });
+  const std::vector<std::string> expected{"move t0 e6 id1 1024/1024 s1 from 1024 at 0",
+                                          "move t0 e6 id3 1024/1024 s1 from 3072 at 1024"};
+  CHECK(moves == expected);
 }
 
 }  // namespace
