@@ -363,10 +363,6 @@ class AtraceStreamFactory final : public EventSourceFactory {
 Trace parse(std::string_view bytes, std::string_view name, TraceProgress* progress, const MappedFile* file) {
   AtraceRecords records(bytes, name, file);
   const Layout& layout = records.layout();
-  // The whole checksum first: a corrupted file says so before a record it garbles can.
-  if (checksum_of(layout, bytes, file) != layout.header.checksum) {
-    fail(name, 64, "the checksum does not match (the file is corrupted)");
-  }
   MaterialiseHooks hooks;
   if (!layout.layers.empty()) {
     hooks.layer = [&](std::size_t allocation) { return std::string_view(layout.layer_names[layout.layers[allocation]]); };
@@ -381,7 +377,17 @@ Trace parse(std::string_view bytes, std::string_view name, TraceProgress* progre
                          " is not the records' " + format_bytes(built.live_lower_bound()));
     }
   };
-  return materialise(records, hooks);
+  // The checksum is summed as the records are decoded, so that a replay may start on the
+  // first ones; it is checked at the end. A record a corruption garbled may fail first:
+  // the corruption is then what the error says.
+  try {
+    return materialise(records, hooks);
+  } catch (const Error&) {
+    if (checksum_of(layout, bytes, file) != layout.header.checksum) {
+      fail(name, 64, "the checksum does not match (the file is corrupted)");
+    }
+    throw;
+  }
 }
 
 }  // namespace

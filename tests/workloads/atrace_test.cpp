@@ -144,6 +144,10 @@ TEST_CASE("a .atrace with any one byte changed is an Error, never a crash or ano
       changed[at] = static_cast<char>(changed[at] ^ flip);
       INFO("byte " << at << " ^ " << int(flip));
       CHECK_THROWS_WITH(parse_atrace(changed, "bad.atrace"), Catch::StartsWith("bad.atrace: offset "));
+      // A changed record is the corruption it is, even when it fails to decode first.
+      if (at >= kAtraceHeaderBytes && at < kAtraceHeaderBytes + 2 * kAtraceRecordBytes) {
+        CHECK_THROWS_WITH(parse_atrace(changed, "bad.atrace"), Catch::Contains("the checksum does not match"));
+      }
     }
   }
 }
