@@ -110,7 +110,7 @@ class BfcPolicy final : public ReplayedPolicy<BfcPolicy> {
   // TensorFlow's bins are power-of-two size classes, each ordered by (size, address), and
   // FindChunkPtr takes the first chunk large enough from the request's bin up: the first
   // in the (size, address) order of all free chunks. SizeBins keeps that order in finer
-  // bins (eight per power of two), so each one stays a few entries long.
+  // bins (32 per power of two), so each one stays a few entries long.
   using Fit = SizeBins::Cursor;
   std::optional<Fit> find_chunk(Bytes rounded) const;
   std::uint32_t use_chunk(Fit fit, Bytes rounded, const Request& request);  // returns the chunk

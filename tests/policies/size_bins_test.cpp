@@ -22,18 +22,18 @@ std::vector<Key> walk(const SizeBins& bins) {
   return keys;
 }
 
-TEST_CASE("size bins split each power of two into 8 bins, in size order", "[size_bins]") {
+TEST_CASE("size bins split each power of two into 32 bins, in size order", "[size_bins]") {
   CHECK(SizeBins::bin_of(0) == 0);
-  CHECK(SizeBins::bin_of(7) == 7);
-  CHECK(SizeBins::bin_of(8) == 8);
-  CHECK(SizeBins::bin_of(15) == 15);
-  CHECK(SizeBins::bin_of(16) == 16);
-  CHECK(SizeBins::bin_of(17) == 16);  // [16, 32) in steps of 2
-  CHECK(SizeBins::bin_of(18) == 17);
+  CHECK(SizeBins::bin_of(31) == 31);
+  CHECK(SizeBins::bin_of(32) == 32);
+  CHECK(SizeBins::bin_of(63) == 63);
+  CHECK(SizeBins::bin_of(64) == 64);
+  CHECK(SizeBins::bin_of(65) == 64);  // [64, 128) in steps of 2
+  CHECK(SizeBins::bin_of(66) == 65);
   CHECK(SizeBins::bin_of(1_MiB - 1) == SizeBins::bin_of(1_MiB) - 1);
-  CHECK(SizeBins::bin_of(1_MiB + 128_KiB - 1) == SizeBins::bin_of(1_MiB));
-  CHECK(SizeBins::bin_of(1_MiB + 128_KiB) == SizeBins::bin_of(1_MiB) + 1);
-  CHECK(SizeBins::bin_of(~Bytes{0}) < SizeBins::kBins);
+  CHECK(SizeBins::bin_of(1_MiB + 32_KiB - 1) == SizeBins::bin_of(1_MiB));
+  CHECK(SizeBins::bin_of(1_MiB + 32_KiB) == SizeBins::bin_of(1_MiB) + 1);
+  CHECK(SizeBins::bin_of(~Bytes{0}) == SizeBins::kBins - 1);
   for (Bytes size = 1; size < 100'000; ++size) REQUIRE(SizeBins::bin_of(size - 1) <= SizeBins::bin_of(size));
 }
 
