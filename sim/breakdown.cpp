@@ -13,16 +13,13 @@ Breakdown live_breakdown(const Trace& trace, std::size_t event, std::span<const 
   for (std::size_t i = 0; i < end; ++i) {
     const Event& e = trace.events[i];
     if (!names_allocation(e.op)) continue;
-    if (std::binary_search(skipped.begin(), skipped.end(), e.id)) continue;
+    if (!skipped.empty() && std::binary_search(skipped.begin(), skipped.end(), e.id)) continue;
+    // A free adds its bytes' two's complement: the unsigned sums come out the same, and
+    // no branch on the op is mispredicted on every other event of a random trace.
     const Bytes bytes = trace.bytes_of(e.id);
-    const auto tag = static_cast<std::size_t>(e.tag);
-    if (e.op == Op::alloc) {
-      result.by_tag[tag] += bytes;
-      if (layered) by_layer[trace.layer[index_of(e.id)]] += bytes;
-    } else {
-      result.by_tag[tag] -= bytes;
-      if (layered) by_layer[trace.layer[index_of(e.id)]] -= bytes;
-    }
+    const Bytes change = e.op == Op::alloc ? bytes : Bytes{0} - bytes;
+    result.by_tag[static_cast<std::size_t>(e.tag)] += change;
+    if (layered) by_layer[trace.layer[index_of(e.id)]] += change;
   }
   for (std::size_t layer = 0; layer < by_layer.size(); ++layer) {
     if (by_layer[layer] > 0) result.top_layers.emplace_back(trace.layer_names[layer], by_layer[layer]);
