@@ -40,6 +40,7 @@ struct LiveBlock {
   AllocId id{};
   Stream stream = 0;
 };
+static_assert(sizeof(LiveBlock) == 32);
 
 class TenantReplay;
 
