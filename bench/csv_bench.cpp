@@ -18,11 +18,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/run_recorder.hpp"
 #include "policies/registry.hpp"
 #include "sim/engine.hpp"
 #include "workloads/catalogue.hpp"
@@ -114,31 +114,6 @@ void background_benchmark(benchmark::State& state, const std::filesystem::path& 
       benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Prints as the console does and keeps each benchmark's CPU seconds per iteration for the
-// summary, so the ratios come from the very runs printed above them.
-class Recorder final : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (!run.error_occurred && run.iterations > 0) {
-        seconds_[run.run_name.function_name] = run.cpu_accumulated_time / static_cast<double>(run.iterations);
-        wall_seconds_[run.run_name.function_name] = run.real_accumulated_time / static_cast<double>(run.iterations);
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  double seconds(const std::string& name) const { return find(seconds_, name); }
-  double wall_seconds(const std::string& name) const { return find(wall_seconds_, name); }
-
- private:
-  static double find(const std::map<std::string, double>& seconds, const std::string& name) {
-    const auto found = seconds.find(name);
-    return found == seconds.end() ? 0 : found->second;
-  }
-  std::map<std::string, double> seconds_;
-  std::map<std::string, double> wall_seconds_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,7 +138,7 @@ int main(int argc, char** argv) {
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime()
       ->Iterations(3);
-  Recorder recorder;
+  bench::RunRecorder recorder;
   benchmark::RunSpecifiedBenchmarks(&recorder);
   benchmark::Shutdown();
 
