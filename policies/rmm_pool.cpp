@@ -1,5 +1,6 @@
 #include "policies/rmm_pool.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "sim/error.hpp"
@@ -40,6 +41,12 @@ Bytes RmmPoolPolicy::size_to_grow(Bytes bytes, Bytes pool_size, std::optional<By
   return aligned <= remaining ? std::max(aligned, remaining / 2) : 0;
 }
 
+FreeList& RmmPoolPolicy::list(Stream stream) {
+  const auto [at, made] = lists_.try_emplace(stream);
+  if (made) at->second.keep_apart_at(&heads_);
+  return at->second;
+}
+
 Allocation RmmPoolPolicy::allocate(const Request& request) {
   if (!started_ && initial_ > 0) {
     // The constructor's try_to_expand(initial, initial), into the default stream's list.
@@ -48,65 +55,49 @@ Allocation RmmPoolPolicy::allocate(const Request& request) {
   started_ = true;
   const Bytes size = align_up(request.bytes, kRmmAlignment);
   if (size == 0) return Block{0, 0, 0, request.id, request.stream};
-  FreeList& own = lists_[request.stream];
-  std::optional<Addr> addr = take_best_fit(own, size);
-  for (auto it = lists_.begin(); !addr && it != lists_.end(); ++it) {
+  // The smallest block that fits, the first (lowest address) among equals, split at the
+  // front: the rest stays in the same list.
+  std::optional<Range> found = list(request.stream).take_best_fit(size);
+  for (auto it = lists_.begin(); !found && it != lists_.end(); ++it) {
     if (it->first == request.stream) continue;
-    addr = take_best_fit(it->second, size);
-    if (addr) ++stolen_;
+    found = it->second.take_best_fit(size);
+    if (found) ++stolen_;
   }
   // Still nothing: merge the other lists into this one, one at a time, retrying each.
-  for (auto it = lists_.begin(); !addr && it != lists_.end();) {
+  for (auto it = lists_.begin(); !found && it != lists_.end();) {
     if (it->first == request.stream) {
       ++it;
       continue;
     }
-    FreeList other = std::move(it->second);
-    it = lists_.erase(it);
-    FreeList& mine = lists_[request.stream];
-    for (const auto& [at, block] : other.blocks) {
-      free_sizes_.erase(block.size, at);
-      insert(mine, at, block);
-    }
-    addr = take_best_fit(mine, size);
+    const auto other = lists_.extract(it++);
+    FreeList& mine = list(request.stream);
+    other.mapped().for_each([&](Range range) { mine.add(range); });
+    found = mine.take_best_fit(size);
   }
-  if (!addr) {
+  Addr addr = found ? found->addr : 0;
+  if (!found) {
     const Bytes try_bytes = size_to_grow(size, pool_size_, maximum_);
-    addr = expand(try_bytes, size, request.stream);
-    if (!addr) return std::nullopt;
+    const std::optional<Range> grown = expand(try_bytes, size, request.stream);
+    if (!grown) return std::nullopt;
     // The request takes the front of the new block; the rest joins this stream's list.
-    FreeList& mine = lists_[request.stream];
-    const auto grown = mine.blocks.find(*addr);
-    const FreeBlock block = grown->second;
-    erase(mine, grown);
-    if (block.size > size) insert(mine, *addr + size, FreeBlock{block.size - size, false});
+    list(request.stream).take_front(*grown, size);
+    addr = grown->addr;
   }
   allocated_ += size;
-  return Block{*addr, size, request.bytes, request.id, request.stream};
-}
-
-// The smallest block that fits, the first (lowest address) among equals, split at the
-// front: the rest stays in the same list.
-std::optional<Addr> RmmPoolPolicy::take_best_fit(FreeList& list, Bytes size) {
-  const SizeBins::Cursor fit = list.by_size.lower_bound(size);
-  if (fit == SizeBins::end()) return std::nullopt;
-  const auto best = list.blocks.find(list.by_size[fit].addr);
-  const Addr addr = best->first;
-  const FreeBlock block = best->second;
-  erase(list, best);
-  if (block.size > size) insert(list, addr + size, FreeBlock{block.size - size, false});
-  return addr;
+  return Block{addr, size, request.bytes, request.id, request.stream};
 }
 
 // try_to_expand: the upstream asked for try_bytes, halving towards min_bytes on refusal.
-std::optional<Addr> RmmPoolPolicy::expand(Bytes try_bytes, Bytes min_bytes, Stream stream) {
+std::optional<Range> RmmPoolPolicy::expand(Bytes try_bytes, Bytes min_bytes, Stream stream) {
   while (try_bytes >= min_bytes && try_bytes > 0) {
     if (const auto segment = device_.malloc(try_bytes)) {
       upstream_.emplace(segment->addr, *segment);
+      heads_.insert(std::upper_bound(heads_.begin(), heads_.end(), segment->addr), segment->addr);
       pool_size_ += try_bytes;
       ++growths_;
-      insert(lists_[stream], segment->addr, FreeBlock{try_bytes, true});
-      return segment->addr;
+      const Range grown{segment->addr, try_bytes};
+      list(stream).add(grown);
+      return grown;
     }
     if (try_bytes == min_bytes) break;
     try_bytes = std::max(min_bytes, try_bytes / 2);
@@ -117,67 +108,44 @@ std::optional<Addr> RmmPoolPolicy::expand(Bytes try_bytes, Bytes min_bytes, Stre
 void RmmPoolPolicy::deallocate(const Block& block, Nanos) {
   if (block.size == 0) return;
   allocated_ -= block.size;
-  insert(lists_[block.stream], block.addr, FreeBlock{block.size, upstream_.contains(block.addr)});
-}
-
-void RmmPoolPolicy::insert(FreeList& list, Addr addr, FreeBlock block) {
-  Blocks& blocks = list.blocks;
-  auto next = blocks.lower_bound(addr);
-  if (next != blocks.end() && !next->second.head && addr + block.size == next->first) {
-    block.size += next->second.size;
-    erase(list, next);
-    next = blocks.lower_bound(addr);
-  }
-  if (next != blocks.begin() && !block.head) {
-    const auto before = std::prev(next);
-    if (before->first + before->second.size == addr) {
-      addr = before->first;
-      block = FreeBlock{before->second.size + block.size, before->second.head};
-      erase(list, before);
-    }
-  }
-  blocks.emplace(addr, block);
-  list.by_size.insert({block.size, addr, 0});
-  free_sizes_.insert({block.size, addr, 0});
-}
-
-void RmmPoolPolicy::erase(FreeList& list, Blocks::iterator it) {
-  free_sizes_.erase(it->second.size, it->first);
-  list.by_size.erase(it->second.size, it->first);
-  list.blocks.erase(it);
+  list(block.stream).add(Range{block.addr, block.size});
 }
 
 void RmmPoolPolicy::release_cached() {
   for (auto up = upstream_.begin(); up != upstream_.end();) {
-    bool released = false;
-    for (auto& [stream, list] : lists_) {
-      const auto it = list.blocks.find(up->first);
-      if (it == list.blocks.end() || it->second.size != up->second.bytes) continue;
-      erase(list, it);
-      device_.free(up->second);
-      pool_size_ -= up->second.bytes;
-      up = upstream_.erase(up);
-      released = true;
-      break;
+    const Range whole{up->first, up->second.bytes};
+    const auto holder = std::find_if(lists_.begin(), lists_.end(), [&](const auto& entry) { return entry.second.contains(whole); });
+    if (holder == lists_.end()) {
+      ++up;
+      continue;
     }
-    if (!released) ++up;
+    holder->second.remove(whole);
+    device_.free(up->second);
+    pool_size_ -= whole.size;
+    heads_.erase(std::lower_bound(heads_.begin(), heads_.end(), whole.addr));
+    up = upstream_.erase(up);
   }
   if (upstream_.empty()) started_ = false;  // as a new pool: the initial size again
+}
+
+Bytes RmmPoolPolicy::largest_free() const {
+  Bytes largest = 0;
+  for (const auto& [stream, free] : lists_) largest = std::max(largest, free.largest());
+  return largest;
 }
 
 PolicyStats RmmPoolPolicy::stats() const {
   return PolicyStats{.allocated = allocated_,
                      .reserved = pool_size_,
-                     .largest_free = free_sizes_.empty() ? 0 : free_sizes_.back().size,
+                     .largest_free = largest_free(),
                      .limit = maximum_.value_or(0)};
 }
 
 PolicyInspection RmmPoolPolicy::inspect(Detail detail) const {
   PolicyInspection inspection;
   for (const auto& [addr, segment] : upstream_) {
-    for (const auto& [stream, list] : lists_) {
-      const auto it = list.blocks.find(addr);
-      if (it != list.blocks.end() && it->second.size == segment.bytes) inspection.releasable += segment.bytes;
+    for (const auto& [stream, free] : lists_) {
+      if (free.contains(Range{addr, segment.bytes})) inspection.releasable += segment.bytes;
     }
   }
   inspection.extra = {{"pool_size", pool_size_, Unit::bytes},
@@ -185,7 +153,7 @@ PolicyInspection RmmPoolPolicy::inspect(Detail detail) const {
                       {"blocks_from_other_streams", stolen_, Unit::count}};
   if (detail == Detail::full) {
     std::size_t blocks = 0;
-    for (const auto& [stream, list] : lists_) blocks += list.blocks.size();
+    for (const auto& [stream, free] : lists_) blocks += free.count();
     inspection.state = "RMM pool: pool_size " + format_bytes(pool_size_) + " in " + std::to_string(upstream_.size()) +
                        " upstream blocks, " + std::to_string(blocks) + " free blocks in " +
                        std::to_string(lists_.size()) + " stream lists, largest " + format_bytes(stats().largest_free);
@@ -194,31 +162,28 @@ PolicyInspection RmmPoolPolicy::inspect(Detail detail) const {
 }
 
 void RmmPoolPolicy::check() const {
-  std::map<Addr, FreeBlock> all;
-  for (const auto& [stream, list] : lists_) {
-    if (list.by_size.size() != list.blocks.size()) throw Error("policy rmm-pool: a list's size index out of step");
-    for (auto it = list.blocks.begin(); it != list.blocks.end(); ++it) {
-      if (it->second.head != upstream_.contains(it->first)) throw Error("policy rmm-pool: wrong head flag");
-      const auto next = std::next(it);
-      if (next != list.blocks.end() && !next->second.head && it->first + it->second.size == next->first) {
-        throw Error("policy rmm-pool: two contiguous free blocks not coalesced");
-      }
-      if (!all.emplace(it->first, it->second).second) throw Error("policy rmm-pool: a block in two lists");
-    }
+  std::vector<Addr> heads;
+  for (const auto& [addr, segment] : upstream_) heads.push_back(addr);
+  if (heads != heads_) throw Error("policy rmm-pool: the upstream blocks' addresses out of step");
+  std::map<Addr, Bytes> all;
+  for (const auto& [stream, free] : lists_) {
+    free.check();  // coalesced everywhere but at the start of an upstream block
+    free.for_each([&](Range range) {
+      if (!all.emplace(range.addr, range.size).second) throw Error("policy rmm-pool: a block in two lists");
+    });
   }
   Bytes free = 0;
   Addr end = 0;
-  for (const auto& [addr, block] : all) {
+  for (const auto& [addr, size] : all) {
     if (addr < end) throw Error("policy rmm-pool: free blocks overlap");
-    end = addr + block.size;
+    end = addr + size;
     auto up = upstream_.upper_bound(addr);
     if (up == upstream_.begin() || end > std::prev(up)->first + std::prev(up)->second.bytes) {
       throw Error("policy rmm-pool: a free block outside its upstream block");
     }
-    free += block.size;
+    free += size;
   }
   if (free + allocated_ != pool_size_) throw Error("policy rmm-pool: free + allocated != pool_size");
-  if (free_sizes_.size() != all.size()) throw Error("policy rmm-pool: size index out of step");
 }
 
 }  // namespace allocsim

@@ -20,10 +20,9 @@
 #include <array>
 #include <map>
 #include <optional>
-#include <set>
-#include <utility>
+#include <vector>
 
-#include "policies/common/size_bins.hpp"
+#include "policies/common/free_list.hpp"
 #include "policies/common/upstream.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
@@ -55,22 +54,13 @@ class RmmPoolPolicy final : public ReplayedPolicy<RmmPoolPolicy> {
   static Bytes size_to_grow(Bytes bytes, Bytes pool_size, std::optional<Bytes> maximum);
 
  private:
-  struct FreeBlock {
-    Bytes size;
-    bool head;  // starts an upstream block: nothing before it merges with it
-  };
-  using Blocks = std::map<Addr, FreeBlock>;
-  // One stream's list: by address as RMM keeps it, and by (size, address) so that its best
-  // fit (the smallest, the lowest address among equals) is one lookup instead of a scan.
-  struct FreeList {
-    Blocks blocks;
-    SizeBins by_size;  // handles unused
-  };
-
-  std::optional<Addr> take_best_fit(FreeList& list, Bytes size);
-  void insert(FreeList& list, Addr addr, FreeBlock block);
-  void erase(FreeList& list, Blocks::iterator it);
-  std::optional<Addr> expand(Bytes try_bytes, Bytes min_bytes, Stream stream);
+  // A stream's free list: by address, as RMM keeps it, and by (size, address), so that its
+  // best fit (the smallest, the lowest address among equals) is one lookup, not a scan;
+  // made on first use, never merged across the start of an upstream block (heads_).
+  FreeList& list(Stream stream);
+  // The new upstream block, in `stream`'s list; nullopt when the upstream refused.
+  std::optional<Range> expand(Bytes try_bytes, Bytes min_bytes, Stream stream);
+  Bytes largest_free() const;  // O(streams): stats() is read at every new peak
 
   Device& device_;
   Bytes initial_;
@@ -78,7 +68,7 @@ class RmmPoolPolicy final : public ReplayedPolicy<RmmPoolPolicy> {
   bool started_ = false;
   std::map<Stream, FreeList> lists_;   // by stream: RMM keys them by the stream's event
   std::map<Addr, Segment> upstream_;   // the upstream blocks, by address
-  SizeBins free_sizes_;  // every list's blocks: the largest is the last
+  std::vector<Addr> heads_;            // their addresses, sorted: where no free block merges with the one before
   Bytes pool_size_ = 0;
   Bytes allocated_ = 0;
   std::uint64_t growths_ = 0;

@@ -1,5 +1,6 @@
 #include "policies/common/free_list.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "sim/error.hpp"
@@ -12,8 +13,9 @@ FreeList::FreeList() = default;
 // without moving any range.
 void FreeList::add(Range range) {
   const AddressRanges::Pos next = by_addr_.lower_bound(range.addr);
-  const bool has_next = next != by_addr_.end() && by_addr_[next].addr == range.end();
-  const bool has_prev = next != by_addr_.begin() && by_addr_[by_addr_.prev(next)].end() == range.addr;
+  const bool has_next = next != by_addr_.end() && by_addr_[next].addr == range.end() && !apart_at(range.end());
+  const bool has_prev =
+      next != by_addr_.begin() && by_addr_[by_addr_.prev(next)].end() == range.addr && !apart_at(range.addr);
   total_ += range.size;
   if (has_prev) {
     const AddressRanges::Pos at = by_addr_.prev(next);
@@ -42,6 +44,15 @@ void FreeList::add(Range range) {
   }
   by_addr_.insert(next, range);
   by_size_.insert({range.size, range.addr, 0});
+}
+
+bool FreeList::apart_at(Addr addr) const {
+  return apart_at_ != nullptr && std::binary_search(apart_at_->begin(), apart_at_->end(), addr);
+}
+
+bool FreeList::contains(Range range) const {
+  const AddressRanges::Pos found = by_addr_.lower_bound(range.addr);
+  return found != by_addr_.end() && by_addr_[found] == range;
 }
 
 void FreeList::take_front(Range range, Bytes size) {
@@ -139,7 +150,7 @@ void FreeList::check() const {
     const Addr addr = range.addr;
     if (range.size == 0) throw Error("free list: empty range at " + std::to_string(addr));
     if (!by_size_.contains(range.size, addr)) throw Error("free list: size index lacks " + std::to_string(addr));
-    if (!first && addr <= previous_end) {
+    if (!first && (addr < previous_end || (addr == previous_end && !apart_at(addr)))) {
       throw Error("free list: range at " + std::to_string(addr) + (addr == previous_end ? " touches" : " overlaps") +
                   " the one before");
     }

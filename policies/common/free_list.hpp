@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <vector>
 
 #include "policies/common/address_ranges.hpp"
 #include "policies/common/size_bins.hpp"
@@ -14,13 +15,19 @@
 namespace allocsim {
 
 // Contract: ranges never overlap; add() merges a range with free neighbours that touch
-// it, so no two ranges in the list are adjacent. Ranges of different device segments
-// must not touch, or keep one list per segment: adjacency is all it knows.
+// it, so no two ranges in the list are adjacent, except across a boundary (keep_apart_at).
+// Ranges of different device segments must not touch, or lie on either side of a
+// boundary, or keep one list per segment: adjacency is all it knows.
 class FreeList {
  public:
   FreeList();
   FreeList(const FreeList&) = delete;
   FreeList& operator=(const FreeList&) = delete;
+
+  // Addresses no merge crosses: a range starting at one never joins the range that ends
+  // there (RMM's upstream blocks, which may touch, each coalesce only within themselves).
+  // `starts` is sorted, the caller's, and outlives the list; nullptr: none.
+  void keep_apart_at(const std::vector<Addr>* starts) { apart_at_ = starts; }
 
   void add(Range range);     // coalesces; returns nothing because the merged range is rarely needed
   void remove(Range range);  // exactly a range in the list
@@ -49,6 +56,7 @@ class FreeList {
     return by_addr_[by_addr_.prev(by_addr_.end())];
   }
 
+  bool contains(Range range) const;  // exactly this range is in the list
   Bytes total() const { return total_; }
   Bytes largest() const { return by_size_.empty() ? 0 : by_size_.back().size; }
   std::size_t count() const { return by_addr_.size(); }
@@ -68,10 +76,12 @@ class FreeList {
   AddressRanges::Pos next_fit_at(Bytes size, Addr from) const;             // end() when none fits
   std::optional<Range> range_at(SizeBins::Cursor by_size) const;           // nullopt at end()
   std::optional<Range> range_at(AddressRanges::Pos by_addr) const;         // nullopt at end()
+  bool apart_at(Addr addr) const;  // a boundary of keep_apart_at starts there
 
   AddressRanges by_addr_;
   SizeBins by_size_;  // handles unused
   Bytes total_ = 0;
+  const std::vector<Addr>* apart_at_ = nullptr;
 };
 
 }  // namespace allocsim

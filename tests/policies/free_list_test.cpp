@@ -24,6 +24,35 @@ TEST_CASE("free list merges a range with both neighbours and with neither when a
   list.check();
 }
 
+TEST_CASE("free list never merges across a boundary of keep_apart_at, on either side", "[free_list]") {
+  std::vector<Addr> starts{1000, 2000};  // two touching segments: [1000, 2000), [2000, 3000)
+  FreeList list;
+  list.keep_apart_at(&starts);
+  list.add({1900, 100});
+  list.add({2000, 100});  // starts at a boundary: stays apart from the range ending there
+  CHECK(list.count() == 2);
+  list.add({1800, 100});  // inside the first segment: merges
+  CHECK(list.best_fit(1) == Range{2000, 100});
+  CHECK(list.best_fit(101) == Range{1800, 200});
+  list.remove({2000, 100});
+  list.add({2100, 100});
+  list.add({2000, 100});  // merges with what follows it, still not with what ends at 2000
+  CHECK(list.count() == 2);
+  CHECK(list.contains({2000, 200}));
+  CHECK(list.contains({1800, 200}));
+  CHECK_FALSE(list.contains({1800, 100}));
+  list.check();  // touching at a boundary is no error
+  starts = {1000};
+  CHECK_THROWS_WITH(list.check(), Catch::Contains("touches"));  // without it, the two should have merged
+
+  FreeList plain;  // the same ranges without boundaries merge into one
+  plain.add({1800, 200});
+  plain.add({2000, 200});
+  CHECK(plain.count() == 1);
+  CHECK(plain.contains({1800, 400}));
+  plain.check();
+}
+
 TEST_CASE("free list best fit takes the smallest range, then the lowest address", "[free_list]") {
   FreeList list;
   list.add({0, 512});
