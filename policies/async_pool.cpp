@@ -89,19 +89,14 @@ std::optional<Block> AsyncPoolPolicy::serve(Bytes size, const Request& request) 
     if (!grow(size, stream)) return std::nullopt;
     chosen = choose(size, stream, request.now);
   }
-  const auto it = *chosen;
-  const Addr addr = it->first;
-  const FreeRange range = it->second;
+  const auto [addr, range] = ranges_[*chosen];
   if (range.freed != 0 && range.stream != stream) {
     ++cross_stream_reuses_;
     // Reuse by an inserted wait (or by a dependency the stream already has) leaves the
     // allocating stream ordered after everything the freeing stream did so far.
     if (reuse_rank(range, stream, request.now) == 4) waited(stream, range.stream) = frees_;
   }
-  erase_free(it);
-  if (range.size > size) {
-    add_free(addr + size, FreeRange{range.size - size, range.stream, range.freed, range.freed_at});
-  }
+  take_front(*chosen, size);
   chunks_[chunk_of(addr)].live += size;
   allocated_ += size;
   requested_ += request.bytes;
@@ -130,13 +125,13 @@ bool AsyncPoolPolicy::completed(const FreeRange& range) const {
 // The best rule first, then the smallest fitting range, then the lowest address. The
 // stream's own frees and never-used ranges (rank 0) are looked up; other streams' frees
 // are scanned, since which of them a stream may use changes with every sync.
-std::optional<AsyncPoolPolicy::Ranges::iterator> AsyncPoolPolicy::choose(Bytes size, Stream stream, Nanos now) {
-  std::optional<Ranges::iterator> best;
+std::optional<std::uint32_t> AsyncPoolPolicy::choose(Bytes size, Stream stream, Nanos now) {
+  std::optional<SizeBins::Entry> best;
   int best_rank = 0;
-  const auto consider = [&](Ranges::iterator it, int rank) {
+  const auto consider = [&](const SizeBins::Entry& entry, int rank) {
     if (!best || rank < best_rank ||
-        (rank == best_rank && std::pair(it->second.size, it->first) < std::pair((*best)->second.size, (*best)->first))) {
-      best = it;
+        (rank == best_rank && std::pair(entry.size, entry.addr) < std::pair(best->size, best->addr))) {
+      best = entry;
       best_rank = rank;
     }
   };
@@ -144,18 +139,19 @@ std::optional<AsyncPoolPolicy::Ranges::iterator> AsyncPoolPolicy::choose(Bytes s
   for (const BySize* index : {&never_used_, own == freed_by_stream_.end() ? nullptr : &own->second}) {
     if (index == nullptr) continue;
     const SizeBins::Cursor fit = index->lower_bound(size);
-    if (fit != SizeBins::end()) consider(free_.find((*index)[fit].addr), 0);
+    if (fit != SizeBins::end()) consider((*index)[fit], 0);
   }
-  if (best) return best;
-  for (const auto& [other, index] : freed_by_stream_) {
-    if (other == stream) continue;
-    for (auto fit = index.lower_bound(size); fit != SizeBins::end(); fit = index.next(fit)) {
-      const auto it = free_.find(index[fit].addr);
-      const int rank = reuse_rank(it->second, stream, now);
-      if (rank >= 0) consider(it, rank);
+  if (!best) {
+    for (const auto& [other, index] : freed_by_stream_) {
+      if (other == stream) continue;
+      for (auto fit = index.lower_bound(size); fit != SizeBins::end(); fit = index.next(fit)) {
+        const int rank = reuse_rank(ranges_[index[fit].handle].second, stream, now);
+        if (rank >= 0) consider(index[fit], rank);
+      }
     }
   }
-  return best;
+  if (!best) return std::nullopt;
+  return best->handle;
 }
 
 bool AsyncPoolPolicy::grow(Bytes size, Stream stream) {
@@ -186,36 +182,73 @@ void AsyncPoolPolicy::add_free(Addr addr, FreeRange range) {
   // Ranges never cross a chunk, so a neighbour that touches this range lies in its chunk
   // unless the range starts or ends at the chunk's edge.
   const Segment& chunk = chunks_[chunk_of(addr)].segment;
-  const auto mergeable = [&](const FreeRange& other, Addr other_addr) {
+  const auto mergeable = [&](std::uint32_t handle) {
+    const auto& [other_addr, other] = ranges_[handle];
     return other.stream == range.stream && other_addr >= chunk.addr && other_addr < chunk.addr + chunk.bytes;
   };
-  auto after = free_.lower_bound(addr);
-  if (after != free_.end() && after->first == addr + range.size && mergeable(after->second, after->first)) {
-    range.size += after->second.size;
-    range.freed = std::max(range.freed, after->second.freed);
-    range.freed_at = std::max(range.freed_at, after->second.freed_at);
-    erase_free(after);
+  const auto absorb = [&](std::uint32_t handle) {
+    const FreeRange& other = ranges_[handle].second;
+    range.size += other.size;
+    range.freed = std::max(range.freed, other.freed);
+    range.freed_at = std::max(range.freed_at, other.freed_at);
+    forget(handle);
+  };
+  // The neighbours are looked up once; a merge grows one in place, as FreeList::add does.
+  const AddressRanges::Pos next = free_.lower_bound(addr);
+  std::uint32_t after = kNoNeighbour;
+  if (next != free_.end() && free_[next].addr == addr + range.size) {
+    after = handle_of(free_[next]);
+    if (!mergeable(after)) after = kNoNeighbour;
   }
-  auto next = free_.lower_bound(addr);
-  if (next != free_.begin()) {
-    const auto before = std::prev(next);
-    if (before->first + before->second.size == addr && mergeable(before->second, before->first)) {
-      addr = before->first;
-      range.size += before->second.size;
-      range.freed = std::max(range.freed, before->second.freed);
-      range.freed_at = std::max(range.freed_at, before->second.freed_at);
-      erase_free(before);
-    }
+  std::uint32_t before = kNoNeighbour;
+  if (next != free_.begin() && free_[free_.prev(next)].end() == addr) {
+    before = handle_of(free_[free_.prev(next)]);
+    if (!mergeable(before)) before = kNoNeighbour;
   }
-  free_.emplace(addr, range);
-  free_sizes_.insert({range.size, addr, 0});
-  size_index(range).insert({range.size, addr, 0});
+  if (after != kNoNeighbour) absorb(after);
+  if (before != kNoNeighbour) {
+    addr = ranges_[before].first;
+    absorb(before);
+    const AddressRanges::Pos at = free_.prev(next);
+    free_.set(at, Range{addr, range.size});  // before erasing `next`, which may move positions
+    if (after != kNoNeighbour) free_.erase(next);
+  } else if (after != kNoNeighbour) {
+    free_.set(next, Range{addr, range.size});
+  } else {
+    free_.insert(next, Range{addr, range.size});
+  }
+  remember(addr, range);
 }
 
-void AsyncPoolPolicy::erase_free(Ranges::iterator it) {
-  free_sizes_.erase(it->second.size, it->first);
-  size_index(it->second).erase(it->second.size, it->first);
-  free_.erase(it);
+void AsyncPoolPolicy::remember(Addr addr, const FreeRange& range) {
+  const std::uint32_t handle = ranges_.add({addr, range});
+  free_sizes_.insert({range.size, addr, handle});
+  size_index(range).insert({range.size, addr, handle});
+}
+
+void AsyncPoolPolicy::forget(std::uint32_t handle) {
+  const auto& [addr, range] = ranges_[handle];
+  free_sizes_.erase(range.size, addr);
+  size_index(range).erase(range.size, addr);
+  ranges_.remove(handle);
+}
+
+void AsyncPoolPolicy::erase_free(std::uint32_t handle) {
+  free_.erase(free_.lower_bound(ranges_[handle].first));
+  forget(handle);
+}
+
+// The rest of a range a request took the front of keeps its place: it touches no other
+// free range of its stream (the range did not), so it merges with nothing.
+void AsyncPoolPolicy::take_front(std::uint32_t handle, Bytes size) {
+  const auto [addr, range] = ranges_[handle];
+  if (range.size == size) {
+    erase_free(handle);
+    return;
+  }
+  forget(handle);
+  free_.set(free_.lower_bound(addr), Range{addr + size, range.size - size});
+  remember(addr + size, FreeRange{range.size - size, range.stream, range.freed, range.freed_at});
 }
 
 std::size_t AsyncPoolPolicy::chunk_of(Addr addr) const {
@@ -248,12 +281,14 @@ void AsyncPoolPolicy::trim(Bytes keep) {
     if (chunk.live != 0) continue;
     const Addr start = chunk.segment.addr;
     const Addr end = start + chunk.segment.bytes;
-    bool done = true;
-    for (auto it = free_.lower_bound(start); it != free_.end() && it->first < end; ++it) {
-      done = done && completed(it->second);
+    std::vector<std::uint32_t> in_chunk;
+    for (auto at = free_.lower_bound(start); at != free_.end() && free_[at].addr < end; at = free_.next(at)) {
+      in_chunk.push_back(handle_of(free_[at]));
     }
-    if (!done) continue;
-    for (auto it = free_.lower_bound(start); it != free_.end() && it->first < end;) erase_free(it++);
+    if (!std::all_of(in_chunk.begin(), in_chunk.end(), [&](std::uint32_t handle) { return completed(ranges_[handle].second); })) {
+      continue;
+    }
+    for (const std::uint32_t handle : in_chunk) erase_free(handle);
     chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(i));
     device_.free(chunk.segment);
     reserved_ -= chunk.segment.bytes;
@@ -295,7 +330,16 @@ PolicyInspection AsyncPoolPolicy::inspect(Detail detail) const {
 void AsyncPoolPolicy::check() const {
   std::vector<Bytes> free_in(chunks_.size(), 0);
   Addr previous_end = 0;
-  for (const auto& [addr, range] : free_) {
+  free_.check();
+  std::size_t ranges = 0;
+  free_.for_each([&](Range range) {
+    const Addr addr = range.addr;
+    const SizeBins::Cursor entry = free_sizes_.find(range.size, addr);
+    if (entry == SizeBins::end() || ranges_[free_sizes_[entry].handle].first != addr ||
+        ranges_[free_sizes_[entry].handle].second.size != range.size) {
+      throw Error("policy async: a free range's record is off");
+    }
+    ++ranges;
     if (addr % kBlockAlignment != 0 || range.size % kBlockAlignment != 0 || range.size == 0) {
       throw Error("policy async: unaligned or empty free range");
     }
@@ -305,7 +349,7 @@ void AsyncPoolPolicy::check() const {
     const Segment& segment = chunks_[chunk].segment;
     if (addr + range.size > segment.addr + segment.bytes) throw Error("policy async: a free range crosses its chunk");
     free_in[chunk] += range.size;
-  }
+  });
   Bytes reserved = 0;
   Bytes live = 0;
   for (std::size_t i = 0; i < chunks_.size(); ++i) {
@@ -318,7 +362,7 @@ void AsyncPoolPolicy::check() const {
   if (reserved != reserved_ || live != allocated_) throw Error("policy async: counters disagree with the chunks");
   std::size_t indexed = never_used_.size();
   for (const auto& [stream, index] : freed_by_stream_) indexed += index.size();
-  if (free_sizes_.size() != free_.size() || indexed != free_.size()) {
+  if (free_sizes_.size() != ranges || indexed != ranges) {
     throw Error("policy async: size index disagrees with the free ranges");
   }
 }

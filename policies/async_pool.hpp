@@ -47,8 +47,10 @@
 #include <utility>
 #include <vector>
 
+#include "policies/common/address_ranges.hpp"
 #include "policies/common/memory_cap.hpp"
 #include "policies/common/size_bins.hpp"
+#include "policies/common/slots.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -116,15 +118,19 @@ class AsyncPoolPolicy final : public ReplayedPolicy<AsyncPoolPolicy> {
     std::uint64_t freed;  // position in the order of frees; 0 = never used, any stream's
     Nanos freed_at = 0;   // when (simulated time)
   };
-  using Ranges = std::map<Addr, FreeRange>;
-  using BySize = SizeBins;  // (size, address), handles unused
+  using BySize = SizeBins;  // (size, address), and the range's handle in ranges_
 
   std::optional<Block> serve(Bytes size, const Request& request);
-  std::optional<Ranges::iterator> choose(Bytes size, Stream stream, Nanos now);
+  std::optional<std::uint32_t> choose(Bytes size, Stream stream, Nanos now);  // a handle
   int reuse_rank(const FreeRange& range, Stream stream, Nanos now) const;  // -1 = not reusable
   bool completed(const FreeRange& range) const;
   void add_free(Addr addr, FreeRange range);
-  void erase_free(Ranges::iterator it);
+  void erase_free(std::uint32_t handle);
+  void take_front(std::uint32_t handle, Bytes size);  // of a free range, for a request
+  // A free range's record and size index entries, made or dropped; not its address entry.
+  void remember(Addr addr, const FreeRange& range);
+  void forget(std::uint32_t handle);
+  std::uint32_t handle_of(Range range) const { return free_sizes_[free_sizes_.find(range.size, range.addr)].handle; }
   BySize& size_index(const FreeRange& range) {
     return range.freed == 0 ? never_used_ : freed_by_stream_[range.stream];
   }
@@ -149,12 +155,15 @@ class AsyncPoolPolicy final : public ReplayedPolicy<AsyncPoolPolicy> {
   bool preallocated_ = false;
 
   std::vector<Chunk> chunks_;  // by address
-  Ranges free_;                // every free range of every chunk, by address
+  // Every free range of every chunk, flat: by address (to find its neighbours), and its
+  // stream and free order in a record whose handle each size index entry carries.
+  AddressRanges free_;
+  Slots<std::pair<Addr, FreeRange>> ranges_;
   // The same ranges by (size, address): those freed on each stream, and those never used
   // (any stream's), so that a stream's own best fit is one lookup.
   std::map<Stream, BySize> freed_by_stream_;
   BySize never_used_;
-  SizeBins free_sizes_;  // every free range: the largest is the last
+  SizeBins free_sizes_;  // every free range: the largest is the last; the way from a range to its handle
   Bytes reserved_ = 0;
   Bytes allocated_ = 0;
   Bytes requested_ = 0;  // raw bytes in use, what PyTorch's fraction counts

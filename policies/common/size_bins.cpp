@@ -79,10 +79,14 @@ void SizeBins::erase(Bytes size, Addr addr) {
   erase(Cursor{bin, static_cast<std::uint32_t>(at)});
 }
 
-bool SizeBins::contains(Bytes size, Addr addr) const {
-  const std::vector<Entry>& entries = bins_[bin_of(size)];
+bool SizeBins::contains(Bytes size, Addr addr) const { return find(size, addr) != end(); }
+
+SizeBins::Cursor SizeBins::find(Bytes size, Addr addr) const {
+  const std::uint32_t bin = bin_of(size);
+  const std::vector<Entry>& entries = bins_[bin];
   const std::size_t at = position(entries, size, addr);
-  return at < entries.size() && entries[at].size == size && entries[at].addr == addr;
+  if (at == entries.size() || entries[at].size != size || entries[at].addr != addr) return end();
+  return Cursor{bin, static_cast<std::uint32_t>(at)};
 }
 
 SizeBins::Cursor SizeBins::lower_bound(Bytes size) const {

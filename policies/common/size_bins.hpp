@@ -51,6 +51,7 @@ class SizeBins {
   void erase(Bytes size, Addr addr);  // exactly an entry in the set; Error otherwise
   void erase(Cursor at);
   bool contains(Bytes size, Addr addr) const;
+  Cursor find(Bytes size, Addr addr) const;  // the entry of exactly (size, addr), or end()
 
   // The first entry of at least `size` bytes (the lowest address among equals), or end().
   Cursor lower_bound(Bytes size) const;
