@@ -186,38 +186,24 @@ void AsyncPoolPolicy::add_free(Addr addr, FreeRange range) {
     const auto& [other_addr, other] = ranges_[handle];
     return other.stream == range.stream && other_addr >= chunk.addr && other_addr < chunk.addr + chunk.bytes;
   };
-  const auto absorb = [&](std::uint32_t handle) {
+  // Each neighbour's record is looked up once, by joins, for absorbed to use.
+  std::uint32_t after = kNoNeighbour;
+  std::uint32_t before = kNoNeighbour;
+  const auto joins = [&](Range neighbour) {
+    const std::uint32_t handle = handle_of(neighbour);
+    (neighbour.addr > addr ? after : before) = handle;
+    return mergeable(handle);
+  };
+  const auto absorbed = [&](Range neighbour) {
+    const std::uint32_t handle = neighbour.addr > addr ? after : before;
     const FreeRange& other = ranges_[handle].second;
-    range.size += other.size;
     range.freed = std::max(range.freed, other.freed);
     range.freed_at = std::max(range.freed_at, other.freed_at);
     forget(handle);
   };
-  // The neighbours are looked up once; a merge grows one in place, as FreeList::add does.
-  const AddressRanges::Pos next = free_.lower_bound(addr);
-  std::uint32_t after = kNoNeighbour;
-  if (next != free_.end() && free_[next].addr == addr + range.size) {
-    after = handle_of(free_[next]);
-    if (!mergeable(after)) after = kNoNeighbour;
-  }
-  std::uint32_t before = kNoNeighbour;
-  if (next != free_.begin() && free_[free_.prev(next)].end() == addr) {
-    before = handle_of(free_[free_.prev(next)]);
-    if (!mergeable(before)) before = kNoNeighbour;
-  }
-  if (after != kNoNeighbour) absorb(after);
-  if (before != kNoNeighbour) {
-    addr = ranges_[before].first;
-    absorb(before);
-    const AddressRanges::Pos at = free_.prev(next);
-    free_.set(at, Range{addr, range.size});  // before erasing `next`, which may move positions
-    if (after != kNoNeighbour) free_.erase(next);
-  } else if (after != kNoNeighbour) {
-    free_.set(next, Range{addr, range.size});
-  } else {
-    free_.insert(next, Range{addr, range.size});
-  }
-  remember(addr, range);
+  const Range merged = free_.add_merging(Range{addr, range.size}, joins, absorbed);
+  range.size = merged.size;
+  remember(merged.addr, range);
 }
 
 void AsyncPoolPolicy::remember(Addr addr, const FreeRange& range) {

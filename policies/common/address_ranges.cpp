@@ -23,6 +23,8 @@ std::uint32_t AddressRanges::leaf_for(Addr addr) const {
   return after == 0 ? 0 : static_cast<std::uint32_t>(after) - 1;
 }
 
+Bytes AddressRanges::largest() const { return largest_.empty() ? 0 : *std::max_element(largest_.begin(), largest_.end()); }
+
 AddressRanges::Pos AddressRanges::lower_bound(Addr addr) const {
   if (order_.empty()) return end();
   const std::uint32_t at = leaf_for(addr);
@@ -39,7 +41,7 @@ std::optional<Range> AddressRanges::first_fit(Bytes size, Addr from) const {
 }
 
 AddressRanges::Pos AddressRanges::first_fit_at(Bytes size, Addr from) const {
-  const Pos start = lower_bound(from);
+  const Pos start = from == 0 ? begin() : lower_bound(from);  // a first fit searches from the start
   for (std::uint32_t at = start.leaf; at < order_.size(); ++at) {
     if (largest_[at] < size) continue;
     const Leaf& leaf = leaves_[order_[at]];

@@ -56,6 +56,36 @@ class AddressRanges {
   void erase(Pos at);
   void set(Pos at, Range range);  // a new place and size between the same neighbours
 
+  // Adds `range` merged with each neighbour that touches it and that joins(neighbour)
+  // accepts; absorbed(neighbour) hears of each one merged in, before it goes. Returns the
+  // merged range. A merge grows a neighbour in place: no range moves. The coalescing of
+  // FreeList, RMM's arena and the stream-ordered pools.
+  template <typename Joins, typename Absorbed>
+  Range add_merging(Range range, Joins joins, Absorbed absorbed) {
+    const Pos next = lower_bound(range.addr);
+    const bool has_next = next != end() && (*this)[next].addr == range.end() && joins((*this)[next]);
+    const bool has_prev = next != begin() && (*this)[prev(next)].end() == range.addr && joins((*this)[prev(next)]);
+    Range merged = range;
+    if (has_next) {
+      absorbed((*this)[next]);
+      merged.size += (*this)[next].size;
+    }
+    if (has_prev) {
+      const Pos at = prev(next);
+      const Range before = (*this)[at];
+      absorbed(before);
+      merged = Range{before.addr, before.size + merged.size};
+      set(at, merged);  // before erasing `next`, which may move positions
+      if (has_next) erase(next);
+    } else if (has_next) {
+      set(next, merged);
+    } else {
+      insert(next, merged);
+    }
+    return merged;
+  }
+
+  Bytes largest() const;  // the largest range's size, 0 when empty: O(leaves)
   std::size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
   void clear();

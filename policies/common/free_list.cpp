@@ -9,41 +9,13 @@ namespace allocsim {
 
 FreeList::FreeList() = default;
 
-// A free grows a neighbour in place when it touches one: the address order is kept
-// without moving any range.
 void FreeList::add(Range range) {
-  const AddressRanges::Pos next = by_addr_.lower_bound(range.addr);
-  const bool has_next = next != by_addr_.end() && by_addr_[next].addr == range.end() && !apart_at(range.end());
-  const bool has_prev =
-      next != by_addr_.begin() && by_addr_[by_addr_.prev(next)].end() == range.addr && !apart_at(range.addr);
   total_ += range.size;
-  if (has_prev) {
-    const AddressRanges::Pos at = by_addr_.prev(next);
-    const Range before = by_addr_[at];
-    by_size_.erase(before.size, before.addr);
-    Range merged{before.addr, before.size + range.size};
-    if (has_next) {
-      const Range after = by_addr_[next];
-      by_size_.erase(after.size, after.addr);
-      merged.size += after.size;
-      by_addr_.set(at, merged);  // before erasing `next`, which may move positions
-      by_addr_.erase(next);
-    } else {
-      by_addr_.set(at, merged);
-    }
-    by_size_.insert({merged.size, merged.addr, 0});
-    return;
-  }
-  if (has_next) {
-    const Range after = by_addr_[next];
-    by_size_.erase(after.size, after.addr);
-    const Range merged{range.addr, range.size + after.size};
-    by_addr_.set(next, merged);
-    by_size_.insert({merged.size, merged.addr, 0});
-    return;
-  }
-  by_addr_.insert(next, range);
-  by_size_.insert({range.size, range.addr, 0});
+  // A neighbour joins unless a boundary lies between them: at its start when it follows.
+  const auto joins = [&](Range neighbour) { return !apart_at(std::max(neighbour.addr, range.addr)); };
+  const auto absorbed = [&](Range neighbour) { by_size_.erase(neighbour.size, neighbour.addr); };
+  const Range merged = by_addr_.add_merging(range, joins, absorbed);
+  by_size_.insert({merged.size, merged.addr, 0});
 }
 
 bool FreeList::apart_at(Addr addr) const {
