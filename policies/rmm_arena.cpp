@@ -30,8 +30,14 @@ RmmArenaPolicy::~RmmArenaPolicy() {
   if (upstream_) device_.free(*upstream_);
 }
 
+RmmArenaPolicy::Superblock RmmArenaPolicy::Superblock::whole(Addr start, Bytes size) {
+  Superblock superblock{size, {}};
+  superblock.free.insert(Range{start, size});
+  return superblock;
+}
+
 bool RmmArenaPolicy::fits(const Superblock& superblock, Bytes size) {
-  return std::any_of(superblock.free.begin(), superblock.free.end(), [&](const auto& block) { return block.second >= size; });
+  return !superblock.free.empty() && superblock.free.largest() >= size;
 }
 
 Allocation RmmArenaPolicy::allocate(const Request& request) {
@@ -40,8 +46,8 @@ Allocation RmmArenaPolicy::allocate(const Request& request) {
     if (arena_size_ < kSuperblockMinimum) return std::nullopt;
     upstream_ = device_.malloc(arena_size_);
     if (!upstream_) return std::nullopt;
-    global_.emplace(upstream_->addr, Superblock{arena_size_, {{upstream_->addr, arena_size_}}});
-    note_free(arena_size_);
+    global_.emplace(upstream_->addr, Superblock::whole(upstream_->addr, arena_size_));
+    note_free(Range{upstream_->addr, arena_size_});
   }
   const Bytes size = align_up(request.bytes, kRmmAlignment);
   if (size == 0) return Block{0, 0, 0, request.id, request.stream};
@@ -85,47 +91,32 @@ std::optional<RmmArenaPolicy::Superblocks::node_type> RmmArenaPolicy::global_fir
   if (empty(superblock) && superblock.size >= min_size + kSuperblockMinimum) {
     const Addr start = node.key();
     const Bytes tail = superblock.size - min_size;
-    forget_free(superblock.size);
-    superblock = Superblock{min_size, {{start, min_size}}};
-    note_free(min_size);
-    global_.emplace(start + min_size, Superblock{tail, {{start + min_size, tail}}});
-    note_free(tail);
+    forget_free(Range{start, superblock.size});
+    superblock = Superblock::whole(start, min_size);
+    note_free(Range{start, min_size});
+    global_.emplace(start + min_size, Superblock::whole(start + min_size, tail));
+    note_free(Range{start + min_size, tail});
   }
   return node;
 }
 
 Addr RmmArenaPolicy::take_first_fit(Superblock& superblock, Bytes size) {
-  const auto it = std::find_if(superblock.free.begin(), superblock.free.end(),
-                               [&](const auto& block) { return block.second >= size; });
-  const Addr addr = it->first;
-  const Bytes block = it->second;
-  superblock.free.erase(it);
+  const AddressRanges::Pos at = superblock.free.first_fit_at(size, 0);
+  const Range block = superblock.free[at];
   forget_free(block);
-  if (block > size) {
-    superblock.free.emplace(addr + size, block - size);
-    note_free(block - size);
+  if (block.size > size) {
+    const Range rest{block.addr + size, block.size - size};
+    superblock.free.set(at, rest);
+    note_free(rest);
+  } else {
+    superblock.free.erase(at);
   }
-  return addr;
+  return block.addr;
 }
 
 void RmmArenaPolicy::give_back(Superblock& superblock, Addr addr, Bytes size) {
-  auto next = superblock.free.lower_bound(addr);
-  if (next != superblock.free.end() && addr + size == next->first) {
-    size += next->second;
-    forget_free(next->second);
-    next = superblock.free.erase(next);
-  }
-  if (next != superblock.free.begin()) {
-    const auto before = std::prev(next);
-    if (before->first + before->second == addr) {
-      addr = before->first;
-      size += before->second;
-      forget_free(before->second);
-      superblock.free.erase(before);
-    }
-  }
-  superblock.free.emplace(addr, size);
-  note_free(size);
+  note_free(superblock.free.add_merging(
+      Range{addr, size}, [](Range) { return true; }, [&](Range neighbour) { forget_free(neighbour); }));
 }
 
 // global_arena::coalesce: an empty superblock merges with contiguous empty neighbours.
@@ -135,22 +126,22 @@ void RmmArenaPolicy::coalesce_global(Superblocks::node_type node) {
   if (empty(merged)) {
     const auto next = global_.lower_bound(start);
     if (next != global_.end() && empty(next->second) && start + merged.size == next->first) {
-      forget_free(next->second.size);
-      forget_free(merged.size);
-      merged = Superblock{merged.size + next->second.size, {{start, merged.size + next->second.size}}};
-      note_free(merged.size);
+      forget_free(Range{next->first, next->second.size});
+      forget_free(Range{start, merged.size});
+      merged = Superblock::whole(start, merged.size + next->second.size);
+      note_free(Range{start, merged.size});
       global_.erase(next);
     }
     const auto after = global_.lower_bound(start);
     if (after != global_.begin()) {
       const auto before = std::prev(after);
       if (empty(before->second) && before->first + before->second.size == start) {
-        forget_free(before->second.size);
-        forget_free(merged.size);
+        forget_free(Range{before->first, before->second.size});
+        forget_free(Range{start, merged.size});
         const Bytes total = before->second.size + merged.size;
         start = before->first;
-        merged = Superblock{total, {{start, total}}};
-        note_free(total);
+        merged = Superblock::whole(start, total);
+        note_free(Range{start, total});
         global_.erase(before);
       }
     }
@@ -199,7 +190,7 @@ void RmmArenaPolicy::release_cached() {
 PolicyStats RmmArenaPolicy::stats() const {
   return PolicyStats{.allocated = allocated_,
                      .reserved = upstream_ ? upstream_->bytes : 0,
-                     .largest_free = free_sizes_.empty() ? 0 : *free_sizes_.rbegin(),
+                     .largest_free = free_sizes_.empty() ? 0 : free_sizes_.back().size,
                      .limit = arena_size_};
 }
 
@@ -238,12 +229,15 @@ void RmmArenaPolicy::check() const {
     if (addr != expected) throw Error("policy rmm-arena: superblocks do not tile the arena");
     expected = addr + superblock->size;
     Addr end = addr;
-    for (const auto& [at, size] : superblock->free) {
-      if (at < end || at + size > addr + superblock->size) throw Error("policy rmm-arena: a free block out of place");
-      end = at + size;
-      free += size;
+    superblock->free.check();
+    superblock->free.for_each([&](Range block) {
+      if (block.addr < end || block.end() > addr + superblock->size) throw Error("policy rmm-arena: a free block out of place");
+      if (block.addr == end && end != addr) throw Error("policy rmm-arena: two free blocks touch");
+      if (!free_sizes_.contains(block.size, block.addr)) throw Error("policy rmm-arena: size index lacks a free block");
+      end = block.end();
+      free += block.size;
       ++blocks;
-    }
+    });
   }
   if (expected != upstream_->addr + upstream_->bytes) throw Error("policy rmm-arena: superblocks do not cover the arena");
   if (free + allocated_ != upstream_->bytes) throw Error("policy rmm-arena: free + allocated != arena size");

@@ -22,8 +22,9 @@
 #include <array>
 #include <map>
 #include <optional>
-#include <set>
 
+#include "policies/common/address_ranges.hpp"
+#include "policies/common/size_bins.hpp"
 #include "policies/common/upstream.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
@@ -53,7 +54,8 @@ class RmmArenaPolicy final : public ReplayedPolicy<RmmArenaPolicy> {
  private:
   struct Superblock {
     Bytes size = 0;
-    std::map<Addr, Bytes> free;  // free blocks by address
+    AddressRanges free;  // free blocks by address, flat; each leaf knows its largest
+    static Superblock whole(Addr start, Bytes size);  // one free block: all of it
   };
   using Superblocks = std::map<Addr, Superblock>;  // by address
 
@@ -65,11 +67,11 @@ class RmmArenaPolicy final : public ReplayedPolicy<RmmArenaPolicy> {
   bool deallocate_from(Superblocks& set, Addr addr, Bytes size, bool global);
   void defragment();
   static bool empty(const Superblock& superblock) {
-    return superblock.free.size() == 1 && superblock.free.begin()->second == superblock.size;
+    return superblock.free.size() == 1 && superblock.free[superblock.free.begin()].size == superblock.size;
   }
   static bool fits(const Superblock& superblock, Bytes size);
-  void note_free(Bytes size) { free_sizes_.insert(size); }
-  void forget_free(Bytes size) { free_sizes_.erase(free_sizes_.find(size)); }
+  void note_free(Range block) { free_sizes_.insert({block.size, block.addr, 0}); }
+  void forget_free(Range block) { free_sizes_.erase(block.size, block.addr); }
 
   Device& device_;
   bool whole_device_;  // arena_size=free: measured at the first request
@@ -77,7 +79,7 @@ class RmmArenaPolicy final : public ReplayedPolicy<RmmArenaPolicy> {
   std::optional<Segment> upstream_;  // the arena, once taken
   Superblocks global_;
   std::map<Stream, Superblocks> arenas_;
-  std::multiset<Bytes> free_sizes_;  // every free block of every superblock
+  SizeBins free_sizes_;  // every free block of every superblock, by (size, address); handles unused
   Bytes allocated_ = 0;
   std::uint64_t defragments_ = 0;
 };
