@@ -70,6 +70,33 @@ TEST_CASE("address ranges insert at a position a lookup found, across full leave
 
 // Against a std::map model: every lookup, first fit and neighbour walk agree, through
 // inserts, erases and in-place changes that crowd some leaves and empty others.
+TEST_CASE("address ranges add_merging joins the neighbours it is let join, and says which", "[address_ranges]") {
+  AddressRanges ranges;
+  ranges.insert({1000, 100});
+  ranges.insert({1200, 100});
+  ranges.insert({1400, 50});
+  CHECK(ranges.largest() == 100);
+  std::vector<Addr> absorbed;
+  const auto record = [&](Range neighbour) { absorbed.push_back(neighbour.addr); };
+  // Touches both, joins only the one after it.
+  const Range merged = ranges.add_merging({1100, 100}, [](Range neighbour) { return neighbour.addr > 1100; }, record);
+  CHECK(merged == Range{1100, 200});
+  CHECK(absorbed == std::vector<Addr>{1200});
+  CHECK(ranges.size() == 3);
+  CHECK(ranges[ranges.lower_bound(1100)] == Range{1100, 200});
+  // Touches both and joins both; the range refused before stays apart.
+  absorbed.clear();
+  CHECK(ranges.add_merging({1300, 100}, [](Range) { return true; }, record) == Range{1100, 350});
+  CHECK(absorbed == std::vector<Addr>{1400, 1100});
+  CHECK(ranges.size() == 2);
+  CHECK(ranges.largest() == 350);
+  // Touches nothing: inserted as it is.
+  CHECK(ranges.add_merging({2000, 10}, [](Range) { return true; }, record) == Range{2000, 10});
+  CHECK(ranges.size() == 3);
+  ranges.check();
+  CHECK(AddressRanges().largest() == 0);
+}
+
 TEST_CASE("address ranges keep exactly the order and first fits of a map", "[address_ranges]") {
   Rng rng(GENERATE(1, 2, 3));
   AddressRanges ranges;
