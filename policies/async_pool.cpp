@@ -267,14 +267,16 @@ void AsyncPoolPolicy::trim(Bytes keep) {
     if (chunk.live != 0) continue;
     const Addr start = chunk.segment.addr;
     const Addr end = start + chunk.segment.bytes;
-    std::vector<std::uint32_t> in_chunk;
+    const auto first_in_chunk = [&] {
+      const AddressRanges::Pos at = free_.lower_bound(start);
+      return at != free_.end() && free_[at].addr < end ? std::optional<Range>(free_[at]) : std::nullopt;
+    };
+    bool done = true;
     for (auto at = free_.lower_bound(start); at != free_.end() && free_[at].addr < end; at = free_.next(at)) {
-      in_chunk.push_back(handle_of(free_[at]));
+      done = done && completed(ranges_[handle_of(free_[at])].second);
     }
-    if (!std::all_of(in_chunk.begin(), in_chunk.end(), [&](std::uint32_t handle) { return completed(ranges_[handle].second); })) {
-      continue;
-    }
-    for (const std::uint32_t handle : in_chunk) erase_free(handle);
+    if (!done) continue;
+    while (const std::optional<Range> range = first_in_chunk()) erase_free(handle_of(*range));
     chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(i));
     device_.free(chunk.segment);
     reserved_ -= chunk.segment.bytes;
