@@ -30,11 +30,28 @@ RmmArenaPolicy::~RmmArenaPolicy() {
   if (upstream_) device_.free(*upstream_);
 }
 
-RmmArenaPolicy::Superblock RmmArenaPolicy::Superblock::whole(Addr start, Bytes size) {
-  Superblock superblock{size, {}};
-  superblock.free.insert(Range{start, size});
-  return superblock;
+void RmmArenaPolicy::Superblock::reset(Addr start, Bytes bytes) {
+  size = bytes;
+  free.clear();  // keeps its storage
+  free.insert(Range{start, bytes});
 }
+
+// Superblocks split and merge all the time: their map nodes (and the storage of their free
+// lists) are kept and reused, so that steady state allocates nothing.
+RmmArenaPolicy::Superblocks::node_type RmmArenaPolicy::new_superblock(Addr start, Bytes size) {
+  if (spare_.empty()) {
+    Superblocks made;
+    made.emplace(start, Superblock{});
+    spare_.push_back(made.extract(made.begin()));
+  }
+  Superblocks::node_type node = std::move(spare_.back());
+  spare_.pop_back();
+  node.key() = start;
+  node.mapped().reset(start, size);
+  return node;
+}
+
+void RmmArenaPolicy::retire(Superblocks& set, Superblocks::iterator it) { spare_.push_back(set.extract(it)); }
 
 bool RmmArenaPolicy::fits(const Superblock& superblock, Bytes size) {
   return !superblock.free.empty() && superblock.free.largest() >= size;
@@ -46,7 +63,7 @@ Allocation RmmArenaPolicy::allocate(const Request& request) {
     if (arena_size_ < kSuperblockMinimum) return std::nullopt;
     upstream_ = device_.malloc(arena_size_);
     if (!upstream_) return std::nullopt;
-    global_.emplace(upstream_->addr, Superblock::whole(upstream_->addr, arena_size_));
+    global_.insert(new_superblock(upstream_->addr, arena_size_));
     note_free(Range{upstream_->addr, arena_size_});
   }
   const Bytes size = align_up(request.bytes, kRmmAlignment);
@@ -92,9 +109,9 @@ std::optional<RmmArenaPolicy::Superblocks::node_type> RmmArenaPolicy::global_fir
     const Addr start = node.key();
     const Bytes tail = superblock.size - min_size;
     forget_free(Range{start, superblock.size});
-    superblock = Superblock::whole(start, min_size);
+    superblock.reset(start, min_size);
     note_free(Range{start, min_size});
-    global_.emplace(start + min_size, Superblock::whole(start + min_size, tail));
+    global_.insert(new_superblock(start + min_size, tail));
     note_free(Range{start + min_size, tail});
   }
   return node;
@@ -122,15 +139,15 @@ void RmmArenaPolicy::give_back(Superblock& superblock, Addr addr, Bytes size) {
 // global_arena::coalesce: an empty superblock merges with contiguous empty neighbours.
 void RmmArenaPolicy::coalesce_global(Superblocks::node_type node) {
   Addr start = node.key();
-  Superblock merged = std::move(node.mapped());
+  Superblock& merged = node.mapped();
   if (empty(merged)) {
     const auto next = global_.lower_bound(start);
     if (next != global_.end() && empty(next->second) && start + merged.size == next->first) {
       forget_free(Range{next->first, next->second.size});
       forget_free(Range{start, merged.size});
-      merged = Superblock::whole(start, merged.size + next->second.size);
+      merged.reset(start, merged.size + next->second.size);
       note_free(Range{start, merged.size});
-      global_.erase(next);
+      retire(global_, next);
     }
     const auto after = global_.lower_bound(start);
     if (after != global_.begin()) {
@@ -140,13 +157,14 @@ void RmmArenaPolicy::coalesce_global(Superblocks::node_type node) {
         forget_free(Range{start, merged.size});
         const Bytes total = before->second.size + merged.size;
         start = before->first;
-        merged = Superblock::whole(start, total);
+        merged.reset(start, total);
         note_free(Range{start, total});
-        global_.erase(before);
+        retire(global_, before);
       }
     }
   }
-  global_.emplace(start, std::move(merged));
+  node.key() = start;
+  global_.insert(std::move(node));
 }
 
 bool RmmArenaPolicy::deallocate_from(Superblocks& set, Addr addr, Bytes size, bool global) {

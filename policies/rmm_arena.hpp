@@ -22,6 +22,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "policies/common/address_ranges.hpp"
 #include "policies/common/size_bins.hpp"
@@ -55,7 +56,7 @@ class RmmArenaPolicy final : public ReplayedPolicy<RmmArenaPolicy> {
   struct Superblock {
     Bytes size = 0;
     AddressRanges free;  // free blocks by address, flat; each leaf knows its largest
-    static Superblock whole(Addr start, Bytes size);  // one free block: all of it
+    void reset(Addr start, Bytes bytes);  // `bytes` from `start`, one free block
   };
   using Superblocks = std::map<Addr, Superblock>;  // by address
 
@@ -66,6 +67,8 @@ class RmmArenaPolicy final : public ReplayedPolicy<RmmArenaPolicy> {
   void coalesce_global(Superblocks::node_type node);
   bool deallocate_from(Superblocks& set, Addr addr, Bytes size, bool global);
   void defragment();
+  Superblocks::node_type new_superblock(Addr start, Bytes size);  // wholly free, from spare_ when it can
+  void retire(Superblocks& set, Superblocks::iterator it);       // into spare_
   static bool empty(const Superblock& superblock) {
     return superblock.free.size() == 1 && superblock.free[superblock.free.begin()].size == superblock.size;
   }
@@ -79,6 +82,7 @@ class RmmArenaPolicy final : public ReplayedPolicy<RmmArenaPolicy> {
   std::optional<Segment> upstream_;  // the arena, once taken
   Superblocks global_;
   std::map<Stream, Superblocks> arenas_;
+  std::vector<Superblocks::node_type> spare_;  // retired superblocks, for new_superblock
   SizeBins free_sizes_;  // every free block of every superblock, by (size, address); handles unused
   Bytes allocated_ = 0;
   std::uint64_t defragments_ = 0;
