@@ -246,11 +246,13 @@ void RmmArenaPolicy::check() const {
   for (const auto& [addr, superblock] : all) {
     if (addr != expected) throw Error("policy rmm-arena: superblocks do not tile the arena");
     expected = addr + superblock->size;
+    const Addr start = addr;  // a lambda may not capture a structured binding (clang 14)
+    const Addr stop = expected;
     Addr end = addr;
     superblock->free.check();
     superblock->free.for_each([&](Range block) {
-      if (block.addr < end || block.end() > addr + superblock->size) throw Error("policy rmm-arena: a free block out of place");
-      if (block.addr == end && end != addr) throw Error("policy rmm-arena: two free blocks touch");
+      if (block.addr < end || block.end() > stop) throw Error("policy rmm-arena: a free block out of place");
+      if (block.addr == end && end != start) throw Error("policy rmm-arena: two free blocks touch");
       if (!free_sizes_.contains(block.size, block.addr)) throw Error("policy rmm-arena: size index lacks a free block");
       end = block.end();
       free += block.size;
