@@ -15,15 +15,15 @@
 #
 # Usage:
 #   real_gpu/validate.sh [DIR]          run everything (default DIR: results/validation)
-#   real_gpu/validate.sh --build-only   build build/portable/allocsim here, check it needs
+#   real_gpu/validate.sh --build-only   build build/release/portable/allocsim here, check it needs
 #                                       nothing beyond glibc, and stop
 #
-# allocsim: $ALLOCSIM if set, else build/portable/allocsim, else build/release/allocsim, else
+# allocsim: $ALLOCSIM if set, else build/release/portable/allocsim, else build/release/allocsim, else
 # it is built with cmake. The GPU machine has the CUDA driver, CMake and PyTorch but no Boost,
 # no nlohmann-json and none of Debian's shared libraries, so build the portable binary (static
 # libstdc++, Boost and cudart; no MPI) on the development machine and carry it:
 #   real_gpu/validate.sh --build-only
-#   device run: command "real_gpu/validate.sh", carry ["build/portable/allocsim"], timeout_s 540
+#   device run: command "real_gpu/validate.sh", carry ["build/release/portable/allocsim"], timeout_s 540
 #
 # Results: when $OUT is set (the device tool), DIR's small files go to $OUT/validation.tar.gz
 # after every step and again on exit (an EXIT trap, so an early exit or a TERM still returns
@@ -43,10 +43,12 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$root" || exit 2
 
+# The portable binary is a target of the release build (app/CMakeLists.txt), linked from the
+# same objects as build/release/allocsim, so CI compiles them once.
+portable=build/release/portable/allocsim
 build_portable() {
-  cmake -S . -B build/portable -G Ninja -DCMAKE_BUILD_TYPE=Release -DALLOCSIM_PORTABLE=ON -DALLOCSIM_MPI=OFF \
-    -DALLOCSIM_TESTS=OFF -DALLOCSIM_BENCH=OFF >/dev/null &&
-    cmake --build build/portable --target allocsim
+  { [[ -f build/release/build.ninja ]] || cmake --preset release >/dev/null; } &&
+    cmake --build --preset release --target allocsim_portable
 }
 
 # The shared libraries BIN names beyond glibc's libc, libm and loader, one a line (none: empty).
@@ -57,16 +59,16 @@ foreign_libraries() {
 
 if [[ "${1:-}" == "--build-only" ]]; then
   build_portable || exit 1
-  foreign="$(foreign_libraries build/portable/allocsim)"
+  foreign="$(foreign_libraries "$portable")"
   if [[ -n "$foreign" ]]; then
-    echo "validate.sh: build/portable/allocsim needs libraries the GPU machine lacks: $(echo $foreign)" >&2
+    echo "validate.sh: $portable needs libraries the GPU machine lacks: $(echo $foreign)" >&2
     exit 1
   fi
-  if ! grep -q cudart_static build/portable/build.ninja; then
+  if ! grep -q cudart_static build/release/build.ninja; then
     echo "validate.sh: built without CUDA (no toolkit found): validate would only run --backend host" >&2
     exit 2
   fi
-  echo "validate.sh: built build/portable/allocsim (needs only libc, libm and the loader); carry it to the GPU machine"
+  echo "validate.sh: built $portable (needs only libc, libm and the loader); carry it to the GPU machine"
   exit 0
 fi
 
@@ -162,13 +164,13 @@ step() {
 }
 
 allocsim="${ALLOCSIM:-}"
-for candidate in build/portable/allocsim build/release/allocsim; do
+for candidate in "$portable" build/release/allocsim; do
   [[ -z "$allocsim" && -x "$candidate" ]] && allocsim="$candidate"
 done
 if [[ -z "$allocsim" ]]; then
   say "no allocsim binary: building one"
   build_portable 2>&1 | tail -20 | tee -a "$log"
-  allocsim=build/portable/allocsim
+  allocsim="$portable"
 fi
 if [[ ! -x "$allocsim" ]]; then
   say "no allocsim: build one with real_gpu/validate.sh --build-only where its libraries are, and carry it"

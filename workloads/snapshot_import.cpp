@@ -45,6 +45,15 @@ std::string read_all(const fs::path& path) {
   return text.str();
 }
 
+// Beside the sources this binary was built from; else, for the portable binary carried to
+// another checkout (validate.sh runs it from the repository root), under tools/ here.
+std::string converter_script() {
+  const fs::path beside_sources = fs::path(ALLOCSIM_TOOLS_DIR) / "torch_snapshot.py";
+  std::error_code ignored;
+  if (fs::exists(beside_sources, ignored)) return beside_sources.string();
+  return "tools/torch_snapshot.py";
+}
+
 }  // namespace
 
 ConverterOutput run_snapshot_converter(const fs::path& pickle, std::optional<int> cuda_device) {
@@ -52,7 +61,7 @@ ConverterOutput run_snapshot_converter(const fs::path& pickle, std::optional<int
   const fs::path csv = folder.path / "trace.csv";
   const fs::path sidecar = folder.path / "settings.json";
   const fs::path errors = folder.path / "errors.txt";
-  const std::string script = std::string(ALLOCSIM_TOOLS_DIR) + "/torch_snapshot.py";
+  const std::string script = converter_script();
   // No shell: the path goes to python as one argument, whatever characters it holds.
   std::vector<std::string> args{"python3", script, pickle.string(), "-o", csv.string(), "--settings-out",
                                 sidecar.string()};

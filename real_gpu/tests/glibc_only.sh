@@ -2,7 +2,7 @@
 # The GPU machine has glibc and none of Debian's other shared libraries: run the portable
 # binary where only the loader, libc and libm exist (plus glibc's own libpthread, libdl and
 # librt, if the binary names them) and check that `allocsim validate --backend host` works.
-#   real_gpu/tests/glibc_only.sh [BIN]   (default build/portable/allocsim)
+#   real_gpu/tests/glibc_only.sh [BIN]   (default build/release/portable/allocsim)
 # Exit 77 (ctest's skip) when BIN is not built: `real_gpu/validate.sh --build-only` builds it.
 # Every library ldd resolves must be glibc's (that check holds anywhere); then the binary runs
 # in a root made of those files alone, with chroot where it is allowed (root), else through
@@ -10,7 +10,7 @@
 # falls back to the system's folders then, so there the ldd check is the guard).
 set -uo pipefail
 root_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
-bin="${1:-$root_dir/build/portable/allocsim}"
+bin="${1:-$root_dir/build/release/portable/allocsim}"
 if [[ ! -x "$bin" ]]; then
   echo "glibc_only: SKIPPED: no $bin (build it with real_gpu/validate.sh --build-only)"
   exit 77
