@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <string_view>
 
 #include "sim/device.hpp"
@@ -35,7 +36,10 @@ class UpstreamDevice final : public Device {
  private:
   Policy& upstream_;
   Device& device_;
-  std::map<Addr, Block> blocks_;  // what the upstream handed out, to hand back exactly
+  // What the upstream handed out, to hand back exactly. The map's nodes come from a pool
+  // that reuses them, so a steady state allocates nothing (rmm-binning's large requests).
+  std::pmr::unsynchronized_pool_resource nodes_;
+  std::pmr::map<Addr, Block> blocks_{&nodes_};
   std::uint32_t next_id_ = 0;     // the upstream's own request ids
 };
 
