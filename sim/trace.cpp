@@ -60,24 +60,30 @@ void TraceBuilder::report() {
   next_report_ = std::min(built + kReportEvery, trace_.events.capacity());
 }
 
-void TraceBuilder::check_time(Nanos time) {
-  if (!trace_.events.empty() && time < trace_.events.back().time) {
-    throw Error("event " + std::to_string(trace_.events.size()) + ": time " + std::to_string(time) +
-                " ns goes back before " + std::to_string(trace_.events.back().time) + " ns");
+void check_event_time(std::size_t event, Nanos previous, Nanos time) {
+  if (time < previous) {
+    throw Error("event " + std::to_string(event) + ": time " + std::to_string(time) + " ns goes back before " +
+                std::to_string(previous) + " ns");
   }
+}
+
+void check_request(std::size_t event, Bytes bytes, Bytes live_bytes) {
+  if (bytes > kMaxRequestBytes) {
+    throw Error("event " + std::to_string(event) + ": size " + std::to_string(bytes) +
+                " bytes is over the 2^48-byte limit");
+  }
+  if (bytes > ~Bytes{0} - live_bytes) throw Error("event " + std::to_string(event) + ": live bytes would exceed 2^64");
+}
+
+void TraceBuilder::check_time(Nanos time) {
+  if (!trace_.events.empty()) check_event_time(trace_.events.size(), trace_.events.back().time, time);
 }
 
 AllocId TraceBuilder::alloc(Nanos time, Bytes bytes, Stream stream, Tag tag) {
   check_time(time);
-  if (bytes > kMaxRequestBytes) {
-    throw Error("event " + std::to_string(trace_.events.size()) + ": size " + std::to_string(bytes) +
-                " bytes is over the 2^48-byte limit");
-  }
+  check_request(trace_.events.size(), bytes, live_bytes_);
   if (trace_.requested.size() >= std::numeric_limits<std::uint32_t>::max()) {
     throw Error("trace has more than 2^32-1 allocations");
-  }
-  if (bytes > ~Bytes{0} - live_bytes_) {
-    throw Error("event " + std::to_string(trace_.events.size()) + ": live bytes would exceed 2^64");
   }
   const auto id = static_cast<AllocId>(trace_.requested.size());
   if (progress_ && trace_.requested.size() == trace_.requested.capacity()) [[unlikely]] {

@@ -48,6 +48,11 @@ class Trace {
 
 class TraceProgress;  // sim/trace_progress.hpp
 
+// The checks of TraceBuilder that a stream of events makes too (workloads/csv_trace.cpp's
+// stream): `event` is the index of the event being added. Throw Error naming it.
+void check_event_time(std::size_t event, Nanos previous, Nanos time);  // times never decrease
+void check_request(std::size_t event, Bytes bytes, Bytes live_bytes);   // the size limit, no overflow
+
 // Appends validated events. Errors are allocsim::Error naming the event index; readers
 // catch and prefix their own position (file:line).
 class TraceBuilder {

@@ -254,25 +254,6 @@ class Decoder {
   std::array<Bytes, kWindow> bytes_;
 };
 
-// Pages of a mapped file given back behind a reader every so often. A file may be walked
-// by several passes at once (a stream reopened): each gives back what it is done with,
-// whatever another pass did.
-class PagesBehind {
- public:
-  explicit PagesBehind(const MappedFile* file) : file_(file) {}
-  void read_to(std::size_t offset) {
-    if (file_ && offset - released_ >= kReleaseEvery) {
-      file_->release(released_, offset);
-      released_ = offset;
-    }
-  }
-
- private:
-  static constexpr std::size_t kReleaseEvery = 64u << 20;
-  const MappedFile* file_;
-  std::size_t released_ = 0;
-};
-
 // The checksum of a layout's payload and header; `file`, when the bytes are its mapping,
 // is given each window back once summed, so the file never sits in memory whole.
 std::uint64_t checksum_of(const Layout& layout, std::string_view bytes, const MappedFile* file) {

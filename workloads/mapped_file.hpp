@@ -39,4 +39,23 @@ class MappedFile {
   std::string copy_;  // what a non-regular file held
 };
 
+// Pages of a mapped file given back behind a reader every so often. A file may be walked
+// by several passes at once (a stream reopened): each gives back what it is done with,
+// whatever another pass did.
+class PagesBehind {
+ public:
+  explicit PagesBehind(const MappedFile* file) : file_(file) {}
+  void read_to(std::size_t offset) {
+    if (file_ && offset - released_ >= kReleaseEvery) {
+      file_->release(released_, offset);
+      released_ = offset;
+    }
+  }
+
+ private:
+  static constexpr std::size_t kReleaseEvery = 64u << 20;
+  const MappedFile* file_;
+  std::size_t released_ = 0;
+};
+
 }  // namespace allocsim

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "sim/error.hpp"
 
@@ -50,32 +51,57 @@ inline bool same_short_text(std::string_view a, std::string_view b) {
   return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
 }
 
-// Calls on_line(text, line_number) for each non-blank line of `text`, trimmed, a leading
-// byte order mark dropped; the lines are views into `text`, never copied. Before that,
-// take_line(start) may parse the line beginning at `start` itself (a reader's fast path for
-// its common rows): it returns where the next line begins, or nullptr to leave the line to
-// on_line. An Error from either comes back as "name:LINE: message".
+// The non-blank lines of `text`, trimmed, a leading byte order mark dropped, handed out
+// as views into `text`, never copied; a reader may stop between lines and go on later (a
+// stream parses a window of rows at a time). For each line, take_line(start) may first
+// parse the line beginning at `start` itself (a reader's fast path for its common rows):
+// it returns where the next line begins, or nullptr to leave the line to on_line(text,
+// line_number). An Error from either comes back as "name:LINE: message".
+class TextLines {
+ public:
+  TextLines(std::string_view text, std::string name) : rest_(text), name_(std::move(name)) {
+    if (rest_.starts_with(kUtf8Bom)) rest_.remove_prefix(kUtf8Bom.size());
+  }
+
+  bool done() const { return rest_.empty(); }
+  const char* position() const { return rest_.data(); }  // where the next line starts
+
+  // Lines while more() says so and some are left.
+  template <class More, class TakeLine, class OnLine>
+  void read_while(More more, TakeLine take_line, OnLine on_line) {
+    std::string_view text = rest_;  // a local, so that the loop keeps it in registers
+    std::size_t line_number = line_number_;
+    try {
+      while (!text.empty() && more()) {
+        ++line_number;
+        if (const char* const next = take_line(text.data())) {
+          text.remove_prefix(static_cast<std::size_t>(next - text.data()));
+          continue;
+        }
+        const void* const newline = std::memchr(text.data(), '\n', text.size());
+        const std::size_t length =
+            newline ? static_cast<std::size_t>(static_cast<const char*>(newline) - text.data()) : text.size();
+        const std::string_view line = trim_line(text.substr(0, length));
+        text.remove_prefix(newline ? length + 1 : length);
+        if (!line.empty()) on_line(line, line_number);
+      }
+    } catch (const Error& error) {
+      throw Error(name_ + ":" + std::to_string(line_number) + ": " + error.what());
+    }
+    rest_ = text;
+    line_number_ = line_number;
+  }
+
+ private:
+  std::string_view rest_;
+  std::size_t line_number_ = 0;
+  std::string name_;
+};
+
+// Every line of `text`, as TextLines hands them out.
 template <class TakeLine, class OnLine>
 void for_each_line(std::string_view text, const std::string& name, TakeLine take_line, OnLine on_line) {
-  if (text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
-  std::size_t line_number = 0;
-  try {
-    while (!text.empty()) {
-      ++line_number;
-      if (const char* const next = take_line(text.data())) {
-        text.remove_prefix(static_cast<std::size_t>(next - text.data()));
-        continue;
-      }
-      const void* const newline = std::memchr(text.data(), '\n', text.size());
-      const std::size_t length =
-          newline ? static_cast<std::size_t>(static_cast<const char*>(newline) - text.data()) : text.size();
-      const std::string_view line = trim_line(text.substr(0, length));
-      text.remove_prefix(newline ? length + 1 : length);
-      if (!line.empty()) on_line(line, line_number);
-    }
-  } catch (const Error& error) {
-    throw Error(name + ":" + std::to_string(line_number) + ": " + error.what());
-  }
+  TextLines(text, name).read_while([] { return true; }, take_line, on_line);
 }
 
 template <class OnLine>
