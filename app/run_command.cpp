@@ -83,7 +83,7 @@ po::options_description run_options(RunOptions& options) {
        "write the workload's trace (one tenant): FILE.atrace in the binary format (16 B/event, replays "
        "memory-mapped), any other name as CSV, e.g. to see what a model step allocates")
       ("stream", po::bool_switch(&options.stream),
-       "replay a .atrace file or the random generator without loading the trace: memory for the live "
+       "replay a .atrace or CSV file or the random generator without loading the trace: memory for the live "
        "allocations only (a 1e9-event trace in under 1 GiB); optimal, which plans over the whole trace, refuses. "
        "Without it a trace file is loaded whole, on a thread of its own while the replay runs what is read")
       ("cuda-device", po::value<int>()->value_name("N")->notifier([&](int n) { options.cuda_device = n; }),

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/result.hpp"
+#include "sim/trace.hpp"
 
 namespace allocsim::test {
 
@@ -40,6 +41,24 @@ inline void check_same(const TenantResult& a, const TenantResult& b) {
   }
   REQUIRE(a.extra.size() == b.extra.size());
   for (std::size_t i = 0; i < a.extra.size(); ++i) CHECK(a.extra[i].value == b.extra[i].value);
+}
+
+// Every field the engine and the reports read, names aside (a file names its own trace).
+inline void check_same(const Trace& a, const Trace& b) {
+  REQUIRE(a.events.size() == b.events.size());
+  for (std::size_t i = 0; i < a.events.size(); ++i) {
+    INFO("event " << i);
+    CHECK(a.events[i].time == b.events[i].time);
+    CHECK(a.events[i].id == b.events[i].id);
+    CHECK(a.events[i].stream == b.events[i].stream);
+    CHECK(a.events[i].op == b.events[i].op);
+    CHECK(a.events[i].tag == b.events[i].tag);
+  }
+  CHECK(a.requested == b.requested);
+  CHECK(a.layer == b.layer);
+  CHECK(a.layer_names == b.layer_names);
+  CHECK(a.info.step_starts == b.info.step_starts);
+  CHECK(a.live_lower_bound == b.live_lower_bound);
 }
 
 // A path in this test process's own temporary folder.

@@ -63,10 +63,10 @@ Trace read_snapshot(const std::filesystem::path& path, const LoadOptions& option
 const std::array kReaders{
     ReaderInfo{"csv", "our trace CSV: header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, "
                "free, release or sync (id column: device, stream, event or wait:S); a free may leave bytes empty; ids "
-               "are any text and may be reused after their free; '#' starts a comment",
-               claims_csv_trace, read_csv, nullptr},
+               "are any text and may be reused after their free; '#' starts a comment; streams (--stream) without loading it",
+               claims_csv_trace, read_csv, csv_trace_file_stream},
     ReaderInfo{"atrace", "allocsim's binary trace (header magic \\x89ATRACE): 16 bytes per event, memory-mapped, "
-               "checksummed; the one format a replay can stream (--stream) without loading it",
+               "checksummed; streams (--stream) without loading it, faster than CSV",
                claims_atrace, read_atrace, atrace_stream},
     ReaderInfo{"torch-snapshot", "a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot pickle), converted "
                "by an unpickler that refuses every global",

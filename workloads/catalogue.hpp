@@ -51,7 +51,7 @@ Trace load_workload(std::string_view spec, const LoadOptions& options = {});
 // found, or the file refused, at once.
 std::shared_ptr<const BackgroundTrace> load_in_background(std::string_view path, const LoadOptions& options = {});
 
-// The same workload as a stream (a .atrace file, the random generator), for a replay that
+// The same workload as a stream (a .atrace or CSV file, the random generator), for a replay that
 // holds only the live allocations. Throws Error naming what can stream when it cannot.
 std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec);
 

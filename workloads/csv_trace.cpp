@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -52,11 +53,27 @@ class NameCache {
   std::array<Entry, 256> entries_;
 };
 
+// The rows of one text, parsed into a Sink: a TraceBuilder (the whole trace) or a
+// SlotWindow (a stream's window). Every check and every error is the same for both.
+template <class Sink>
 class Reader {
  public:
   // `text`: the whole input; rows are views into it.
-  Reader(const std::string& name, std::string_view text)
-      : builder_(TraceInfo{name, "csv"}), text_end_(text.data() + text.size()) {}
+  Reader(Sink sink, std::string_view text) : sink_(std::move(sink)), text_end_(text.data() + text.size()) {}
+
+  // A line for on_line (TextLines): a comment, the header, or a row the plain path left.
+  void line(std::string_view line) {
+    if (line.front() == '#') return;
+    if (seen_header_) {
+      row(line);
+    } else {
+      header(line);
+      seen_header_ = true;
+    }
+  }
+  bool seen_header() const { return seen_header_; }
+  Sink& sink() { return sink_; }
+  const Sink& sink() const { return sink_; }
 
   void header(std::string_view line) {
     const auto fields = split(line);
@@ -116,17 +133,17 @@ class Reader {
         free(time, field(kId), field(kBytes));
         break;
       case Op::release:
-        builder_.release(time);
+        sink_.release(time);
         break;
       case Op::sync:
-        builder_.sync(time, sync(field(kId), field(kStream)));
+        sink_.sync(time, sync(field(kId), field(kStream)));
         break;
     }
   }
 
-  void reserve(std::size_t rows) { builder_.reserve(rows); }
-  void report_to(TraceProgress& progress, std::size_t rows) { builder_.report_to(progress, rows, rows); }
-  Trace finish() && { return std::move(builder_).finish(); }
+  void reserve(std::size_t rows) { sink_.reserve(rows); }
+  void report_to(TraceProgress& progress, std::size_t rows) { sink_.report_to(progress, rows, rows); }
+  Trace finish() && { return std::move(sink_).finish(); }
 
  private:
   // A number field: plain digits (every row's) the fast way, anything else through
@@ -168,7 +185,7 @@ class Reader {
   }
 
   void open(Nanos time, std::string_view id, Bytes bytes, Stream stream, Tag tag) {
-    ids_.open_with(id, [&] { return builder_.alloc(time, bytes, stream, tag); });
+    ids_.open_with(id, [&] { return sink_.alloc(time, bytes, stream, tag); });
   }
 
   void free(Nanos time, std::string_view id, std::string_view bytes_text) {
@@ -178,15 +195,16 @@ class Reader {
 
   // The free of `id`, renumbered `dense`; `bytes`: what the row says it was, when it says.
   void close(Nanos time, std::string_view id, AllocId dense, std::optional<Bytes> bytes) {
-    if (bytes && *bytes != builder_.bytes_of(dense)) {
+    if (bytes && *bytes != sink_.bytes_of(dense)) {
       throw Error("free of id " + std::string(id) + " says " + std::to_string(*bytes) + " bytes, its alloc said " +
-                  std::to_string(builder_.bytes_of(dense)));
+                  std::to_string(sink_.bytes_of(dense)));
     }
-    builder_.free(time, dense);
+    sink_.free(time, dense);
   }
 
-  TraceBuilder builder_;
+  Sink sink_;
   const char* text_end_;
+  bool seen_header_ = false;
   std::array<int, kColumnCount> position_{-1, -1, -1, -1, -1, -1};
   std::size_t field_count_ = 0;
   bool plain_ = false;  // the header is ours, in our order: rows may take the plain path
@@ -223,34 +241,21 @@ std::size_t count_lines(std::string_view text, const MappedFile* file) {
 
 // `file`, when the text is its mapping: the pages behind the rows parsed so far are handed
 // back as the parse goes, so the file adds a window, not its size, to the peak memory.
-Trace parse(std::string_view text, const std::string& name, MappedFile* file, TraceProgress* progress) {
-  constexpr std::ptrdiff_t kReleaseEvery = std::ptrdiff_t{32} << 20;
-  Reader reader(name, text);
+Trace parse(std::string_view text, const std::string& name, const MappedFile* file, TraceProgress* progress) {
+  Reader<TraceBuilder> reader(TraceBuilder(TraceInfo{name, "csv"}), text);
   if (progress) {
     // Every event is a line: the lines bound the events and allocations, as report_to needs.
     reader.report_to(*progress, count_lines(text, file));
   } else {
     reader.reserve(estimated_rows(text));
   }
-  std::ptrdiff_t release_at = kReleaseEvery;
-  bool seen_header = false;
+  PagesBehind behind(file);
   const auto take_plain_row = [&](const char* at) {
-    if (file && at - text.data() >= release_at) {
-      file->release_before(static_cast<std::size_t>(at - text.data()));
-      release_at += kReleaseEvery;
-    }
+    behind.read_to(static_cast<std::size_t>(at - text.data()));
     return reader.plain_row(at);
   };
-  for_each_line(text, name, take_plain_row, [&](std::string_view line, std::size_t) {
-    if (line.front() == '#') return;
-    if (seen_header) {
-      reader.row(line);
-    } else {
-      reader.header(line);
-      seen_header = true;
-    }
-  });
-  if (!seen_header) throw Error(name + ": empty trace: no header and no events");
+  for_each_line(text, name, take_plain_row, [&](std::string_view line, std::size_t) { reader.line(line); });
+  if (!reader.seen_header()) throw Error(name + ": empty trace: no header and no events");
   try {
     return std::move(reader).finish();
   } catch (const Error& error) {
@@ -258,14 +263,159 @@ Trace parse(std::string_view text, const std::string& name, MappedFile* file, Tr
   }
 }
 
+// Where a stream's rows go: a window of events whose ids are slots, a freed one taken
+// again first, so that what it keeps is sized by the live allocations. It checks what
+// TraceBuilder checks (the reader checks the rest), with the same errors.
+class SlotWindow {
+ public:
+  static constexpr std::size_t kCapacity = 4096;
+
+  AllocId alloc(Nanos time, Bytes bytes, Stream stream, Tag tag) {
+    check_time(time);
+    check_request(events_, bytes, live_bytes_);
+    std::uint32_t slot = 0;
+    if (free_slots_.empty()) {
+      slot = static_cast<std::uint32_t>(by_slot_.size());
+      by_slot_.emplace_back();
+    } else {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    }
+    by_slot_[slot] = Live{bytes, stream, tag};
+    live_bytes_ += bytes;
+    live_lower_bound_ = std::max(live_lower_bound_, live_bytes_);
+    const auto id = static_cast<AllocId>(slot);
+    append(Event{time, id, stream, Op::alloc, tag}, bytes);
+    return id;
+  }
+  void free(Nanos time, AllocId slot) {
+    check_time(time);
+    const Live& live = by_slot_[index_of(slot)];
+    live_bytes_ -= live.bytes;
+    free_slots_.push_back(index_of(slot));
+    append(Event{time, slot, live.stream, Op::free, live.tag}, live.bytes);
+  }
+  void release(Nanos time) {
+    check_time(time);
+    append(Event{time, AllocId{}, 0, Op::release, Tag::other}, 0);
+  }
+  void sync(Nanos time, const Sync& sync) {
+    check_time(time);
+    append(Event{time, sync_id(sync), sync.stream, Op::sync, Tag::other}, 0);
+  }
+  Bytes bytes_of(AllocId slot) const { return by_slot_[index_of(slot)].bytes; }
+
+  void clear() { count_ = 0; }
+  bool full() const { return count_ == kCapacity; }
+  EventWindow window() const { return EventWindow{std::span<const Event>(events_in_.data(), count_), bytes_in_.data()}; }
+  std::uint64_t events() const { return events_; }  // so far
+  std::size_t slots() const { return by_slot_.size(); }
+  Bytes live_lower_bound() const { return live_lower_bound_; }  // so far
+
+ private:
+  struct Live {
+    Bytes bytes = 0;
+    Stream stream = 0;
+    Tag tag = Tag::other;
+  };
+
+  void check_time(Nanos time) const {
+    if (events_ > 0) check_event_time(events_, last_time_, time);
+  }
+  void append(const Event& event, Bytes bytes) {
+    events_in_[count_] = event;
+    bytes_in_[count_++] = bytes;
+    ++events_;
+    last_time_ = event.time;
+  }
+
+  std::vector<Live> by_slot_;
+  std::vector<std::uint32_t> free_slots_;
+  Bytes live_bytes_ = 0;
+  Bytes live_lower_bound_ = 0;
+  std::uint64_t events_ = 0;
+  Nanos last_time_ = 0;
+  std::size_t count_ = 0;  // in the window
+  std::array<Event, kCapacity> events_in_;
+  std::array<Bytes, kCapacity> bytes_in_;
+};
+
+// A CSV text as an event source: a window of rows parsed at each next(). `file`, when the
+// text is its mapping, is given the pages behind the rows read (and kept open for reopen()).
+class CsvStream final : public EventSource {
+ public:
+  CsvStream(std::string_view text, std::string name, std::shared_ptr<const MappedFile> file)
+      : text_(text), name_(std::move(name)), file_(std::move(file)), info_(name_, "csv"), lines_(text, name_),
+        reader_(SlotWindow{}, text), behind_(file_.get()) {}
+
+  EventWindow next() override {
+    SlotWindow& window = reader_.sink();
+    window.clear();
+    if (lines_.done()) return window.window();
+    lines_.read_while([&] { return !window.full(); }, [&](const char* at) { return reader_.plain_row(at); },
+                      [&](std::string_view line, std::size_t) { reader_.line(line); });
+    behind_.read_to(static_cast<std::size_t>(lines_.position() - text_.data()));
+    if (lines_.done()) {
+      if (!reader_.seen_header()) throw Error(name_ + ": empty trace: no header and no events");
+      if (window.events() == 0) throw Error(name_ + ": empty trace: no events");
+    }
+    return window.window();
+  }
+  std::size_t slots() const override { return reader_.sink().slots(); }  // a hint: they grow as it goes
+  // Known at the end; before it (a replay stopped early), counted by reading the rest again.
+  std::uint64_t events() const override {
+    if (lines_.done()) return reader_.sink().events();
+    const std::unique_ptr<EventSource> again = reopen();
+    while (!again->next().events.empty()) {
+    }
+    return again->events();
+  }
+  const TraceInfo& info() const override { return info_; }
+  std::optional<Bytes> live_lower_bound() const override {
+    if (!lines_.done()) return std::nullopt;
+    return reader_.sink().live_lower_bound();
+  }
+  std::unique_ptr<EventSource> reopen() const override { return std::make_unique<CsvStream>(text_, name_, file_); }
+
+ private:
+  std::string_view text_;
+  std::string name_;
+  std::shared_ptr<const MappedFile> file_;
+  TraceInfo info_;
+  TextLines lines_;
+  Reader<SlotWindow> reader_;
+  PagesBehind behind_;
+};
+
+class CsvStreamFactory final : public EventSourceFactory {
+ public:
+  explicit CsvStreamFactory(const std::filesystem::path& path)
+      : file_(std::make_shared<const MappedFile>(path)), name_(path.string()) {
+    open()->next();  // a bad header, or a bad row in the first window, is an error before the run
+  }
+  std::unique_ptr<EventSource> open() const override { return std::make_unique<CsvStream>(file_->bytes(), name_, file_); }
+
+ private:
+  std::shared_ptr<const MappedFile> file_;
+  std::string name_;
+};
+
 }  // namespace
+
+std::unique_ptr<EventSource> csv_trace_stream(std::string_view text, const std::string& name) {
+  return std::make_unique<CsvStream>(text, name, nullptr);
+}
+
+std::shared_ptr<const EventSourceFactory> csv_trace_file_stream(const std::filesystem::path& path) {
+  return std::make_shared<const CsvStreamFactory>(path);
+}
 
 Trace parse_csv_trace(std::string_view text, const std::string& name) { return parse(text, name, nullptr, nullptr); }
 
 Trace read_csv_trace(std::istream& in, const std::string& name) { return parse_csv_trace(read_text(in, name), name); }
 
 Trace read_csv_trace_file(const std::filesystem::path& path, TraceProgress* progress) {
-  MappedFile file(path);
+  const MappedFile file(path);
   return parse(file.bytes(), path.string(), &file, progress);
 }
 

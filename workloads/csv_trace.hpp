@@ -9,10 +9,12 @@
 
 #include <filesystem>
 #include <istream>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <string_view>
 
+#include "sim/event_source.hpp"
 #include "sim/trace.hpp"
 #include "workloads/reader.hpp"
 
@@ -26,6 +28,15 @@ Trace read_csv_trace(std::istream& in, const std::string& name);  // reads it al
 // Memory-mapped (a pipe or FIFO is read into memory instead). `progress`: told of the
 // events as they are built (a load in the background).
 Trace read_csv_trace_file(const std::filesystem::path& path, TraceProgress* progress = nullptr);
+
+// The rows of a CSV text as a stream of events (sim/event_source.hpp: ids become slots, a
+// freed one taken again first), checked as the whole read checks them, with the same
+// errors: what a replay with --stream reads. `text` must outlive the source and its reopen()s.
+std::unique_ptr<EventSource> csv_trace_stream(std::string_view text, const std::string& name);
+// A file streamed: memory-mapped, its pages given back as the rows are read, so that a
+// replay holds the live allocations, never the file or its events. The header and the
+// first window are read here: their errors come before any replay.
+std::shared_ptr<const EventSourceFactory> csv_trace_file_stream(const std::filesystem::path& path);
 
 // By content: the first line that is not a comment is a header naming time_ns and op; by
 // name: a path ending in .csv.

@@ -7,6 +7,7 @@
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
 #include "workloads/atrace.hpp"
+#include "workloads/csv_trace.hpp"
 #include "workloads/random_trace.hpp"
 
 namespace allocsim {
@@ -35,7 +36,7 @@ Scenario scenario_of(TenantSpec tenant, Bytes capacity, OnOom on_oom) {
   return scenario;
 }
 
-TEST_CASE("a streamed replay (generator, .atrace) gives the in-memory replay's figures", "[engine][stream]") {
+TEST_CASE("a streamed replay (generator, .atrace, CSV) gives the in-memory replay's figures", "[engine][stream]") {
   const auto index = GENERATE(range(std::size_t{0}, all_policies().size()));
   const std::string policy(all_policies()[index].name);
   if (policy == "optimal") return;  // plans over the whole trace: refuses a stream (below)
@@ -46,6 +47,8 @@ TEST_CASE("a streamed replay (generator, .atrace) gives the in-memory replay's f
   const auto trace = std::make_shared<const Trace>(make_random_trace(options, "random"));
   const auto file = scratch("random.atrace");
   write_atrace_file(*trace, file);
+  const auto csv = scratch("random.csv");
+  write_csv_trace_file(*trace, csv);
 
   const RunResult whole = run(scenario_of(TenantSpec{trace, policy, 0}, capacity, on_oom), make_policy);
   const RunResult generated =
@@ -53,8 +56,11 @@ TEST_CASE("a streamed replay (generator, .atrace) gives the in-memory replay's f
           make_policy);
   const RunResult mapped = run(scenario_of(TenantSpec::from_source(atrace_stream(file), policy), capacity, on_oom),
                                make_policy);
+  const RunResult rows = run(scenario_of(TenantSpec::from_source(csv_trace_file_stream(csv), policy), capacity, on_oom),
+                             make_policy);
   check_same(whole.tenants[0], generated.tenants[0]);
   check_same(whole.tenants[0], mapped.tenants[0]);
+  check_same(whole.tenants[0], rows.tenants[0]);
   CHECK(whole.peak_device == generated.peak_device);
 }
 

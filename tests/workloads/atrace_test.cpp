@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "same_results.hpp"
 #include "sim/error.hpp"
 #include "workloads/atrace.hpp"
 #include "workloads/catalogue.hpp"
@@ -15,6 +16,8 @@
 
 namespace allocsim {
 namespace {
+
+using test::check_same;
 
 std::filesystem::path scratch(const std::string& name) {
   const auto folder = std::filesystem::temp_directory_path() / ("allocsim_atrace_test." + std::to_string(::getpid()));
@@ -25,24 +28,6 @@ std::filesystem::path scratch(const std::string& name) {
 std::string slurp(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// Every field the engine and the reports read, names aside (a file names its own trace).
-void check_same(const Trace& a, const Trace& b) {
-  REQUIRE(a.events.size() == b.events.size());
-  for (std::size_t i = 0; i < a.events.size(); ++i) {
-    INFO("event " << i);
-    CHECK(a.events[i].time == b.events[i].time);
-    CHECK(a.events[i].id == b.events[i].id);
-    CHECK(a.events[i].stream == b.events[i].stream);
-    CHECK(a.events[i].op == b.events[i].op);
-    CHECK(a.events[i].tag == b.events[i].tag);
-  }
-  CHECK(a.requested == b.requested);
-  CHECK(a.layer == b.layer);
-  CHECK(a.layer_names == b.layer_names);
-  CHECK(a.info.step_starts == b.info.step_starts);
-  CHECK(a.live_lower_bound == b.live_lower_bound);
 }
 
 const char* const kCsv =
@@ -170,13 +155,16 @@ TEST_CASE("a streamed .atrace with a bad record stops with the file and offset",
                                                std::to_string(kAtraceHeaderBytes + 2 * kAtraceRecordBytes)));
 }
 
-TEST_CASE("only .atrace files and the random generator stream; the rest says so", "[atrace]") {
+TEST_CASE("only .atrace and CSV files and the random generator stream; the rest says so", "[atrace]") {
+  const std::string rmm_log = std::string(ALLOCSIM_TEST_DATA) + "/rmm_v21.04.csv";
+  CHECK_THROWS_WITH(stream_workload(rmm_log),
+                    Catch::Contains("is read whole") && Catch::Contains("atrace files") && Catch::Contains("csv files"));
   const auto csv = scratch("t.csv");
   {
     std::ofstream out(csv);
     out << kCsv;
   }
-  CHECK_THROWS_WITH(stream_workload(csv.string()), Catch::Contains("is read whole") && Catch::Contains("atrace files"));
+  CHECK(stream_workload(csv.string())->open()->events() == read_csv_trace_file(csv).events.size());
   CHECK_THROWS_WITH(stream_workload("frag:pattern=seed"), Catch::Contains("cannot stream"));
   CHECK(stream_workload("random:n=10")->open()->events() == 10);
 }

@@ -1,13 +1,16 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
 
 #include "cli_driver.hpp"
+#include "same_results.hpp"
 #include "sim/error.hpp"
+#include "sim/event_source.hpp"
 #include "workloads/csv_trace.hpp"
 
 namespace allocsim {
@@ -208,6 +211,81 @@ TEST_CASE("a CSV trace's ids are texts: an id as long as a line, ids alike but f
   CHECK(trace.events[5].id == AllocId{3});  // "07" is not "7"
   CHECK_THROWS_WITH(parse_csv_trace("time_ns,op,id,bytes\n0,alloc,7,1\n1,free,07,\n", "t.csv"),
                     "t.csv:3: free of id 07, which is not live");
+}
+
+
+// The whole read and the stream (read back whole: materialise renumbers its slots dense)
+// give the same trace, or the same error.
+void check_streams_alike(const std::string& text) {
+  INFO(text);
+  std::optional<Trace> whole;
+  std::optional<Trace> streamed;
+  std::string whole_error = "none";
+  std::string stream_error = "none";
+  try {
+    whole = parse_csv_trace(text, "t.csv");
+  } catch (const Error& error) {
+    whole_error = error.what();
+  }
+  try {
+    const std::unique_ptr<EventSource> stream = csv_trace_stream(text, "t.csv");
+    streamed = materialise(*stream);
+  } catch (const Error& error) {
+    stream_error = error.what();
+  }
+  CHECK(stream_error == whole_error);
+  REQUIRE(whole.has_value() == streamed.has_value());
+  if (whole) test::check_same(*whole, *streamed);
+}
+
+TEST_CASE("a streamed CSV trace is the trace read whole, with the same errors", "[csv][stream]") {
+  const std::string header = "time_ns,op,id,bytes,stream,tag\n";
+  check_streams_alike("\xEF\xBB\xBF# bom, a comment\n" + header +
+                      "0,alloc,0x7f00,1024,1,weight\n5,alloc,b,512,0,activation\n\n6,free,0x7f00,,,\n"
+                      "7,alloc,0x7f00,2048,0,temp\r\n8,release,,,,\n9,free,b,512,0,activation\n"
+                      "10,sync,wait:1,,0,\n11,sync,device,,,\n12,free,0x7f00,2048,0,temp");
+  check_streams_alike("op,time_ns,bytes,id\nalloc,3,100,x\nfree,4,,x\n");  // another column order
+  for (const std::string& rows : {
+           std::string("0,alloc,a,10\n"), std::string("0,alloc,a,ten,0,other\n"), std::string("0,malloc,a,5,0,other\n"),
+           std::string("0,alloc,a,5,0,weights\n"), std::string("0,alloc,a,5,70000,other\n"),
+           std::string("0,alloc,a,5,,\n1,free,77,,,\n"), std::string("0,alloc,a,5,,\n1,free,a,,,\n2,free,a,,,\n"),
+           std::string("0,alloc,a,5,,\n1,alloc,a,5,,\n"), std::string("0,alloc,a,5,,\n1,free,a,6,,\n"),
+           std::string("0,alloc,a,281474976710657,,\n"), std::string("5,alloc,a,1,,\n4,alloc,b,1,,\n"),
+           std::string("0,alloc,a,18446744073709551615,,\n"), std::string(""), std::string("# only a comment\n")}) {
+    check_streams_alike(header + rows);
+  }
+  check_streams_alike("time_ns,op,id,stream\n");
+  check_streams_alike("# only a comment\n");
+}
+
+TEST_CASE("a streamed CSV trace reuses slots, hands out windows, and counts what an early stop left", "[csv][stream]") {
+  // Many more rows than a window holds, never more than two allocations live.
+  std::string text = "time_ns,op,id,bytes\n";
+  for (int row = 0; row < 10000; ++row) {
+    text += std::to_string(2 * row) + ",alloc,id" + std::to_string(row) + "," + std::to_string(row + 1) + "\n";
+    if (row > 0) text += std::to_string(2 * row + 1) + ",free,id" + std::to_string(row - 1) + ",\n";
+  }
+  const std::unique_ptr<EventSource> stream = csv_trace_stream(text, "t.csv");
+  CHECK_FALSE(stream->live_lower_bound().has_value());  // known at the end only
+  CHECK(stream->events() == 19999);                     // counted by reading it all, once more
+  std::size_t events = 0;
+  std::size_t windows = 0;
+  std::uint32_t highest = 0;
+  for (EventWindow window = stream->next(); !window.events.empty(); window = stream->next()) {
+    ++windows;
+    for (std::size_t i = 0; i < window.events.size(); ++i) {
+      highest = std::max(highest, index_of(window.events[i].id));
+      if (window.events[i].op == Op::alloc) CHECK(window.bytes_at(i) == (events + 3) / 2);
+      ++events;
+    }
+  }
+  CHECK(events == 19999);
+  CHECK(windows > 1);
+  CHECK(highest == 1);
+  CHECK(stream->slots() == 2);
+  CHECK(stream->live_lower_bound() == 10000 + 9999);
+  CHECK(stream->events() == 19999);
+  check_streams_alike(text);
 }
 
 }  // namespace
