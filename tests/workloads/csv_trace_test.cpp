@@ -159,18 +159,7 @@ TEST_CASE("a CSV trace reads and writes syncs: device, stream, event and wait", 
 namespace allocsim {
 namespace {
 
-void same_trace(const Trace& a, const Trace& b) {
-  REQUIRE(a.events.size() == b.events.size());
-  for (std::size_t i = 0; i < a.events.size(); ++i) {
-    CHECK(a.events[i].time == b.events[i].time);
-    CHECK(a.events[i].id == b.events[i].id);
-    CHECK(a.events[i].op == b.events[i].op);
-    CHECK(a.events[i].tag == b.events[i].tag);
-    CHECK(a.events[i].stream == b.events[i].stream);
-  }
-  CHECK(a.requested == b.requested);
-  CHECK(a.live_lower_bound == b.live_lower_bound);
-}
+using test::check_same;
 
 TEST_CASE("a CSV trace parses the same from a buffer, a stream, a mapped file and a FIFO", "[csv]") {
   // No newline after the last line; a blank line; CRLF; a comment; an id reused.
@@ -181,16 +170,16 @@ TEST_CASE("a CSV trace parses the same from a buffer, a stream, a mapped file an
   CHECK(parsed.events.size() == 5);
   CHECK(parsed.allocations() == 2);
   std::istringstream in(text);
-  same_trace(parsed, read_csv_trace(in, "t.csv"));
+  check_same(parsed, read_csv_trace(in, "t.csv"));
 
   const test::TempDir dir;
-  same_trace(parsed, read_csv_trace_file(dir.file("t.csv", text)));
+  check_same(parsed, read_csv_trace_file(dir.file("t.csv", text)));
   const std::string fifo = dir.file("pipe.csv");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   std::thread writer([&] { std::ofstream(fifo) << text; });
   const Trace piped = read_csv_trace_file(fifo);
   writer.join();
-  same_trace(parsed, piped);
+  check_same(parsed, piped);
 
   // Errors name the file and line whichever way the text came.
   CHECK_THROWS_WITH(read_csv_trace_file(dir.file("bad.csv", "time_ns,op,id,bytes\n\n0,alloc,a,x\n")),
@@ -235,7 +224,7 @@ void check_streams_alike(const std::string& text) {
   }
   CHECK(stream_error == whole_error);
   REQUIRE(whole.has_value() == streamed.has_value());
-  if (whole) test::check_same(*whole, *streamed);
+  if (whole) check_same(*whole, *streamed);
 }
 
 TEST_CASE("a streamed CSV trace is the trace read whole, with the same errors", "[csv][stream]") {
