@@ -351,20 +351,21 @@ class CsvStream final : public EventSource {
   EventWindow next() override {
     SlotWindow& window = reader_.sink();
     window.clear();
-    if (lines_.done()) return window.window();
+    if (finished_) return window.window();
     lines_.read_while([&] { return !window.full(); }, [&](const char* at) { return reader_.plain_row(at); },
                       [&](std::string_view line, std::size_t) { reader_.line(line); });
     behind_.read_to(static_cast<std::size_t>(lines_.position() - text_.data()));
-    if (lines_.done()) {
+    if (lines_.done()) {  // an empty text too: its errors are the whole read's
       if (!reader_.seen_header()) throw Error(name_ + ": empty trace: no header and no events");
       if (window.events() == 0) throw Error(name_ + ": empty trace: no events");
+      finished_ = true;
     }
     return window.window();
   }
   std::size_t slots() const override { return reader_.sink().slots(); }  // a hint: they grow as it goes
   // Known at the end; before it (a replay stopped early), counted by reading the rest again.
   std::uint64_t events() const override {
-    if (lines_.done()) return reader_.sink().events();
+    if (finished_) return reader_.sink().events();
     const std::unique_ptr<EventSource> again = reopen();
     while (!again->next().events.empty()) {
     }
@@ -372,7 +373,7 @@ class CsvStream final : public EventSource {
   }
   const TraceInfo& info() const override { return info_; }
   std::optional<Bytes> live_lower_bound() const override {
-    if (!lines_.done()) return std::nullopt;
+    if (!finished_) return std::nullopt;
     return reader_.sink().live_lower_bound();
   }
   std::unique_ptr<EventSource> reopen() const override { return std::make_unique<CsvStream>(text_, name_, file_); }
@@ -385,6 +386,7 @@ class CsvStream final : public EventSource {
   TextLines lines_;
   Reader<SlotWindow> reader_;
   PagesBehind behind_;
+  bool finished_ = false;  // every line read, and the trace found not empty
 };
 
 class CsvStreamFactory final : public EventSourceFactory {

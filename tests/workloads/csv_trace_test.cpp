@@ -243,6 +243,8 @@ TEST_CASE("a streamed CSV trace is the trace read whole, with the same errors", 
            std::string("0,alloc,a,18446744073709551615,,\n"), std::string(""), std::string("# only a comment\n")}) {
     check_streams_alike(header + rows);
   }
+  check_streams_alike("");  // the fuzz target's first finding: the stream said less
+  check_streams_alike("\xEF\xBB\xBF");
   check_streams_alike("time_ns,op,id,stream\n");
   check_streams_alike("# only a comment\n");
 }
