@@ -15,14 +15,20 @@
 //   segments that touch never merge);
 // - release_cached() returns every segment with no live block, so the next request takes
 //   a fresh one.
+// Two indexes of what is free serve them: bestfit and worstfit search by size only, so
+// their segments are tiled by linked pieces (TiledSegments: a free merges without a
+// search); firstfit and nextfit search by address (SegmentPool's address-ordered list).
+// Both give the same blocks for best and worst fit; the tests compare them.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "policies/common/segment_pool.hpp"
+#include "policies/common/tiled_segments.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -32,7 +38,9 @@ namespace allocsim {
 
 enum class Fit : std::uint8_t { best, first, next, worst };
 
-class PlacementPolicy final : public ReplayedPolicy<PlacementPolicy> {
+// Pool: TiledSegments (best and worst fit only) or SegmentPool (every fit).
+template <typename Pool>
+class PlacementPolicy final : public ReplayedPolicy<PlacementPolicy<Pool>> {
  public:
   static constexpr std::array kParams{
       ParamInfo{"region", "0", "bytes of the one region; 0 = all free device memory at the first request"},
@@ -50,12 +58,15 @@ class PlacementPolicy final : public ReplayedPolicy<PlacementPolicy> {
   void release_cached() override;
   Bytes rounded_size(Bytes requested) const override { return requested == 0 ? 0 : align_up(requested, alignment_); }
   void check() const override;
+  void prepare(const ReplaySetup& setup) override;
 
  private:
+  static constexpr bool kTiled = std::is_same_v<Pool, TiledSegments>;
+
   bool acquire_region();
   bool grow(Bytes size);
   bool add_segment(Bytes bytes);
-  std::optional<Range> take(Bytes size);  // the free range `size` bytes were taken from
+  std::optional<Range> take(Bytes size, AllocId id);  // the free range `size` bytes were taken from
   const char* name() const;  // for messages
 
   Fit fit_;
@@ -63,9 +74,12 @@ class PlacementPolicy final : public ReplayedPolicy<PlacementPolicy> {
   Bytes region_bytes_;  // 0 = whatever is free
   Bytes alignment_;
   Bytes grow_bytes_;  // 0 = one region
-  SegmentPool pool_;
+  Pool pool_;
   Bytes allocated_ = 0;
   Addr rover_ = 0;  // next fit: where the last block ended
 };
+
+using SizeFitPolicy = PlacementPolicy<TiledSegments>;     // bestfit, worstfit
+using AddressFitPolicy = PlacementPolicy<SegmentPool>;   // firstfit, nextfit (and best and worst, to compare)
 
 }  // namespace allocsim

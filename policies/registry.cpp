@@ -37,9 +37,14 @@ std::unique_ptr<Policy> make_over_upstream(const Params& params, Device& device)
                                          [&](Device& over) { return std::make_unique<P>(params, over); });
 }
 
+// Best and worst fit search by size only, so they take the pool without an address index.
 template <Fit fit>
 std::unique_ptr<Policy> make_placement(const Params& params, Device& device) {
-  return std::make_unique<PlacementPolicy>(fit, params, device);
+  if constexpr (fit == Fit::best || fit == Fit::worst) {
+    return std::make_unique<SizeFitPolicy>(fit, params, device);
+  } else {
+    return std::make_unique<AddressFitPolicy>(fit, params, device);
+  }
 }
 
 const std::array kPolicies{
@@ -69,18 +74,18 @@ const std::array kPolicies{
                DirectPolicy::kParams, make<DirectPolicy>},
     PolicyInfo{"bestfit", "", "textbook best fit with coalescing (BFC's placement without bins)",
                "one region of all free device memory: the smallest free range that fits, lowest address first",
-               PlacementPolicy::kParams, make_placement<Fit::best>},
+               SizeFitPolicy::kParams, make_placement<Fit::best>},
     PolicyInfo{"firstfit", "", "textbook address-ordered first fit with coalescing",
                "one region of all free device memory: the lowest-addressed free range that fits",
-               PlacementPolicy::kParams, make_placement<Fit::first>},
+               SizeFitPolicy::kParams, make_placement<Fit::first>},
     PolicyInfo{"nextfit", "", "textbook next fit with coalescing",
                "one region: the first free range that fits at or after where the last block ended, wrapping",
-               PlacementPolicy::kParams, make_placement<Fit::next>},
+               SizeFitPolicy::kParams, make_placement<Fit::next>},
     PolicyInfo{"buddy", "", "the binary buddy system (Knowlton 1965)",
                "one power-of-two region: blocks halved to the request's power of two, buddies merged on free",
                BuddyPolicy::kParams, make<BuddyPolicy>},
     PolicyInfo{"worstfit", "", "textbook worst fit with coalescing",
-               "one region: the largest free range, lowest address among equals", PlacementPolicy::kParams,
+               "one region: the largest free range, lowest address among equals", SizeFitPolicy::kParams,
                make_placement<Fit::worst>},
     PolicyInfo{"compact", "defrag", "no shipping GPU allocator: a moving allocator, as runtimes with handles could be",
                "best fit over segments; when fragmentation fails a request, live blocks move (device copies) to open room",

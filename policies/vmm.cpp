@@ -113,29 +113,29 @@ Allocation VmmPolicy::allocate(const Request& request) {
 }
 
 std::optional<Block> VmmPolicy::allocate_small(const Request& request, Bytes size) {
-  auto range = small_free_.take_best_fit(size);
-  if (!range) {
+  SizeBins::Cursor fit = small_free_.best_fit(size);
+  if (fit == SizeBins::end()) {
     if (!take_pages(1)) return std::nullopt;
     const Addr vpage = new_virtual_range(1);
     map_free_pages(vpage, 1);
     ++maps_;
     small_pages_.emplace(vpage, 0);  // at once made non-empty below
     small_free_.add(Range{vpage, page_});
-    range = Range{vpage, page_};
-    small_free_.take_front(*range, size);
+    fit = small_free_.best_fit(size);  // the new page: nothing else fitted
   }
-  const Addr vpage = align_down(range->addr, page_);  // virtual pages lie on multiples of page_
+  const Range range = small_free_.take(fit, size, request.id);
+  const Addr vpage = align_down(range.addr, page_);  // virtual pages lie on multiples of page_
   Bytes& live = small_pages_.at(vpage);
   if (live == 0) empty_small_.erase(vpage);
   live += size;
   allocated_ += size;
-  return Block{range->addr, size, request.bytes, request.id, request.stream};
+  return Block{range.addr, size, request.bytes, request.id, request.stream};
 }
 
 void VmmPolicy::deallocate(const Block& block, Nanos) {
   allocated_ -= block.size;
   if (block.size < page_) {
-    small_free_.add(Range{block.addr, block.size});
+    small_free_.give(block.id, block.addr);
     const Addr vpage = align_down(block.addr, page_);
     Bytes& live = small_pages_.at(vpage);
     live -= block.size;
@@ -169,8 +169,15 @@ void VmmPolicy::release_cached() {
   }
 }
 
+void VmmPolicy::prepare(const ReplaySetup& setup) { small_free_.reserve_ids(setup.allocations); }
+
 void VmmPolicy::check() const {
-  small_free_.check();
+  small_free_.check("vmm", kBlockAlignment);
+  small_free_.for_each_range([&](Range range, Bytes live) {
+    const auto page = small_pages_.find(range.addr);
+    if (range.size != page_ || page == small_pages_.end()) throw Error("vmm: free space outside the small pages");
+    if (page->second != live) throw Error("vmm: a small page counts other live bytes than its blocks");
+  });
   Bytes small_live = 0;
   for (const auto& [vpage, live] : small_pages_) small_live += live;
   if (small_live + large_pages_ * page_ != allocated_) throw Error("vmm: live bytes of pages != allocated");

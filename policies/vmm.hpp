@@ -27,7 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "policies/common/free_list.hpp"
+#include "policies/common/tiled_ranges.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -50,6 +50,7 @@ class VmmPolicy final : public ReplayedPolicy<VmmPolicy> {
   PolicyStats stats() const override;
   void release_cached() override;
   void check() const override;
+  void prepare(const ReplaySetup& setup) override;
   PolicyInspection inspect(Detail detail) const override;
 
  private:
@@ -76,7 +77,7 @@ class VmmPolicy final : public ReplayedPolicy<VmmPolicy> {
   std::pmr::unordered_map<Addr, std::pmr::vector<Segment>> mapped_{&pool_};
   std::pmr::multimap<std::uint64_t, Addr> cached_{&pool_};  // page count -> a freed range, still mapped
   std::uint64_t cached_pages_ = 0;
-  FreeList small_free_;                                      // inside mapped small pages
+  TiledRanges small_free_;  // inside mapped small pages, each page a range of its own
   std::pmr::unordered_map<Addr, Bytes> small_pages_{&pool_};  // virtual page -> live bytes in it
   std::pmr::set<Addr> empty_small_{&pool_};                   // small pages with nothing live
   Bytes allocated_ = 0;

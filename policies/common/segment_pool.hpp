@@ -1,7 +1,6 @@
-// The device segments a placement policy carves blocks from: each segment's usable
-// bytes (aligned at the start, a guard left at the end so that two segments' free ranges
-// never touch), the live bytes in each, and one coalescing free list over all of them.
-// bestfit, firstfit, nextfit, worstfit and compact share it.
+// The device segments a placement policy carves blocks from (SegmentTable) and one
+// coalescing free list over all of them, indexed by address and by size: firstfit,
+// nextfit and compact share it (bestfit and worstfit need no address order: TiledSegments).
 #pragma once
 
 #include <cstddef>
@@ -11,24 +10,17 @@
 #include <vector>
 
 #include "policies/common/free_list.hpp"
+#include "policies/common/segment_table.hpp"
 #include "sim/device.hpp"
 
 namespace allocsim {
-
-struct PooledSegment {
-  Segment segment;
-  Addr start;       // the first usable (aligned) address
-  Addr end;         // one past the last usable byte, before the guard
-  Bytes live = 0;   // bytes of live blocks in it
-};
 
 // Contract: segments are kept in address order; free() holds exactly the usable bytes of
 // the segments that no block covers, once the caller keeps it so (take and give do; a
 // caller that moves blocks rebuilds it). The destructor returns every segment.
 class SegmentPool {
  public:
-  explicit SegmentPool(Device& device) : device_(device) {}
-  ~SegmentPool();
+  explicit SegmentPool(Device& device) : table_(device) {}
   SegmentPool(const SegmentPool&) = delete;
   SegmentPool& operator=(const SegmentPool&) = delete;
 
@@ -36,7 +28,7 @@ class SegmentPool {
   // bytes before its end, all of it free: the segment, or nullopt when the device refuses.
   std::optional<Segment> add(Bytes bytes, Bytes alignment, Bytes guard);
   // The segment holding `addr` (an address inside one).
-  std::size_t segment_of(Addr addr) const;
+  std::size_t segment_of(Addr addr) const { return table_.segment_of(addr); }
 
   // A block of `size` bytes at the front of free `range` is live now / was freed.
   void take(Range range, Bytes size);
@@ -50,23 +42,21 @@ class SegmentPool {
   // Every segment with no live byte back to the device.
   void release_empty();
   // One segment back to the device; the caller rebuilds free().
-  void release(std::size_t index);
+  void release(std::size_t index) { table_.release(index); }
 
   // Free + live == usable, free ranges inside their segments and on `alignment`; Error
   // naming `owner` otherwise.
   void check(std::string_view owner, Bytes alignment) const;
 
-  std::span<const PooledSegment> segments() const { return segments_; }
+  std::span<const PooledSegment> segments() const { return table_.segments(); }
   FreeList& free() { return free_; }
   const FreeList& free() const { return free_; }
-  Bytes reserved() const { return reserved_; }
-  Bytes releasable() const;  // bytes of segments with no live byte
+  Bytes reserved() const { return table_.reserved(); }
+  Bytes releasable() const { return table_.releasable(); }  // bytes of segments with no live byte
 
  private:
-  Device& device_;
-  std::vector<PooledSegment> segments_;  // by address
+  SegmentTable table_;
   FreeList free_;
-  Bytes reserved_ = 0;
 };
 
 }  // namespace allocsim

@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
+#include "policies/placement.hpp"
+#include "sim/sim_device.hpp"
 #include "sim/error.hpp"
+#include "workloads/random_trace.hpp"
 
 namespace allocsim::test {
 namespace {
@@ -145,6 +148,74 @@ TEST_CASE("bestfit takes the smallest range that fits", "[placement]") {
   CHECK(layout.offset(first) == 512);
   CHECK(layout.offset(*layout.harness.alloc(256)) == 1280);  // the 256 left over is the best fit
   layout.harness.finish();
+}
+
+}  // namespace
+}  // namespace allocsim::test
+
+namespace allocsim::test {
+namespace {
+
+// bestfit and worstfit run on TiledSegments (boundary tags); SegmentPool's address-ordered
+// free list serves the same fits too. The two must place every block alike, on random
+// traces, in one region and growing, on a roomy and a tight device, with releases.
+TEST_CASE("bestfit and worstfit place every block alike on either index of free space", "[placement]") {
+  const std::string spec = GENERATE("bestfit", "worstfit", "bestfit:grow=8MiB", "worstfit:grow=4MiB,alignment=1KiB");
+  const Bytes capacity = GENERATE(1_GiB, 96_MiB);
+  CAPTURE(spec, capacity);
+  RandomTraceOptions options;
+  options.events = 20'000;
+  options.seed = 5;
+  options.max_bytes = 8_MiB;
+  options.target_live = 80_MiB;
+  const Trace trace = make_random_trace(options, "random");
+  const Spec parsed = parse_spec(spec);
+  const Fit fit = parsed.name == "bestfit" ? Fit::best : Fit::worst;
+  const Params params(parsed, SizeFitPolicy::kParams, "policy " + parsed.name);
+  SimDevice tiled_device(plain_device(capacity));
+  SimDevice listed_device(plain_device(capacity));
+  SizeFitPolicy tiled(fit, params, tiled_device);
+  AddressFitPolicy listed(fit, params, listed_device);
+  std::vector<std::optional<Block>> blocks(trace.allocations());
+  std::size_t refused = 0;
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const Event& event = trace.events[i];
+    INFO("event " << i);
+    if (event.op == Op::alloc) {
+      const Request request{event.id, trace.bytes_of(event.id), event.stream, event.time};
+      const Allocation a = tiled.allocate(request);
+      const Allocation b = listed.allocate(request);
+      REQUIRE(a.block.has_value() == b.block.has_value());
+      if (a.block) {
+        REQUIRE(a.block->addr == b.block->addr);
+        REQUIRE(a.block->size == b.block->size);
+      }
+      refused += a.block ? 0 : 1;
+      blocks[index_of(event.id)] = a.block;
+    } else if (event.op == Op::free && blocks[index_of(event.id)]) {
+      tiled.deallocate(*blocks[index_of(event.id)], event.time);
+      listed.deallocate(*blocks[index_of(event.id)], event.time);
+    }
+    if (i % 5000 == 4999) {  // now and then, empty segments go back
+      tiled.release_cached();
+      listed.release_cached();
+    }
+    if (i % 97 == 0) {
+      tiled.check();
+      REQUIRE(tiled.stats().reserved == listed.stats().reserved);
+      REQUIRE(tiled.stats().largest_free == listed.stats().largest_free);
+      REQUIRE(tiled.inspect(Detail::counters).releasable == listed.inspect(Detail::counters).releasable);
+    }
+  }
+  if (capacity == 96_MiB) CHECK(refused > 0);  // the tight device runs out
+  tiled.check();
+  listed.check();
+}
+
+TEST_CASE("the size-ordered index refuses the fits that search by address", "[placement]") {
+  SimDevice device(plain_device(1_MiB));
+  const Params params(Spec{"firstfit", {}}, SizeFitPolicy::kParams, "policy firstfit");
+  CHECK_THROWS_WITH(SizeFitPolicy(Fit::first, params, device), Catch::Contains("searches by address"));
 }
 
 }  // namespace
