@@ -8,10 +8,7 @@
 namespace allocsim {
 
 std::optional<Segment> SegmentPool::add(Bytes bytes, Bytes alignment, Bytes guard) {
-  const auto held = table_.add(bytes, alignment, guard);
-  if (!held) return std::nullopt;
-  if (held->start < held->end) free_.add(Range{held->start, held->end - held->start});
-  return held->segment;
+  return table_.add(bytes, alignment, guard, [&](Range usable) { free_.add(usable); });
 }
 
 void SegmentPool::take(Range range, Bytes size) {
@@ -35,15 +32,7 @@ void SegmentPool::moved(Addr from, Addr to, Bytes size) {
 }
 
 void SegmentPool::release_empty() {
-  for (std::size_t index = 0; index < table_.segments().size();) {  // in address order, as before
-    const PooledSegment& held = table_.segments()[index];
-    if (held.live != 0) {
-      ++index;
-      continue;
-    }
-    if (held.start < held.end) free_.remove(Range{held.start, held.end - held.start});
-    table_.release(index);
-  }
+  table_.release_empty([&](Range usable) { free_.remove(usable); });
 }
 
 void SegmentPool::check(std::string_view owner, Bytes alignment) const {

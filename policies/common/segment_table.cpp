@@ -8,7 +8,7 @@ SegmentTable::~SegmentTable() {
   for (const PooledSegment& held : segments_) device_.free(held.segment);
 }
 
-std::optional<PooledSegment> SegmentTable::add(Bytes bytes, Bytes alignment, Bytes guard) {
+std::optional<PooledSegment> SegmentTable::add_segment(Bytes bytes, Bytes alignment, Bytes guard) {
   const auto segment = device_.malloc(bytes);
   if (!segment) return std::nullopt;
   // The device promises only kSegmentAlignment; skip to the first aligned address.

@@ -7,10 +7,7 @@
 namespace allocsim {
 
 std::optional<Segment> TiledSegments::add(Bytes bytes, Bytes alignment, Bytes guard) {
-  const auto held = table_.add(bytes, alignment, guard);
-  if (!held) return std::nullopt;
-  if (held->start < held->end) free_.add(Range{held->start, held->end - held->start});
-  return held->segment;
+  return table_.add(bytes, alignment, guard, [&](Range usable) { free_.add(usable); });
 }
 
 Range TiledSegments::take(SizeBins::Cursor fit, Bytes size, AllocId id) {
@@ -25,15 +22,7 @@ void TiledSegments::give(AllocId id, Addr addr) {
 }
 
 void TiledSegments::release_empty() {
-  for (std::size_t index = 0; index < table_.segments().size();) {  // in address order, as SegmentPool
-    const PooledSegment& held = table_.segments()[index];
-    if (held.live != 0) {
-      ++index;
-      continue;
-    }
-    if (held.start < held.end) free_.remove(Range{held.start, held.end - held.start});
-    table_.release(index);
-  }
+  table_.release_empty([&](Range usable) { free_.remove(usable); });
 }
 
 void TiledSegments::check(std::string_view owner, Bytes alignment) const {
