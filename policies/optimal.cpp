@@ -10,7 +10,7 @@ namespace allocsim {
 
 OptimalPolicy::OptimalPolicy(const Params& params, Device& device) : device_(device) {
   options_.max_pairs = params.count("max_pairs");
-  unplanned_ = std::make_unique<SizeFitPolicy>(Fit::best, Params(Spec{"bestfit", {}}, SizeFitPolicy::kParams, "policy optimal"),
+  unplanned_ = std::make_unique<SizeFitPolicy>(Fit::best, Params(Spec{"bestfit", {}}, kPlacementParams, "policy optimal"),
                                                  device);
 }
 

@@ -38,15 +38,18 @@ namespace allocsim {
 
 enum class Fit : std::uint8_t { best, first, next, worst };
 
+// The options of every fit, whichever pool serves it.
+inline constexpr std::array kPlacementParams{
+    ParamInfo{"region", "0", "bytes of the one region; 0 = all free device memory at the first request"},
+    ParamInfo{"alignment", "256", "every block's size and address are multiples of this (a power of two >= 256)"},
+    ParamInfo{"grow", "0", "0 = one region; else grow on demand by segments of at least this many bytes"},
+};
+
 // Pool: TiledSegments (best and worst fit only) or SegmentPool (every fit).
 template <typename Pool>
 class PlacementPolicy final : public ReplayedPolicy<PlacementPolicy<Pool>> {
  public:
-  static constexpr std::array kParams{
-      ParamInfo{"region", "0", "bytes of the one region; 0 = all free device memory at the first request"},
-      ParamInfo{"alignment", "256", "every block's size and address are multiples of this (a power of two >= 256)"},
-      ParamInfo{"grow", "0", "0 = one region; else grow on demand by segments of at least this many bytes"},
-  };
+  static constexpr const auto& kParams = kPlacementParams;
 
   PlacementPolicy(Fit fit, const Params& params, Device& device);
   ~PlacementPolicy() override;

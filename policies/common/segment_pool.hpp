@@ -7,7 +7,6 @@
 #include <optional>
 #include <span>
 #include <string_view>
-#include <vector>
 
 #include "policies/common/free_list.hpp"
 #include "policies/common/segment_table.hpp"

@@ -171,7 +171,7 @@ TEST_CASE("bestfit and worstfit place every block alike on either index of free 
   const Trace trace = make_random_trace(options, "random");
   const Spec parsed = parse_spec(spec);
   const Fit fit = parsed.name == "bestfit" ? Fit::best : Fit::worst;
-  const Params params(parsed, SizeFitPolicy::kParams, "policy " + parsed.name);
+  const Params params(parsed, kPlacementParams, "policy " + parsed.name);
   SimDevice tiled_device(plain_device(capacity));
   SimDevice listed_device(plain_device(capacity));
   SizeFitPolicy tiled(fit, params, tiled_device);
@@ -214,7 +214,7 @@ TEST_CASE("bestfit and worstfit place every block alike on either index of free 
 
 TEST_CASE("the size-ordered index refuses the fits that search by address", "[placement]") {
   SimDevice device(plain_device(1_MiB));
-  const Params params(Spec{"firstfit", {}}, SizeFitPolicy::kParams, "policy firstfit");
+  const Params params(Spec{"firstfit", {}}, kPlacementParams, "policy firstfit");
   CHECK_THROWS_WITH(SizeFitPolicy(Fit::first, params, device), Catch::Contains("searches by address"));
 }
 
