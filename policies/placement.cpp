@@ -7,12 +7,26 @@
 #include "sim/error.hpp"
 
 namespace allocsim {
+namespace {
+
+// A pool searched by address alone keeps its free list in address order only.
+template <typename Pool>
+Pool pool_for(Fit fit, Device& device) {
+  if constexpr (std::is_same_v<Pool, SegmentPool>) {
+    const bool by_address = fit == Fit::first || fit == Fit::next;
+    return SegmentPool(device, by_address ? FreeList::Orders::address : FreeList::Orders::address_and_size);
+  } else {
+    return Pool(device);
+  }
+}
+
+}  // namespace
 
 template <typename Pool>
 PlacementPolicy<Pool>::PlacementPolicy(Fit fit, const Params& params, Device& device)
     : fit_(fit),
       device_(device), region_bytes_(params.bytes("region")), alignment_(params.bytes("alignment")),
-      grow_bytes_(params.bytes("grow")), pool_(device) {
+      grow_bytes_(params.bytes("grow")), pool_(pool_for<Pool>(fit, device)) {
   if (alignment_ < kBlockAlignment || !std::has_single_bit(alignment_)) {
     throw Error(std::string("policy ") + name() + ": alignment=" + std::to_string(alignment_) + " is not a power of two >= 256");
   }

@@ -1,10 +1,12 @@
 // A coalescing free list: free address ranges indexed by address (to find neighbours and
-// the first fit) and by (size, address) (to find the best fit), both flat: leaves of
-// ranges in address order (AddressRanges) and size bins (SizeBins). The building block of
-// best fit, first fit, next fit, worst fit, compaction and the small pages of vmm.
+// the first fit) and, unless told to keep the address order only, by (size, address) (to
+// find the best fit), both flat: leaves of ranges in address order (AddressRanges) and size
+// bins (SizeBins). The building block of first fit, next fit, compaction, RMM's pool and the
+// offline planners.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -20,7 +22,12 @@ namespace allocsim {
 // boundary, or keep one list per segment: adjacency is all it knows.
 class FreeList {
  public:
-  FreeList();
+  // The orders a list keeps. A list searched only by address (first and next fit) keeps no
+  // size order: it would pay for two index updates per change and read neither. Its best
+  // and worst fits are then an Error.
+  enum class Orders : std::uint8_t { address_and_size, address };
+
+  explicit FreeList(Orders orders = Orders::address_and_size);
   FreeList(const FreeList&) = delete;
   FreeList& operator=(const FreeList&) = delete;
 
@@ -58,7 +65,7 @@ class FreeList {
 
   bool contains(Range range) const;  // exactly this range is in the list
   Bytes total() const { return total_; }
-  Bytes largest() const { return by_size_.empty() ? 0 : by_size_.back().size; }
+  Bytes largest() const;  // O(1) with the size order, O(ranges / 64) without
   std::size_t count() const { return by_addr_.size(); }
   template <typename Visit>
   void for_each(Visit visit) const {
@@ -77,9 +84,11 @@ class FreeList {
   std::optional<Range> range_at(SizeBins::Cursor by_size) const;           // nullopt at end()
   std::optional<Range> range_at(AddressRanges::Pos by_addr) const;         // nullopt at end()
   bool apart_at(Addr addr) const;  // a boundary of keep_apart_at starts there
+  void need_size_order(const char* fit) const;  // Error when the list keeps none
 
   AddressRanges by_addr_;
-  SizeBins by_size_;  // handles unused
+  SizeBins by_size_;  // handles unused; empty when !sized_
+  bool sized_;
   Bytes total_ = 0;
   const std::vector<Addr>* apart_at_ = nullptr;
 };

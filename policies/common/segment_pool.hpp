@@ -1,6 +1,7 @@
 // The device segments a placement policy carves blocks from (SegmentTable) and one
-// coalescing free list over all of them, indexed by address and by size: firstfit,
-// nextfit and compact share it (bestfit and worstfit need no address order: TiledSegments).
+// coalescing free list over all of them, indexed by address and (unless the pool is searched
+// by address only) by size: firstfit, nextfit and compact share it (bestfit and worstfit need
+// no address order: TiledSegments).
 #pragma once
 
 #include <cstddef>
@@ -19,7 +20,9 @@ namespace allocsim {
 // caller that moves blocks rebuilds it). The destructor returns every segment.
 class SegmentPool {
  public:
-  explicit SegmentPool(Device& device) : table_(device) {}
+  // `orders`: the free list's (FreeList::Orders::address for a pool searched by address only).
+  explicit SegmentPool(Device& device, FreeList::Orders orders = FreeList::Orders::address_and_size)
+      : table_(device), free_(orders) {}
   SegmentPool(const SegmentPool&) = delete;
   SegmentPool& operator=(const SegmentPool&) = delete;
 

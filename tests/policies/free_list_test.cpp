@@ -136,5 +136,49 @@ TEST_CASE("free list take_best_fit, take_first_fit, take_next_fit, take_worst_fi
   CHECK_FALSE(fast.take_worst_fit(1 << 30).has_value());
 }
 
+// A list kept in address order only (first and next fit) holds the ranges, total and
+// largest range a list with both orders holds, step for step, and refuses the fits that
+// need the size order rather than answer them wrong.
+TEST_CASE("free list in address order only takes first and next fits as a list with both orders does", "[free_list]") {
+  Rng rng(GENERATE(1, 2, 3));
+  FreeList by_address(FreeList::Orders::address);
+  FreeList both;
+  std::vector<Range> taken;
+  for (Addr at = 0; at < 200; ++at) {
+    const Range range{at * 8192, 256 * (1 + rng.below(31))};  // apart: no two touch
+    by_address.add(range);
+    both.add(range);
+  }
+  for (int step = 0; step < 10'000; ++step) {
+    if (taken.empty() || rng.below(2) == 0) {
+      const Bytes size = 256 * (1 + rng.below(32));
+      const bool first = rng.below(2) == 0;
+      const Addr from = rng.below(200 * 8192);
+      const std::optional<Range> expected = first ? both.take_first_fit(size) : both.take_next_fit(size, from);
+      REQUIRE((first ? by_address.take_first_fit(size) : by_address.take_next_fit(size, from)) == expected);
+      if (expected) taken.push_back(Range{expected->addr, size});
+    } else {
+      const std::size_t pick = rng.below(taken.size());
+      by_address.add(taken[pick]);
+      both.add(taken[pick]);
+      taken.erase(taken.begin() + static_cast<std::ptrdiff_t>(pick));
+    }
+    REQUIRE(by_address.total() == both.total());
+    REQUIRE(by_address.count() == both.count());
+    REQUIRE(by_address.largest() == both.largest());
+  }
+  by_address.check();
+  std::vector<Range> address_ranges;
+  std::vector<Range> both_ranges;
+  by_address.for_each([&](Range range) { address_ranges.push_back(range); });
+  both.for_each([&](Range range) { both_ranges.push_back(range); });
+  CHECK(address_ranges == both_ranges);
+  CHECK_THROWS_WITH(by_address.best_fit(256), Catch::Contains("needs the size order"));
+  CHECK_THROWS_WITH(by_address.take_best_fit(256), Catch::Contains("needs the size order"));
+  CHECK_THROWS_WITH(by_address.worst_fit(256), Catch::Contains("needs the size order"));
+  CHECK_THROWS_WITH(by_address.take_worst_fit(256), Catch::Contains("needs the size order"));
+  CHECK(by_address.count() == both.count());  // a refused fit takes nothing
+}
+
 }  // namespace
 }  // namespace allocsim
