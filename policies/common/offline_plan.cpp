@@ -180,7 +180,7 @@ Bytes greedy(const Items& items, Conflicts& conflicts, const std::vector<std::ui
 
 // Online best (or first) fit in time order over an arena that grows at its top.
 Bytes online_fit(const Trace& trace, const Items& items, bool first, std::vector<Bytes>& offset) {
-  FreeList free;
+  FreeList free(first ? FreeList::Orders::address : FreeList::Orders::address_and_size);
   Bytes top = 0;
   for (const Event& event : trace.events) {
     const std::uint32_t i = index_of(event.id);
@@ -190,9 +190,8 @@ Bytes online_fit(const Trace& trace, const Items& items, bool first, std::vector
       free.add(Range{offset[i], size});
       continue;
     }
-    if (const auto range = first ? free.first_fit(size) : free.best_fit(size)) {
-      offset[i] = range->addr;
-      free.take_front(*range, size);
+    if (const auto range = first ? free.take_first_fit(size) : free.take_best_fit(size)) {
+      offset[i] = range->addr;  // its front
     } else if (const auto last = free.last(); last && last->end() == top) {
       offset[i] = last->addr;  // the free range under the top grows into the request
       free.remove(*last);
