@@ -65,7 +65,7 @@ class FreeList {
 
   bool contains(Range range) const;  // exactly this range is in the list
   Bytes total() const { return total_; }
-  Bytes largest() const;  // O(1) with the size order, O(ranges / 64) without
+  Bytes largest() const;  // O(1) with the size order; without, a pass over the address leaves
   std::size_t count() const { return by_addr_.size(); }
   template <typename Visit>
   void for_each(Visit visit) const {
