@@ -13,8 +13,7 @@ namespace {
 template <typename Pool>
 Pool pool_for(Fit fit, Device& device) {
   if constexpr (std::is_same_v<Pool, SegmentPool>) {
-    const bool by_address = fit == Fit::first || fit == Fit::next;
-    return SegmentPool(device, by_address ? FreeList::Orders::address : FreeList::Orders::address_and_size);
+    return SegmentPool(device, searches_by_address(fit) ? FreeList::Orders::address : FreeList::Orders::address_and_size);
   } else {
     return Pool(device);
   }
@@ -33,7 +32,7 @@ PlacementPolicy<Pool>::PlacementPolicy(Fit fit, const Params& params, Device& de
   if (region_bytes_ % alignment_ != 0) {
     throw Error(std::string("policy ") + name() + ": region=" + format_bytes(region_bytes_) + " is not a multiple of the alignment");
   }
-  if (kTiled && (fit == Fit::first || fit == Fit::next)) throw Error(std::string("policy ") + name() + " searches by address");
+  if (kTiled && searches_by_address(fit)) throw Error(std::string("policy ") + name() + " searches by address");
 }
 
 template <typename Pool>

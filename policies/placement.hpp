@@ -38,6 +38,9 @@ namespace allocsim {
 
 enum class Fit : std::uint8_t { best, first, next, worst };
 
+// First and next fit search the address order; best and worst fit need the size order alone.
+constexpr bool searches_by_address(Fit fit) { return fit == Fit::first || fit == Fit::next; }
+
 // The options of every fit, whichever pool serves it.
 inline constexpr std::array kPlacementParams{
     ParamInfo{"region", "0", "bytes of the one region; 0 = all free device memory at the first request"},

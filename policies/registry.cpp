@@ -40,10 +40,10 @@ std::unique_ptr<Policy> make_over_upstream(const Params& params, Device& device)
 // Best and worst fit search by size only, so they take the pool without an address index.
 template <Fit fit>
 std::unique_ptr<Policy> make_placement(const Params& params, Device& device) {
-  if constexpr (fit == Fit::best || fit == Fit::worst) {
-    return std::make_unique<SizeFitPolicy>(fit, params, device);
-  } else {
+  if constexpr (searches_by_address(fit)) {
     return std::make_unique<AddressFitPolicy>(fit, params, device);
+  } else {
+    return std::make_unique<SizeFitPolicy>(fit, params, device);
   }
 }
 
