@@ -106,6 +106,13 @@ CachingPolicy::CachingPolicy(const Params& params, Device& device) : device_(dev
   cap_ = MemoryCap::fraction_of_total(params.number("fraction"), device, "policy caching");
   expandable_ = params.boolean("expandable_segments");
   apply_conf(params.text("conf"));
+  plain_rounding_ = std::all_of(divisions_.begin(), divisions_.end(), [](std::uint64_t d) { return d <= 1; });
+}
+
+// Every request passes here: PyTorch's default (no divisions) skips finding the size's interval.
+Bytes CachingPolicy::round_size(Bytes size) const {
+  if (plain_rounding_) return std::max(align_up(size, kMinBlockSize), kMinBlockSize);  // 0 B too: 512
+  return torch_round_size(size, divisions_);
 }
 
 // PYTORCH_CUDA_ALLOC_CONF, as c10/core/AllocatorConfig.cpp reads it.
@@ -372,7 +379,7 @@ void CachingPolicy::garbage_collect_cached_blocks() {
 }
 
 Allocation CachingPolicy::allocate(const Request& request) {
-  const Bytes size = torch_round_size(request.bytes, divisions_);
+  const Bytes size = round_size(request.bytes);
   const bool small = size <= kSmallSize;
   Pool& pool = pool_of(small);
   const Bytes alloc_size = torch_allocation_size(size);
