@@ -1,5 +1,6 @@
 // PyTorch's caching allocator worked by hand from the reference (allocators.md section 2).
 #include <array>
+#include <string>
 
 #include <catch2/catch.hpp>
 
@@ -254,6 +255,31 @@ TEST_CASE("caching reads roundup_power2_divisions as one number or PyTorch's lis
   only_interval_2[2] = 4;
   CHECK(torch_round_size(5'000'000, only_interval_2) == 5'242'880);
   CHECK(torch_round_size(3'000'000, only_interval_2) == align_up(3'000'000, 512));
+}
+
+TEST_CASE("caching's rounding is torch_round_size with its divisions, whichever way it is computed", "[caching]") {
+  // Without divisions (0 or 1 everywhere) the policy skips the interval lookup: the same sizes.
+  const auto spec = GENERATE(as<std::string>{}, "caching", "caching:roundup_power2_divisions=1",
+                             "caching:roundup_power2_divisions=4",
+                             "caching:roundup_power2_divisions=[256:1,512:2,>:4]",
+                             "caching:conf=roundup_power2_divisions:8");
+  SimDevice device(plain_device(1_GiB));
+  const auto policy = make_policy(spec, device);
+  const auto* caching = dynamic_cast<const CachingPolicy*>(policy.get());
+  REQUIRE(caching != nullptr);
+  const RoundupDivisions divisions =
+      spec == "caching" || spec.ends_with("=1") ? RoundupDivisions{}
+      : spec.ends_with("=4")                    ? parse_roundup_divisions("4")
+      : spec.ends_with("]")                     ? parse_roundup_divisions("[256:1,512:2,>:4]")
+                                                : parse_roundup_divisions("8");
+  CHECK(policy->rounded_size(0) == 0);
+  for (Bytes power = 1; power <= 64_GiB; power *= 2) {
+    for (const Bytes size : {power - 1, power, power + 1, power + power / 3}) {
+      if (size == 0) continue;
+      INFO(spec << ", " << size << " B");
+      CHECK(policy->rounded_size(size) == torch_round_size(size, divisions));
+    }
+  }
 }
 
 TEST_CASE("caching takes a PYTORCH_CUDA_ALLOC_CONF string, entries joined by '+'", "[caching]") {
