@@ -410,7 +410,10 @@ Allocation CachingPolicy::allocate(const Request& request) {
   block_of_[id] = block;
   allocated_ += used.size;
   requested_ += request.bytes;
-  note_peaks();
+  // Reserved bytes and segments grow only where a segment is taken or mapped, which notes
+  // their peaks there: a served request moves these two alone.
+  peak_allocated_ = std::max(peak_allocated_, allocated_);
+  peak_requested_ = std::max(peak_requested_, requested_);
   return Block{used.ptr, used.size, request.bytes, request.id, request.stream};
 }
 
