@@ -238,7 +238,9 @@ void CachingPolicy::uncache(std::uint32_t block) {
   pool_of(b.small).find(b.stream)->erase(b.size, b.ptr);
 }
 
-std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes size) {
+// Inlined into allocate, its one caller: without the call and its register saves, an event
+// of bench/'s trace takes 420 instructions, not 428 (tools/bench_instructions).
+[[gnu::always_inline]] inline std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes size) {
   ++pool.lookups;
   SizeBins* const bins = pool.find(stream);
   if (bins == nullptr) return kNone;

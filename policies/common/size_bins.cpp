@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "policies/common/flat_search.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -13,34 +12,7 @@ bool entry_less(const SizeBins::Entry& entry, Bytes size, Addr addr) {
   return entry.size != size ? entry.size < size : entry.addr < addr;
 }
 
-// Where (size, addr) sits in a bin: one 128-bit compare per step, branch-free.
-std::size_t position(const std::vector<SizeBins::Entry>& entries, Bytes size, Addr addr) {
-  const unsigned __int128 key = static_cast<unsigned __int128>(size) << 64 | addr;
-  return flat_lower_bound(entries.data(), entries.size(), [&](const SizeBins::Entry& entry) {
-    return (static_cast<unsigned __int128>(entry.size) << 64 | entry.addr) < key;
-  });
-}
-
 }  // namespace
-
-void SizeBins::mark(std::uint32_t bin, bool nonempty) {
-  const std::uint32_t word = bin / 64;
-  const std::uint64_t bit = std::uint64_t{1} << (bin % 64);
-  words_[word] = nonempty ? words_[word] | bit : words_[word] & ~bit;
-  const std::uint64_t word_bit = std::uint64_t{1} << word;
-  summary_ = words_[word] != 0 ? summary_ | word_bit : summary_ & ~word_bit;
-}
-
-std::uint32_t SizeBins::next_nonempty(std::uint32_t from) const {
-  if (from >= kBins) return kBins;
-  std::uint32_t word = from / 64;
-  const std::uint64_t here = words_[word] & (~std::uint64_t{0} << (from % 64));
-  if (here != 0) return word * 64 + static_cast<std::uint32_t>(std::countr_zero(here));
-  const std::uint64_t later = word + 1 < 64 ? summary_ & (~std::uint64_t{0} << (word + 1)) : 0;
-  if (later == 0) return kBins;
-  word = static_cast<std::uint32_t>(std::countr_zero(later));
-  return word * 64 + static_cast<std::uint32_t>(std::countr_zero(words_[word]));
-}
 
 std::uint32_t SizeBins::prev_nonempty(std::uint32_t before) const {
   if (before == 0) return kBins;
@@ -54,48 +26,7 @@ std::uint32_t SizeBins::prev_nonempty(std::uint32_t before) const {
   return word * 64 + 63 - static_cast<std::uint32_t>(std::countl_zero(words_[word]));
 }
 
-void SizeBins::insert(const Entry& entry) {
-  const std::uint32_t bin = bin_of(entry.size);
-  std::vector<Entry>& entries = bins_[bin];
-  entries.insert(entries.begin() + static_cast<std::ptrdiff_t>(position(entries, entry.size, entry.addr)), entry);
-  if (entries.size() == 1) mark(bin, true);
-  ++count_;
-}
-
-void SizeBins::erase(Cursor at) {
-  std::vector<Entry>& entries = bins_[at.bin];
-  entries.erase(entries.begin() + at.index);
-  if (entries.empty()) mark(at.bin, false);
-  --count_;
-}
-
-void SizeBins::erase(Bytes size, Addr addr) {
-  const std::uint32_t bin = bin_of(size);
-  const std::vector<Entry>& entries = bins_[bin];
-  const std::size_t at = position(entries, size, addr);
-  if (at == entries.size() || entries[at].size != size || entries[at].addr != addr) {
-    throw Error("size bins: no free block of " + std::to_string(size) + " bytes at " + std::to_string(addr));
-  }
-  erase(Cursor{bin, static_cast<std::uint32_t>(at)});
-}
-
 bool SizeBins::contains(Bytes size, Addr addr) const { return find(size, addr) != end(); }
-
-SizeBins::Cursor SizeBins::find(Bytes size, Addr addr) const {
-  const std::uint32_t bin = bin_of(size);
-  const std::vector<Entry>& entries = bins_[bin];
-  const std::size_t at = position(entries, size, addr);
-  if (at == entries.size() || entries[at].size != size || entries[at].addr != addr) return end();
-  return Cursor{bin, static_cast<std::uint32_t>(at)};
-}
-
-SizeBins::Cursor SizeBins::lower_bound(Bytes size) const {
-  const std::uint32_t bin = bin_of(size);
-  const std::vector<Entry>& entries = bins_[bin];
-  const std::size_t at = position(entries, size, 0);
-  if (at < entries.size()) return Cursor{bin, static_cast<std::uint32_t>(at)};
-  return Cursor{next_nonempty(bin + 1), 0};
-}
 
 SizeBins::Cursor SizeBins::next(Cursor at) const {
   if (at.index + 1 < bins_[at.bin].size()) return Cursor{at.bin, at.index + 1};
@@ -106,6 +37,10 @@ SizeBins::Cursor SizeBins::prev(Cursor at) const {
   if (at.bin < kBins && at.index > 0) return Cursor{at.bin, at.index - 1};
   const std::uint32_t bin = prev_nonempty(at.bin);
   return Cursor{bin, static_cast<std::uint32_t>(bins_[bin].size() - 1)};
+}
+
+void SizeBins::missing(Bytes size, Addr addr) {
+  throw Error("size bins: no free block of " + std::to_string(size) + " bytes at " + std::to_string(addr));
 }
 
 void SizeBins::clear() {
