@@ -8,31 +8,7 @@
 
 namespace allocsim {
 
-AddressRanges::Pos AddressRanges::next(Pos at) const {
-  if (at.index + 1 < leaves_[order_[at.leaf]].count) return Pos{at.leaf, at.index + 1};
-  return Pos{at.leaf + 1, 0};
-}
-
-AddressRanges::Pos AddressRanges::prev(Pos at) const {
-  if (at.index > 0) return Pos{at.leaf, at.index - 1};
-  return Pos{at.leaf - 1, leaves_[order_[at.leaf - 1]].count - 1};
-}
-
-std::uint32_t AddressRanges::leaf_for(Addr addr) const {
-  const std::size_t after = flat_lower_bound(first_.data(), first_.size(), [&](Addr first) { return first <= addr; });
-  return after == 0 ? 0 : static_cast<std::uint32_t>(after) - 1;
-}
-
 Bytes AddressRanges::largest() const { return largest_.empty() ? 0 : *std::max_element(largest_.begin(), largest_.end()); }
-
-AddressRanges::Pos AddressRanges::lower_bound(Addr addr) const {
-  if (order_.empty()) return end();
-  const std::uint32_t at = leaf_for(addr);
-  const Leaf& leaf = leaves_[order_[at]];
-  const auto index = static_cast<std::uint32_t>(
-      flat_lower_bound(leaf.addr.data(), leaf.count, [&](Addr first) { return first < addr; }));
-  return index < leaf.count ? Pos{at, index} : Pos{at + 1, 0};
-}
 
 std::optional<Range> AddressRanges::first_fit(Bytes size, Addr from) const {
   const Pos found = first_fit_at(size, from);
