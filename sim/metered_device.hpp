@@ -55,6 +55,7 @@ class MeteredDevice final : public ForwardingDevice {
     }
     segments_.add(1);
     reserved_.add(segment->bytes);
+    grew_ = true;
     peak_used_ = std::max(peak_used_, sim_ ? sim_->used() : upstream().used());
   }
   void gave_back(const Segment& segment) {
@@ -103,6 +104,9 @@ class MeteredDevice final : public ForwardingDevice {
   }
 
   Bytes reserved() const { return reserved_.current; }
+  // Whether reserved bytes grew since forget_growth(): only then can a new peak follow.
+  bool grew() const { return grew_; }
+  void forget_growth() { grew_ = false; }
   Nanos time_spent() const { return time_spent_; }
   Bytes bytes_moved() const { return bytes_moved_; }
   std::uint64_t mallocs() const { return segments_.total; }
@@ -118,6 +122,7 @@ class MeteredDevice final : public ForwardingDevice {
   Nanos time_spent_ = 0;
   Bytes bytes_moved_ = 0;
   std::uint64_t failed_mallocs_ = 0;
+  bool grew_ = false;
 };
 
 }  // namespace allocsim

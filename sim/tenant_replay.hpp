@@ -206,7 +206,11 @@ inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_
   if (__builtin_add_overflow(event_now, cost, &result.end_time)) [[unlikely]] hooks.clock_wraps(*this, event_index, event);
   delay += cost;
   if (!this->policy) return;  // stopped by an OOM
-  result.peak_reserved = std::max(result.peak_reserved, device.reserved());
+  // The peak of reserved bytes after an event: it can rise only after an event that took memory.
+  if (device.grew()) {
+    result.peak_reserved = std::max(result.peak_reserved, device.reserved());
+    device.forget_growth();
+  }
   if constexpr (kCheck) hooks.check(*this, event_index);
   if constexpr (kObserve) hooks.sample(*this, tenant, event_index, event_now + cost);
 }
