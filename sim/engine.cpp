@@ -265,7 +265,6 @@ class Replay final : ReplayHooks {
     for (Observer* observer : observers_) observer->on_exit(run.index, result.end_time);
     // In the order of the source's ids: for an in-memory trace the order of the allocations.
     std::vector<LiveBlock*> held;
-    held.reserve(run.live_blocks);
     for (LiveBlock& live : run.live) {
       if (live.size != kNotLive) held.push_back(&live);
     }
@@ -274,7 +273,6 @@ class Replay final : ReplayHooks {
       if (!observers_.empty()) run.tell_block(BlockAction::freed, live->id, live->addr, live->size, live->stream);
       run.policy->deallocate(Block{live->addr, live->size, live->requested, live->id, live->stream}, result.end_time);
       live->size = kNotLive;
-      --run.live_blocks;
     }
     run.allocated = 0;
     run.requested = 0;

@@ -116,7 +116,6 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   std::vector<std::uint32_t> slot_of;  // by the source's id; kNoSlot: dropped at an OOM
   std::vector<LiveBlock> live;         // by slot
   std::uint32_t free_slot = kNoSlot;   // the last freed, heading a list through LiveBlock::addr
-  std::size_t live_blocks = 0;
   std::size_t next = 0;  // events replayed
   Nanos delay = 0;  // allocator time so far: every later event happens this much later
   Bytes allocated = 0;
@@ -234,7 +233,6 @@ inline void TenantReplay::allocate(P& policy, ReplayHooks& hooks, std::size_t te
   slot_of[id] = slot;
   live[slot] = LiveBlock{block->addr, block->size, bytes, event.id, event.stream};
   if constexpr (kObserve) tell_block(BlockAction::placed, event.id, block->addr, block->size, event.stream);
-  ++live_blocks;
   allocated += block->size;
   requested += bytes;
   result.peak_requested = std::max(result.peak_requested, requested);
@@ -249,7 +247,6 @@ inline void TenantReplay::deallocate(P& policy, const Event& event, Nanos event_
   const Bytes bytes = block.requested;
   if constexpr (kObserve) tell_block(BlockAction::freed, event.id, block.addr, block.size, event.stream);
   policy.deallocate(Block{block.addr, block.size, bytes, event.id, event.stream}, event_now);
-  --live_blocks;
   allocated -= block.size;
   requested -= bytes;
   block.size = kNotLive;
