@@ -97,6 +97,7 @@ class SizeBins {
 // The hot operations, inline, since each policy built on these bins makes several per
 // request: inlined into caching's, an event of bench/'s trace takes 388 instructions, not
 // 420 (tools/bench_instructions), and the replay runs 4% faster.
+
 // Where (size, addr) sits in a bin: one 128-bit compare per step, branch-free.
 inline std::size_t SizeBins::position(const std::vector<Entry>& entries, Bytes size, Addr addr) {
   const unsigned __int128 key = static_cast<unsigned __int128>(size) << 64 | addr;
