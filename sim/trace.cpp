@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "sim/error.hpp"
+#include "sim/huge_pages.hpp"
 #include "sim/trace_progress.hpp"
 
 namespace allocsim {
@@ -34,11 +35,16 @@ void TraceBuilder::reserve(std::size_t events) {
   trace_.events.reserve(events);
   trace_.requested.reserve(events / 2 + 1);
   allocations_.reserve(events / 2 + 1);
+  advise_huge_pages(trace_.events);
+  advise_huge_pages(trace_.requested);
+  advise_huge_pages(allocations_);
 }
 
 void TraceBuilder::report_to(TraceProgress& progress, std::size_t events, std::size_t allocations) {
   trace_.events.reserve(events);
   trace_.requested.reserve(allocations);
+  advise_huge_pages(trace_.events);
+  advise_huge_pages(trace_.requested);
   progress_ = &progress;
   progress.begin(std::min(allocations, events / 2 + 1));
   next_report_ = std::min(kReportEvery, trace_.events.capacity());
@@ -60,19 +66,17 @@ void TraceBuilder::report() {
   next_report_ = std::min(built + kReportEvery, trace_.events.capacity());
 }
 
-void check_event_time(std::size_t event, Nanos previous, Nanos time) {
-  if (time < previous) {
-    throw Error("event " + std::to_string(event) + ": time " + std::to_string(time) + " ns goes back before " +
-                std::to_string(previous) + " ns");
-  }
+void throw_time_goes_back(std::size_t event, Nanos previous, Nanos time) {
+  throw Error("event " + std::to_string(event) + ": time " + std::to_string(time) + " ns goes back before " +
+              std::to_string(previous) + " ns");
 }
 
-void check_request(std::size_t event, Bytes bytes, Bytes live_bytes) {
+void throw_request_too_large(std::size_t event, Bytes bytes) {
   if (bytes > kMaxRequestBytes) {
     throw Error("event " + std::to_string(event) + ": size " + std::to_string(bytes) +
                 " bytes is over the 2^48-byte limit");
   }
-  if (bytes > ~Bytes{0} - live_bytes) throw Error("event " + std::to_string(event) + ": live bytes would exceed 2^64");
+  throw Error("event " + std::to_string(event) + ": live bytes would exceed 2^64");
 }
 
 void TraceBuilder::check_time(Nanos time) {

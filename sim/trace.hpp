@@ -50,8 +50,15 @@ class TraceProgress;  // sim/trace_progress.hpp
 
 // The checks of TraceBuilder that a stream of events makes too (workloads/csv_trace.cpp's
 // stream): `event` is the index of the event being added. Throw Error naming it.
-void check_event_time(std::size_t event, Nanos previous, Nanos time);  // times never decrease
-void check_request(std::size_t event, Bytes bytes, Bytes live_bytes);   // the size limit, no overflow
+// Inline, since a reader makes one or both per row; the errors are built out of line.
+[[noreturn]] void throw_time_goes_back(std::size_t event, Nanos previous, Nanos time);
+[[noreturn]] void throw_request_too_large(std::size_t event, Bytes bytes);
+inline void check_event_time(std::size_t event, Nanos previous, Nanos time) {  // times never decrease
+  if (time < previous) [[unlikely]] throw_time_goes_back(event, previous, time);
+}
+inline void check_request(std::size_t event, Bytes bytes, Bytes live_bytes) {  // the size limit, no overflow
+  if (bytes > kMaxRequestBytes || bytes > ~Bytes{0} - live_bytes) [[unlikely]] throw_request_too_large(event, bytes);
+}
 
 // Appends validated events. Errors are allocsim::Error naming the event index; readers
 // catch and prefix their own position (file:line).

@@ -82,8 +82,9 @@ struct PlainRow {
 
 // Parses the line starting at `at` into `row` when it has the plain shape; false, with
 // `row` undefined, when it does not. Reads kPlainRowReach bytes from `at`, and needs them
-// before `readable_end`.
-inline bool split_plain_row(const char* at, const char* readable_end, PlainRow& row) {
+// readable. A number field must start within them less eight bytes (digits_value reads
+// eight), so a line whose stream field starts later goes to the general path too.
+[[gnu::always_inline]] inline bool split_plain_row(const char* at, PlainRow& row) {
   const LineMasks masks = line_masks(at);
   if (masks.newlines == 0) return false;
   const auto length = static_cast<unsigned>(std::countr_zero(masks.newlines));
@@ -93,36 +94,35 @@ inline bool split_plain_row(const char* at, const char* readable_end, PlainRow& 
     position = static_cast<unsigned>(std::countr_zero(commas));  // 64 once none is left
     commas &= commas - 1;
   }
-  if (comma[4] >= length || commas != 0) return false;  // not exactly six fields
-  // Field i runs from start(i) to comma[i] (the tag to the newline).
-  const auto start = [&](unsigned field) { return field == 0 ? 0 : comma[field - 1] + 1; };
-  const auto text = [&](unsigned field) {
-    const unsigned end = field < 5 ? comma[field] : length;
-    return std::string_view(at + start(field), end - start(field));
-  };
-  const auto number = [&](std::string_view field, std::uint64_t& value) {
-    const std::optional<std::uint64_t> digits = csv_digits(field, readable_end);
-    value = digits.value_or(0);
-    return digits.has_value();
-  };
+  // Not exactly six fields, or a stream field too far in to read eight bytes from.
+  if (comma[4] >= length || commas != 0 || comma[3] + 1 + 8 > kPlainRowReach) return false;
+  // Field i runs from after comma i-1 (the line's start for the time) to comma i (the
+  // tag to the newline).
+  const auto text = [&](unsigned begin, unsigned end) { return std::string_view(at + begin, end - begin); };
   const auto printable_ends = [](std::string_view field) {
     return !field.empty() && static_cast<unsigned char>(field.front()) > ' ' &&
            static_cast<unsigned char>(field.back()) > ' ';
   };
-  bool plain = number(text(0), row.time);
-  const std::string_view op = text(1);
-  row.alloc = op == "alloc";
-  plain &= row.alloc || op == "free";
-  row.id = text(2);
+  bool plain = digits_value(at, comma[0], row.time);
+  const std::string_view op = text(comma[0] + 1, comma[1]);
+  row.alloc = op.size() == 5 && std::memcmp(op.data(), "alloc", 5) == 0;
+  plain &= row.alloc || (op.size() == 4 && std::memcmp(op.data(), "free", 4) == 0);
+  row.id = text(comma[1] + 1, comma[2]);
   plain &= printable_ends(row.id);
-  const std::string_view bytes = text(3);
-  std::uint64_t value = 0;
-  plain &= bytes.empty() || number(bytes, value);
-  row.bytes = bytes.empty() ? std::nullopt : std::optional<std::uint64_t>(value);
-  const std::string_view stream = text(4);
-  plain &= stream.empty() || (stream.size() <= 5 && number(stream, row.stream));
-  if (stream.empty()) row.stream = 0;
-  row.tag = text(5);
+  const unsigned bytes_length = comma[3] - comma[2] - 1;
+  std::uint64_t bytes = 0;
+  plain &= bytes_length == 0 || digits_value(at + comma[2] + 1, bytes_length, bytes);
+  row.bytes = bytes_length == 0 ? std::nullopt : std::optional<std::uint64_t>(bytes);
+  // The stream is most often one digit: that needs no word of digits.
+  const unsigned stream_length = comma[4] - comma[3] - 1;
+  const auto first_digit = static_cast<std::uint64_t>(static_cast<unsigned char>(at[comma[3] + 1]) - '0');
+  row.stream = stream_length == 0 ? 0 : first_digit;
+  if (stream_length > 1) {
+    plain &= stream_length <= 5 && digits_value(at + comma[3] + 1, stream_length, row.stream);
+  } else {
+    plain &= stream_length == 0 || first_digit <= 9;
+  }
+  row.tag = text(comma[4] + 1, length);
   plain &= row.tag.empty() || printable_ends(row.tag);
   row.next = at + length + 1;
   return plain;

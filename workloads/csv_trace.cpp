@@ -104,7 +104,7 @@ class Reader {
   const char* plain_row(const char* at) {
     if (!plain_ || text_end_ - at < static_cast<std::ptrdiff_t>(kPlainRowReach)) return nullptr;
     PlainRow fields;
-    if (!split_plain_row(at, text_end_, fields) || fields.stream > 0xffff) return nullptr;
+    if (!split_plain_row(at, fields) || fields.stream > 0xffff) return nullptr;
     if (fields.alloc) {
       const std::optional<Tag> tag = fields.tag.empty() ? std::optional<Tag>(Tag::other) : tags_.find(fields.tag);
       if (!fields.bytes || !tag) return nullptr;

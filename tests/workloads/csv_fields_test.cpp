@@ -71,5 +71,35 @@ TEST_CASE("digits eight at a time agree with from_chars, and refuse what is not 
   CHECK(csv_digits(std::string_view(sixteen.data(), 16), sixteen.data() + sixteen.size()) == 9'999'999'999'999'999ULL);
 }
 
+// digits_value subtracts '0' from a whole word at once: a byte below '0' borrows from the
+// byte after it, which may then pass for a digit (':' less the borrow reads as 9). The
+// byte that borrowed must still be refused, whatever follows it.
+TEST_CASE("digits refuse every byte that is not a digit, at any place, whatever follows it", "[csv]") {
+  int refused = 0;
+  for (std::size_t length = 1; length <= 16; ++length) {
+    for (std::size_t at = 0; at < length; ++at) {
+      for (int byte = 0; byte < 256; ++byte) {
+        if (byte >= '0' && byte <= '9') continue;
+        for (const char after : {'0', '9', ':', '/', static_cast<char>(byte)}) {
+          std::string buffer(length, '5');
+          buffer[at] = static_cast<char>(byte);
+          if (at + 1 < length) buffer[at + 1] = after;
+          buffer += "00000000";  // read past the field, never used
+          std::uint64_t value = 0;
+          REQUIRE_FALSE(digits_value(buffer.data(), length, value));
+          ++refused;
+        }
+      }
+    }
+  }
+  CHECK(refused == 136 * 246 * 5);
+  std::uint64_t value = 0;
+  const std::string zeros = "0000000000000000";
+  CHECK(digits_value(zeros.data(), 16, value));
+  CHECK(value == 0);
+  CHECK(digits_value("90000000", 1, value));
+  CHECK(value == 9);
+}
+
 }  // namespace
 }  // namespace allocsim

@@ -41,7 +41,7 @@ TEST_CASE("a plain row splits into its fields; any other shape is left to the ge
   const auto split = [&](const std::string& line) {
     text = padded(line);
     PlainRow row;
-    const bool plain = split_plain_row(text.data(), text.data() + text.size(), row);
+    const bool plain = split_plain_row(text.data(), row);
     if (plain) CHECK(row.next == text.data() + line.size());
     return plain ? std::optional<PlainRow>(row) : std::nullopt;
   };
@@ -88,7 +88,7 @@ TEST_CASE("a plain row splits into its fields; any other shape is left to the ge
   CHECK_FALSE(split("0,alloc," + long_id + ",5,0,other\n"));
   const std::string unended = padded("0,alloc,a,5,0,other");  // no newline at all
   PlainRow row;
-  CHECK_FALSE(split_plain_row(unended.data(), unended.data() + unended.size(), row));
+  CHECK_FALSE(split_plain_row(unended.data(), row));
 }
 
 // One row's fields, written with the columns in `order` (a permutation of the six).
