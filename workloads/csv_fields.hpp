@@ -12,6 +12,10 @@
 #include <span>
 #include <string_view>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "workloads/text_lines.hpp"
 
 namespace allocsim {
@@ -90,6 +94,25 @@ constexpr std::uint64_t digits_sum(std::uint64_t digits) {
          32;
 }
 
+#if defined(__SSE2__) && defined(__x86_64__)
+// digits_sum(high) * 10^8 + digits_sum(low) in one vector: pairs, then fours, then eights
+// of digits, each step one multiply-add over every lane (half the instructions of two
+// digits_sum, for the 9-16 digits of a time in nanoseconds).
+inline std::uint64_t sixteen_digits_sum(std::uint64_t high, std::uint64_t low) {
+  const __m128i digits = _mm_set_epi64x(static_cast<long long>(low), static_cast<long long>(high));
+  const __m128i firsts = _mm_and_si128(digits, _mm_set1_epi16(0x00ff));  // the first digit of each pair
+  const __m128i pairs = _mm_add_epi16(_mm_mullo_epi16(firsts, _mm_set1_epi16(10)), _mm_srli_epi16(digits, 8));
+  const __m128i fours = _mm_madd_epi16(pairs, _mm_set1_epi32(100 | 1 << 16));
+  const __m128i eights = _mm_madd_epi16(_mm_packs_epi32(fours, fours), _mm_set1_epi32(10'000 | 1 << 16));
+  const auto both = static_cast<std::uint64_t>(_mm_cvtsi128_si64(eights));  // high's eight, then low's
+  return (both & 0xffff'ffffULL) * 100'000'000 + (both >> 32);
+}
+#else
+inline std::uint64_t sixteen_digits_sum(std::uint64_t high, std::uint64_t low) {
+  return digits_sum(high) * 100'000'000 + digits_sum(low);
+}
+#endif
+
 }  // namespace detail
 
 // The value of the `length` (1 to 16) ASCII digits at `at`, in `value`; false (value
@@ -106,7 +129,7 @@ constexpr std::uint64_t digits_sum(std::uint64_t digits) {
   }
   const std::uint64_t high = detail::digit_bytes(at, length - 8);
   const std::uint64_t low = detail::digit_bytes(at + length - 8, 8);
-  value = detail::digits_sum(high) * 100'000'000 + detail::digits_sum(low);
+  value = detail::sixteen_digits_sum(high, low);
   return detail::all_digits(high) & detail::all_digits(low);
 }
 
