@@ -79,10 +79,10 @@ inline std::uint64_t digit_bytes(const char* at, std::size_t length) {
   return (word - 0x3030'3030'3030'3030ULL) << (8 * (8 - length));
 }
 
-// Whether every byte of digit_bytes' word is 0-9: adding 0x76 sets the top bit of a byte
-// over 9, and one already set (a byte below '0') shows as it is.
-constexpr bool all_digits(std::uint64_t digits) {
-  return (((digits + 0x7676'7676'7676'7676ULL) | digits) & 0x8080'8080'8080'8080ULL) == 0;
+// The top bit of each byte of digit_bytes' word that is not 0-9: adding 0x76 sets it in a
+// byte over 9, and one already set (a byte below '0') shows as it is.
+constexpr std::uint64_t not_digits(std::uint64_t digits) {
+  return ((digits + 0x7676'7676'7676'7676ULL) | digits) & 0x8080'8080'8080'8080ULL;
 }
 
 // Lemire's sum of a word of eight digits (the first in the lowest byte): three
@@ -125,12 +125,12 @@ inline std::uint64_t sixteen_digits_sum(std::uint64_t high, std::uint64_t low) {
   if (length <= 8) {
     const std::uint64_t digits = detail::digit_bytes(at, length);
     value = detail::digits_sum(digits);
-    return detail::all_digits(digits);
+    return detail::not_digits(digits) == 0;
   }
   const std::uint64_t high = detail::digit_bytes(at, length - 8);
   const std::uint64_t low = detail::digit_bytes(at + length - 8, 8);
   value = detail::sixteen_digits_sum(high, low);
-  return detail::all_digits(high) & detail::all_digits(low);
+  return (detail::not_digits(high) | detail::not_digits(low)) == 0;
 }
 
 // The value of a field of 1 to 16 decimal digits, eight at a time; nullopt for anything
