@@ -188,7 +188,7 @@ class Replay final : ReplayHooks {
   // stay under 2^64 ns, or later events would seem to come first.
   [[noreturn]] void clock_wraps(const TenantReplay& run, std::size_t index, const Event& event) const override {
     throw Error(run.result.workload + ": event " + std::to_string(index) + " at time_ns " + std::to_string(event.time) +
-                ", plus " + format_nanos(run.delay) + " of allocator time before it" +
+                ", plus " + format_nanos(run.delay()) + " of allocator time before it" +
                 (run.spec.start ? " and its start " + format_nanos(run.spec.start) : std::string()) +
                 ", passes the simulated clock's end (2^64 ns); make the trace's times smaller");
   }
@@ -254,14 +254,14 @@ class Replay final : ReplayHooks {
   // freed, the cache emptied, the policy destroyed and its segments returned.
   void finish(TenantReplay& run) {
     TenantResult& result = run.result;
-    result.events_replayed = run.next;
+    result.events_replayed = run.replayed();
     result.allocator_time = run.device.time_spent();
     result.device_mallocs = run.device.mallocs();
     result.device_frees = run.device.frees();
     result.device_failed_mallocs = run.device.failed_mallocs();
     result.bytes_moved = run.device.bytes_moved();
     result.extra = run.policy->inspect(Detail::counters).extra;
-    run.serving(result.end_time, run.next, 0);
+    run.serving(result.end_time, run.replayed(), 0);
     for (Observer* observer : observers_) observer->on_exit(run.index, result.end_time);
     // In the order of the source's ids: for an in-memory trace the order of the allocations.
     std::vector<LiveBlock*> held;
@@ -326,7 +326,11 @@ class Replay final : ReplayHooks {
 }  // namespace
 
 TenantReplay::TenantReplay(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
-    : spec(tenant_spec), start(tenant_spec.start), source(open_source(tenant_spec)), device(shared_device, peak_used),
+    : spec(tenant_spec),
+      start(tenant_spec.start),
+      offset(tenant_spec.start),
+      source(open_source(tenant_spec)),
+      device(shared_device, peak_used),
       slot_of(source->slots(), kNoSlot) {}
 
 void TenantReplay::moved(const Move& move) {

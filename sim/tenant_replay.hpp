@@ -79,6 +79,7 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   bool has_event() {
     if (at < window.events.size()) return true;
     if (exhausted) return false;
+    window_first += window.events.size();
     window = source->next();
     at = 0;
     exhausted = window.events.empty();
@@ -86,7 +87,9 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   }
   // A tenant starts (its context, then its policy) at spec.start, before its first event.
   bool finished() { return started && (policy == nullptr || !has_event()); }
-  Nanos next_time() { return started && has_event() ? window.events[at].time + start + delay : start; }
+  Nanos next_time() { return started && has_event() ? window.events[at].time + offset : start; }
+  Nanos delay() const { return offset - start; }  // allocator time so far
+  std::size_t replayed() const { return window_first + at; }  // events
 
   // The events of this started tenant while it has them and its policy lives.
   template <typename P, bool kCheck, bool kObserve>
@@ -100,10 +103,14 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   [[gnu::always_inline]] void replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant);
 
   const TenantSpec& spec;
-  Nanos start;  // spec.start: added to every event time
+  Nanos start;  // spec.start
+  // What every later event's trace time is shifted by: the start, and the allocator time so
+  // far. One sum, so that an event's clock is one add (and one overflow test).
+  Nanos offset;
   std::unique_ptr<EventSource> source;
   EventWindow window;
   std::size_t at = 0;  // in window
+  std::size_t window_first = 0;  // the index of the window's first event in the source
   bool exhausted = false;
   MeteredDevice device;
   std::unique_ptr<Policy> policy;
@@ -116,8 +123,6 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   std::vector<std::uint32_t> slot_of;  // by the source's id; kNoSlot: dropped at an OOM
   std::vector<LiveBlock> live;         // by slot
   std::uint32_t free_slot = kNoSlot;   // the last freed, heading a list through LiveBlock::addr
-  std::size_t next = 0;  // events replayed
-  Nanos delay = 0;  // allocator time so far: every later event happens this much later
   Bytes allocated = 0;
   Bytes requested = 0;
   std::vector<std::size_t> skipped;  // events of the allocations dropped at an OOM (--on-oom continue), in order
@@ -178,13 +183,10 @@ class ReplayedPolicy : public Policy {
 template <typename P, bool kCheck, bool kObserve>
 inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant) {
   const std::size_t at_window = at++;
-  const std::size_t event_index = next++;
+  const std::size_t event_index = window_first + at_window;
   const Event& event = window.events[at_window];
   Nanos event_now = 0;
-  if (__builtin_add_overflow(event.time, start, &event_now) ||
-      __builtin_add_overflow(event_now, delay, &event_now)) [[unlikely]] {
-    hooks.clock_wraps(*this, event_index, event);
-  }
+  if (__builtin_add_overflow(event.time, offset, &event_now)) [[unlikely]] hooks.clock_wraps(*this, event_index, event);
   const Nanos spent_before = device.time_spent();
   if constexpr (kObserve) serving(event_now, event_index, event.stream);
   switch (event.op) {
@@ -203,7 +205,7 @@ inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_
   }
   const Nanos cost = device.time_spent() - spent_before;
   if (__builtin_add_overflow(event_now, cost, &result.end_time)) [[unlikely]] hooks.clock_wraps(*this, event_index, event);
-  delay += cost;
+  offset += cost;  // cannot wrap: event_now + cost did not
   if (!this->policy) return;  // stopped by an OOM
   // The peak of reserved bytes after an event: it can rise only after an event that took memory.
   if (device.grew()) {
@@ -235,7 +237,7 @@ inline void TenantReplay::allocate(P& policy, ReplayHooks& hooks, std::size_t te
   if constexpr (kObserve) tell_block(BlockAction::placed, event.id, block->addr, block->size, event.stream);
   allocated += block->size;
   requested += bytes;
-  result.peak_requested = std::max(result.peak_requested, requested);
+  if (requested > result.peak_requested) result.peak_requested = requested;
   if (allocated > result.peak_allocated) [[unlikely]] new_peak(policy, event_index);
 }
 
