@@ -27,13 +27,15 @@ void OptimalPolicy::prepare(const ReplaySetup& setup) {
   if (!trace) return;  // no trace ahead: it stays bestfit
   if (unplanned_ && unplanned_->stats().allocated != 0) throw Error("optimal: prepare() after requests were served");
   unplanned_.reset();
+  trace_ = trace;
   plan_ = plan_offline(*trace, options_);
 }
 
 Allocation OptimalPolicy::allocate(const Request& request) {
   if (unplanned_) return unplanned_->allocate(request);
   const std::uint32_t i = index_of(request.id);
-  if (i >= plan_->size.size() || align_up(request.bytes, options_.alignment) != plan_->size[i]) {
+  const Bytes size = align_up(request.bytes, options_.alignment);
+  if (i >= plan_->offset.size() || size != plan_->size(*trace_, i)) {
     throw Error("optimal: request " + std::to_string(i) + " of " + format_bytes(request.bytes) +
                 " is not in the planned trace");
   }
@@ -42,8 +44,8 @@ Allocation OptimalPolicy::allocate(const Request& request) {
     if (!arena_) return std::nullopt;
   }
   const Addr base = arena_ ? arena_->addr : 0;  // an arena of 0 bytes serves only empty blocks
-  allocated_ += plan_->size[i];
-  return Block{base + plan_->offset[i], plan_->size[i], request.bytes, request.id, request.stream};
+  allocated_ += size;
+  return Block{base + plan_->offset[i], size, request.bytes, request.id, request.stream};
 }
 
 void OptimalPolicy::deallocate(const Block& block, Nanos now) {
@@ -85,7 +87,7 @@ PolicyInspection OptimalPolicy::inspect(Detail detail) const {
                       PolicyStat{"plan_overlapping_pairs", plan_->pairs, Unit::count}};
   if (detail == Detail::full) {
     inspection.state = "optimal: arena of " + format_bytes(plan_->arena) + " planned by " + plan_->heuristic + " for " +
-                       std::to_string(plan_->size.size()) + " allocations (" +
+                       std::to_string(plan_->offset.size()) + " allocations (" +
                        format_bytes(plan_->aligned_lower_bound) + " live at most, sizes aligned)";
   }
   return inspection;

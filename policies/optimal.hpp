@@ -50,6 +50,7 @@ class OptimalPolicy final : public ReplayedPolicy<OptimalPolicy> {
  private:
   Device& device_;
   OfflinePlanOptions options_;
+  const Trace* trace_ = nullptr;  // the planned one, the source's: it outlives the replay
   std::optional<OfflinePlan> plan_;
   std::unique_ptr<Policy> unplanned_;  // bestfit, until prepare() hands it a trace
   std::optional<Segment> arena_;

@@ -17,21 +17,32 @@ namespace {
 
 constexpr Bytes kNone = std::numeric_limits<Bytes>::max();
 
-// Lifetimes in event indices: [start, end); an allocation never freed lives to the end.
+// By AllocId: the request aligned up (0 for a zero-byte request), computed at each read, so
+// that the online heuristics hold no array of them.
+struct AlignedSizes {
+  std::span<const Bytes> requested;
+  Bytes alignment;
+  Bytes operator[](std::size_t i) const { return align_up(requested[i], alignment); }
+};
+
+// What the greedy heuristics plan with, 24 bytes an allocation: the aligned sizes, and the
+// lifetimes in event indices, [start, end) (an allocation never freed lives to the end).
 struct Items {
   std::vector<Bytes> size;
   std::vector<std::uint64_t> start;
   std::vector<std::uint64_t> end;
   std::size_t count() const { return size.size(); }
+  friend bool operator==(const Items&, const Items&) = default;
 };
 
 Items items_of(const Trace& trace, Bytes alignment) {
   Items items;
   const std::size_t n = trace.allocations();
+  const AlignedSizes aligned{trace.requested, alignment};
   items.size.resize(n);
   items.start.assign(n, 0);
   items.end.assign(n, trace.events.size());
-  for (std::size_t i = 0; i < n; ++i) items.size[i] = align_up(trace.requested[i], alignment);
+  for (std::size_t i = 0; i < n; ++i) items.size[i] = aligned[i];
   for (std::size_t k = 0; k < trace.events.size(); ++k) {
     const Event& event = trace.events[k];
     if (event.op == Op::alloc) items.start[index_of(event.id)] = k;
@@ -179,13 +190,14 @@ Bytes greedy(const Items& items, Conflicts& conflicts, const std::vector<std::ui
 }
 
 // Online best (or first) fit in time order over an arena that grows at its top.
-Bytes online_fit(const Trace& trace, const Items& items, bool first, std::vector<Bytes>& offset) {
+Bytes online_fit(const Trace& trace, const AlignedSizes& sizes, bool first, std::vector<Bytes>& offset) {
   FreeList free(first ? FreeList::Orders::address : FreeList::Orders::address_and_size);
   Bytes top = 0;
   for (const Event& event : trace.events) {
     const std::uint32_t i = index_of(event.id);
-    if (!names_allocation(event.op) || items.size[i] == 0) continue;
-    const Bytes size = items.size[i];
+    if (!names_allocation(event.op)) continue;
+    const Bytes size = sizes[i];
+    if (size == 0) continue;
     if (event.op == Op::free) {
       free.add(Range{offset[i], size});
       continue;
@@ -231,15 +243,27 @@ std::vector<Bytes> breadth_of(const Trace& trace, const Items& items) {
   return breadth;
 }
 
-Bytes aligned_lower_bound(const Trace& trace, const Items& items) {
+Bytes aligned_lower_bound(const Trace& trace, const AlignedSizes& size) {
   Bytes live = 0;
   Bytes most = 0;
   for (const Event& event : trace.events) {
-    if (event.op == Op::alloc) live += items.size[index_of(event.id)];
-    if (event.op == Op::free) live -= items.size[index_of(event.id)];
+    if (event.op == Op::alloc) live += size[index_of(event.id)];
+    if (event.op == Op::free) live -= size[index_of(event.id)];
     most = std::max(most, live);
   }
   return most;
+}
+
+// The pairs of non-empty allocations alive at the same time: sweep()'s live sets, counted.
+std::uint64_t overlapping_pairs(const Trace& trace, const AlignedSizes& size) {
+  std::uint64_t pairs = 0;
+  std::uint64_t live = 0;
+  for (const Event& event : trace.events) {
+    if (!names_allocation(event.op) || size[index_of(event.id)] == 0) continue;
+    if (event.op == Op::alloc) pairs += live++;
+    if (event.op == Op::free) --live;
+  }
+  return pairs;
 }
 
 // What a plan depends on: the aligned sizes and lifetimes, the trace's length (a block
@@ -251,12 +275,7 @@ struct PlanKey {
   std::uint64_t max_pairs;
   GapSearch gap_search;
 
-  bool operator==(const PlanKey& other) const {
-    return events == other.events && alignment == other.alignment && max_pairs == other.max_pairs &&
-           gap_search == other.gap_search && items.size == other.items.size && items.start == other.items.start &&
-           items.end == other.items.end;
-  }
-  std::size_t bytes() const { return items.count() * 3 * sizeof(std::uint64_t); }
+  bool operator==(const PlanKey& other) const = default;
 };
 
 // A sweep replays one trace at every capacity point, and the plan is the same each time:
@@ -265,6 +284,11 @@ struct PlanKey {
 class PlanMemo {
  public:
   static constexpr std::size_t kMemoBytes = 64u << 20;
+
+  // What keeping the plan of `allocations` costs: its key's items and its offsets.
+  static std::size_t cost(std::size_t allocations) { return allocations * 4 * sizeof(std::uint64_t); }
+  // A plan the memo could not keep is never looked for, so that its key is not built for nothing.
+  static bool holds(std::size_t allocations) { return cost(allocations) <= kMemoBytes; }
 
   std::optional<OfflinePlan> find(const PlanKey& key) {
     const std::lock_guard lock(mutex_);
@@ -278,14 +302,14 @@ class PlanMemo {
   }
 
   void keep(PlanKey key, const OfflinePlan& plan) {
-    const std::size_t cost = key.bytes() + plan.offset.size() * 2 * sizeof(Bytes);
-    if (cost > kMemoBytes) return;
+    const std::size_t bytes = cost(plan.offset.size());
+    if (bytes > kMemoBytes) return;
     const std::lock_guard lock(mutex_);
     for (const Entry& entry : entries_) {
       if (entry.key == key) return;  // another thread planned it meanwhile
     }
-    entries_.push_front(Entry{std::move(key), plan, cost});
-    bytes_ += cost;
+    entries_.push_front(Entry{std::move(key), plan, bytes});
+    bytes_ += bytes;
     while (bytes_ > kMemoBytes) {
       bytes_ -= entries_.back().cost;
       entries_.pop_back();
@@ -303,25 +327,31 @@ class PlanMemo {
   std::size_t bytes_ = 0;
 };
 
-OfflinePlan plan_afresh(const Trace& trace, const Items& items, const OfflinePlanOptions& options) {
-  const std::size_t n = items.count();
+// `known`: the trace's items, when the caller has them (the memo's key); gathered here only
+// when the greedy heuristics run.
+OfflinePlan plan_afresh(const Trace& trace, const Items* known, const OfflinePlanOptions& options) {
+  const std::size_t n = trace.allocations();
+  const AlignedSizes sizes{trace.requested, options.alignment};
   OfflinePlan plan;
-  plan.size = items.size;
-  plan.aligned_lower_bound = aligned_lower_bound(trace, items);
+  plan.alignment = options.alignment;
+  plan.aligned_lower_bound = aligned_lower_bound(trace, sizes);
   plan.offset.assign(n, 0);
-  plan.arena = online_fit(trace, items, false, plan.offset);
+  plan.arena = online_fit(trace, sizes, false, plan.offset);
   plan.heuristic = "online-best-fit";
   if (plan.arena != plan.aligned_lower_bound) {
     std::vector<Bytes> offset(n, 0);
-    if (const Bytes arena = online_fit(trace, items, true, offset); arena < plan.arena) {
+    if (const Bytes arena = online_fit(trace, sizes, true, offset); arena < plan.arena) {
       plan.arena = arena;
       plan.offset = std::move(offset);
       plan.heuristic = "online-first-fit";
     }
   }
 
-  sweep(trace, items, [&](std::uint32_t, const std::vector<std::uint32_t>& live) { plan.pairs += live.size(); });
+  plan.pairs = overlapping_pairs(trace, sizes);
   if (plan.arena == plan.aligned_lower_bound || plan.pairs > options.max_pairs) return plan;
+
+  std::optional<Items> gathered;
+  const Items& items = known ? *known : gathered.emplace(items_of(trace, options.alignment));
 
   Conflicts conflicts(trace, items);
   const std::vector<Bytes> breadth = breadth_of(trace, items);
@@ -368,10 +398,11 @@ OfflinePlan plan_afresh(const Trace& trace, const Items& items, const OfflinePla
 
 OfflinePlan plan_offline(const Trace& trace, const OfflinePlanOptions& options) {
   static PlanMemo memo;
+  if (!PlanMemo::holds(trace.allocations())) return plan_afresh(trace, nullptr, options);
   PlanKey key{items_of(trace, options.alignment), trace.events.size(), options.alignment, options.max_pairs,
               options.gap_search};
   if (std::optional<OfflinePlan> plan = memo.find(key)) return std::move(*plan);
-  OfflinePlan plan = plan_afresh(trace, key.items, options);
+  OfflinePlan plan = plan_afresh(trace, &key.items, options);
   memo.keep(std::move(key), plan);
   return plan;
 }
@@ -380,16 +411,16 @@ std::optional<std::string> find_plan_conflict(const Trace& trace, const OfflineP
   std::map<Bytes, std::uint32_t> live;  // offset -> id, of live non-empty allocations
   for (const Event& event : trace.events) {
     const std::uint32_t i = index_of(event.id);
-    if (!names_allocation(event.op) || plan.size[i] == 0) continue;
+    if (!names_allocation(event.op) || plan.size(trace, i) == 0) continue;
     if (event.op == Op::free) {
       live.erase(plan.offset[i]);
       continue;
     }
     const Bytes begin = plan.offset[i];
-    const Bytes end = begin + plan.size[i];
+    const Bytes end = begin + plan.size(trace, i);
     auto clash = [&](std::uint32_t j) {
       return "allocations " + std::to_string(j) + " and " + std::to_string(i) + " overlap: [" +
-             std::to_string(plan.offset[j]) + ", " + std::to_string(plan.offset[j] + plan.size[j]) + ") and [" +
+             std::to_string(plan.offset[j]) + ", " + std::to_string(plan.offset[j] + plan.size(trace, j)) + ") and [" +
              std::to_string(begin) + ", " + std::to_string(end) + ")";
     };
     if (end > plan.arena) return "allocation " + std::to_string(i) + " ends past the arena";
@@ -397,7 +428,7 @@ std::optional<std::string> find_plan_conflict(const Trace& trace, const OfflineP
     if (next != live.end() && next->first < end) return clash(next->second);
     if (next != live.begin()) {
       const auto prev = std::prev(next);
-      if (prev->first + plan.size[prev->second] > begin) return clash(prev->second);
+      if (prev->first + plan.size(trace, prev->second) > begin) return clash(prev->second);
     }
     live.emplace(begin, i);
   }

@@ -36,13 +36,19 @@ struct OfflinePlanOptions {
   GapSearch gap_search = GapSearch::cheaper;
 };
 
+// Allocation i of the trace takes [offset[i], offset[i] + size(trace, i)) of the arena. The
+// sizes are not kept: they are the trace's, aligned up, and a plan of the online heuristics
+// then holds 8 bytes an allocation.
 struct OfflinePlan {
   std::vector<Bytes> offset;  // by AllocId
-  std::vector<Bytes> size;    // by AllocId: the request aligned up (0 for a zero-byte request)
+  Bytes alignment = 256;      // of every size and offset
   Bytes arena = 0;            // bytes the plan needs: the largest offset + size
   Bytes aligned_lower_bound = 0;  // max over time of live aligned sizes: no plan needs less
   std::uint64_t pairs = 0;    // allocations alive at the same time, counted in pairs
   std::string heuristic;      // the one that won
+
+  // The request aligned up (0 for a zero-byte request).
+  Bytes size(const Trace& trace, std::size_t i) const { return align_up(trace.requested[i], alignment); }
 };
 
 OfflinePlan plan_offline(const Trace& trace, const OfflinePlanOptions& options = {});
