@@ -95,12 +95,34 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   template <typename P, bool kCheck, bool kObserve>
   void replay_while_alive(P& policy, ReplayHooks& hooks) {
     // A stop (OOM, hang) destroys the policy inside the loop: test before touching it again.
-    while (this->policy && has_event()) replay_event<P, kCheck, kObserve>(policy, hooks, 0);
+    while (this->policy && has_event()) {
+      Cursor cursor = cursor_here();
+      do {
+        replay_event<P, kCheck, kObserve>(policy, hooks, 0, cursor);
+      } while (cursor.at < cursor.window.events.size() && this->policy);
+    }
   }
+
+  // Where the loop is in the window, kept in registers while the window lasts. The members
+  // (at, offset) are written through at every event, so hooks, errors and the engine read
+  // them right, but never read back: a policy's stores could alias them, and reloading
+  // after each put the reloads on the loop's critical path.
+  struct Cursor {
+    EventWindow window;
+    std::size_t at;     // in the window
+    std::size_t first;  // window_first
+    Nanos offset;
+  };
+  Cursor cursor_here() const { return Cursor{window, at, window_first, offset}; }
 
   // One event of a started tenant whose window holds one; `policy` is *this->policy.
   template <typename P, bool kCheck, bool kObserve>
-  [[gnu::always_inline]] void replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant);
+  [[gnu::always_inline]] void replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant, Cursor& cursor);
+  template <typename P, bool kCheck, bool kObserve>
+  void replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant) {
+    Cursor cursor = cursor_here();
+    replay_event<P, kCheck, kObserve>(policy, hooks, tenant, cursor);
+  }
 
   const TenantSpec& spec;
   Nanos start;  // spec.start
@@ -181,17 +203,21 @@ class ReplayedPolicy : public Policy {
 };
 
 template <typename P, bool kCheck, bool kObserve>
-inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant) {
-  const std::size_t at_window = at++;
-  const std::size_t event_index = window_first + at_window;
-  const Event& event = window.events[at_window];
+inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant, Cursor& cursor) {
+  const std::size_t at_window = cursor.at++;
+  at = cursor.at;
+  const std::size_t event_index = cursor.first + at_window;
+  const Event& event = cursor.window.events[at_window];
   Nanos event_now = 0;
-  if (__builtin_add_overflow(event.time, offset, &event_now)) [[unlikely]] hooks.clock_wraps(*this, event_index, event);
+  if (__builtin_add_overflow(event.time, cursor.offset, &event_now)) [[unlikely]] {
+    hooks.clock_wraps(*this, event_index, event);
+  }
   const Nanos spent_before = device.time_spent();
   if constexpr (kObserve) serving(event_now, event_index, event.stream);
   switch (event.op) {
     case Op::alloc:
-      allocate<P, kCheck, kObserve>(policy, hooks, tenant, event_index, event, window.bytes_at(at_window), event_now);
+      allocate<P, kCheck, kObserve>(policy, hooks, tenant, event_index, event, cursor.window.bytes_at(at_window),
+                                      event_now);
       break;
     case Op::free:
       deallocate<P, kObserve>(policy, event, event_now);
@@ -205,7 +231,8 @@ inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_
   }
   const Nanos cost = device.time_spent() - spent_before;
   if (__builtin_add_overflow(event_now, cost, &result.end_time)) [[unlikely]] hooks.clock_wraps(*this, event_index, event);
-  offset += cost;  // cannot wrap: event_now + cost did not
+  cursor.offset += cost;  // cannot wrap: event_now + cost did not
+  offset = cursor.offset;
   if (!this->policy) return;  // stopped by an OOM
   // The peak of reserved bytes after an event: it can rise only after an event that took memory.
   if (device.grew()) {

@@ -1,6 +1,7 @@
 // Units carried in types: Bytes, Nanos, binary literals, and their text forms.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,6 +22,12 @@ constexpr Bytes kMaxRequestBytes = Bytes{1} << 48;
 
 // Saturates at the largest Bytes instead of wrapping: a huge size stays huge.
 constexpr Bytes align_up(Bytes value, Bytes alignment) {
+  // A power of two (every constant alignment here): an add and a mask, no branch. The
+  // add overflows exactly when the next multiple is 2^64 or more, the saturating case.
+  if (std::has_single_bit(alignment)) {
+    Bytes sum = 0;
+    return __builtin_add_overflow(value, alignment - 1, &sum) ? ~Bytes{0} : sum & ~(alignment - 1);
+  }
   if (alignment <= 1 || value % alignment == 0) return value;
   const Bytes pad = alignment - value % alignment;
   return value > ~Bytes{0} - pad ? ~Bytes{0} : value + pad;

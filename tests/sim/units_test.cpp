@@ -60,6 +60,28 @@ TEST_CASE("alignment helpers round to multiples", "[units]") {
   CHECK(align_up(~Bytes{0} - 5, 256) == ~Bytes{0});  // saturates instead of wrapping to a small size
 }
 
+TEST_CASE("align_up's power-of-two path rounds as the plain definition does, at both ends", "[units]") {
+  const auto plain = [](Bytes value, Bytes alignment) {
+    if (alignment <= 1 || value % alignment == 0) return value;
+    const Bytes pad = alignment - value % alignment;
+    return value > ~Bytes{0} - pad ? ~Bytes{0} : value + pad;
+  };
+  std::size_t compared = 0;
+  for (const Bytes alignment : {Bytes{0}, Bytes{1}, Bytes{2}, Bytes{3}, Bytes{256}, Bytes{512}, Bytes{1000}, 2_MiB,
+                                Bytes{1} << 63}) {
+    for (const Bytes base : {Bytes{0}, alignment, ~Bytes{0} - 2 * alignment}) {
+      for (Bytes delta = 0; delta < 2 * alignment + 3 && delta < 4099; ++delta) {
+        const Bytes value = base + delta;
+        if (value < base) break;  // past the top
+        CHECK(align_up(value, alignment) == plain(value, alignment));
+        ++compared;
+      }
+    }
+    CHECK(align_up(~Bytes{0}, alignment) == ~Bytes{0});
+  }
+  CHECK(compared > 20000);
+}
+
 }  // namespace
 }  // namespace allocsim
 
