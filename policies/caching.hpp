@@ -86,7 +86,7 @@ class CachingPolicy final : public ReplayedPolicy<CachingPolicy> {
   void check() const override;
   PolicyInspection inspect(Detail detail) const override;
   void prepare(const ReplaySetup& setup) override;
-  Bytes rounded_size(Bytes requested) const override { return requested == 0 ? 0 : round_size(requested); }
+  Bytes rounded_size(Bytes requested) const override;
 
   // For replaying a recording that began mid-run (allocsim replay-check): take a segment
   // of `size` from the device and hold `allocated` in it where the real allocator held
