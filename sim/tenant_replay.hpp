@@ -105,8 +105,8 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
 
   // Where the loop is in the window, kept in registers while the window lasts. The members
   // (at, offset) are written through at every event, so hooks, errors and the engine read
-  // them right, but never read back: a policy's stores could alias them, and reloading
-  // after each put the reloads on the loop's critical path.
+  // them right, but never read back: a policy's stores may alias them, so the loop had to
+  // reload both after every event, on its critical path.
   struct Cursor {
     EventWindow window;
     std::size_t at;     // in the window

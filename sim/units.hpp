@@ -23,7 +23,7 @@ constexpr Bytes kMaxRequestBytes = Bytes{1} << 48;
 constexpr Bytes align_up(Bytes value, Bytes alignment) {
   // A power of two (every constant alignment here): an add and a mask, no branch. The
   // add overflows exactly when the next multiple is 2^64 or more, the saturating case.
-  // Tested by hand: std::has_single_bit is a popcount, a libgcc call without -mpopcnt.
+  // The test is a mask, not std::has_single_bit: a popcount, a libgcc call without -mpopcnt.
   if (alignment != 0 && (alignment & (alignment - 1)) == 0) {
     Bytes sum = 0;
     return __builtin_add_overflow(value, alignment - 1, &sum) ? ~Bytes{0} : sum & ~(alignment - 1);
