@@ -112,8 +112,9 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
     std::size_t at;     // in the window
     std::size_t first;  // window_first
     Nanos offset;
+    std::size_t ids;  // slot_of.size(), which changes only in grow_ids
   };
-  Cursor cursor_here() const { return Cursor{window, at, window_first, offset}; }
+  Cursor cursor_here() const { return Cursor{window, at, window_first, offset, slot_of.size()}; }
 
   // One event of a started tenant whose window holds one; `policy` is *this->policy.
   template <typename P, bool kCheck, bool kObserve>
@@ -158,7 +159,7 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
  private:
   template <typename P, bool kCheck, bool kObserve>
   [[gnu::always_inline]] void allocate(P& policy, ReplayHooks& hooks, std::size_t tenant, std::size_t index,
-                                       const Event& event, Bytes bytes, Nanos now);
+                                       const Event& event, Bytes bytes, Nanos now, Cursor& cursor);
   template <typename P, bool kObserve>
   [[gnu::always_inline]] void deallocate(P& policy, const Event& event, Nanos now);
   template <typename P>
@@ -217,7 +218,7 @@ inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_
   switch (event.op) {
     case Op::alloc:
       allocate<P, kCheck, kObserve>(policy, hooks, tenant, event_index, event, cursor.window.bytes_at(at_window),
-                                      event_now);
+                                      event_now, cursor);
       break;
     case Op::free:
       deallocate<P, kObserve>(policy, event, event_now);
@@ -245,9 +246,12 @@ inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_
 
 template <typename P, bool kCheck, bool kObserve>
 inline void TenantReplay::allocate(P& policy, ReplayHooks& hooks, std::size_t tenant, std::size_t event_index,
-                            const Event& event, Bytes bytes, Nanos event_now) {
+                            const Event& event, Bytes bytes, Nanos event_now, Cursor& cursor) {
   const std::uint32_t id = index_of(event.id);
-  if (id >= slot_of.size()) [[unlikely]] grow_ids(id);
+  if (id >= cursor.ids) [[unlikely]] {
+    grow_ids(id);
+    cursor.ids = slot_of.size();
+  }
   const Allocation block = policy.allocate(Request{event.id, bytes, event.stream, event_now});
   if (!block) [[unlikely]] {
     slot_of[id] = kNoSlot;
