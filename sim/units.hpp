@@ -28,7 +28,7 @@ constexpr Bytes align_up(Bytes value, Bytes alignment) {
     Bytes sum = 0;
     return __builtin_add_overflow(value, alignment - 1, &sum) ? ~Bytes{0} : sum & ~(alignment - 1);
   }
-  if (alignment <= 1 || value % alignment == 0) return value;
+  if (alignment == 0 || value % alignment == 0) return value;  // 1 is a power of two, above
   const Bytes pad = alignment - value % alignment;
   return value > ~Bytes{0} - pad ? ~Bytes{0} : value + pad;
 }
