@@ -11,6 +11,7 @@
 
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "workloads/byte_count.hpp"
 #include "workloads/csv_fields.hpp"
 #include "workloads/csv_plain_row.hpp"
 #include "workloads/id_renumbering.hpp"
@@ -220,23 +221,15 @@ class Reader {
 std::size_t estimated_rows(std::string_view text) {
   constexpr std::size_t kSample = std::size_t{1} << 20;
   const std::string_view sample = text.substr(0, kSample);
-  const auto lines = static_cast<double>(std::count(sample.begin(), sample.end(), '\n') + 1);
+  const auto lines = static_cast<double>(count_byte(sample, '\n') + 1);
   if (sample.size() == text.size()) return static_cast<std::size_t>(lines);
   return static_cast<std::size_t>(lines * 1.1 * static_cast<double>(text.size()) / static_cast<double>(sample.size()));
 }
 
-// The lines of `text`, counted a window at a time; `file`, when the text is its mapping,
-// is given each window back once counted (the parse reads it again), so the count never
-// holds the whole file in memory.
+// The lines of `text`; `file`, when the text is its mapping, counts them by reading the
+// file, so that the count neither faults the mapping's pages in nor holds them.
 std::size_t count_lines(std::string_view text, const MappedFile* file) {
-  constexpr std::size_t kWindow = std::size_t{32} << 20;
-  std::size_t lines = 1;
-  for (std::size_t at = 0; at < text.size(); at += kWindow) {
-    const std::string_view window = text.substr(at, kWindow);
-    lines += static_cast<std::size_t>(std::count(window.begin(), window.end(), '\n'));
-    if (file) file->release(at, at + window.size());
-  }
-  return lines;
+  return 1 + (file ? file->count('\n') : count_byte(text, '\n'));
 }
 
 // `file`, when the text is its mapping: the pages behind the rows parsed so far are handed

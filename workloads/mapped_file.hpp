@@ -30,9 +30,14 @@ class MappedFile {
   // what it is done with.
   void release(std::size_t begin, std::size_t end) const;
   bool mapped() const { return mapping_ != nullptr; }  // false: read into memory
+  // How often `byte` occurs in the file. A mapped file is read through a small buffer, not
+  // through the mapping: one look at each byte goes faster copied by the kernel (no fault
+  // per page; 2.2x here over a 783 MB CSV) and leaves the mapping's pages as they were.
+  std::size_t count(char byte) const;
 
  private:
   void* mapping_ = nullptr;
+  int fd_ = -1;  // of a mapped file, kept open for count()
   const char* data_ = nullptr;
   std::size_t size_ = 0;
   std::size_t released_ = 0;  // bytes handed back so far, whole pages

@@ -1,6 +1,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -64,6 +65,27 @@ std::size_t touch(const MappedFile& file, std::size_t page) {
   std::size_t sum = 0;
   for (std::size_t at = 0; at < file.bytes().size(); at += page) sum += static_cast<unsigned char>(file.bytes()[at]);
   return sum;
+}
+
+TEST_CASE("count() reads a mapped file through a buffer, leaving its mapping untouched; a read file counts in memory",
+          "[mapped_file]") {
+  const test::TempDir dir;
+  std::string text;
+  for (std::size_t i = 0; i < 300'000; ++i) text += i % 7 == 0 ? "\n" : std::to_string(i % 10);  // past one 256 KiB buffer
+  const MappedFile file(dir.file("t.csv", text));
+  REQUIRE(file.mapped());
+  const auto newlines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+  CHECK(file.count('\n') == newlines);
+  CHECK(file.count('3') == static_cast<std::size_t>(std::count(text.begin(), text.end(), '3')));
+  CHECK(resident(file) == 0);  // no page of the mapping was faulted in
+
+  const std::string fifo = dir.file("pipe.csv");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] { std::ofstream(fifo) << text; });
+  const MappedFile piped(fifo);
+  writer.join();
+  REQUIRE_FALSE(piped.mapped());
+  CHECK(piped.count('\n') == newlines);
 }
 
 TEST_CASE("release gives back whole pages in its range, whatever was released before; the bytes stay readable",
