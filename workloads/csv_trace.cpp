@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -60,7 +61,16 @@ template <class Sink>
 class Reader {
  public:
   // `text`: the whole input; rows are views into it.
-  Reader(Sink sink, std::string_view text) : sink_(std::move(sink)), text_end_(text.data() + text.size()) {}
+  Reader(Sink sink, std::string_view text)
+      : sink_(std::move(sink)), text_end_(text.data() + text.size()), copy_(text.data()), home_(text.data()) {}
+
+  // The rows that follow are read from a copy of the text, `copy` (every byte of it
+  // readable), whose first byte is `home` in the text: ids are kept as views into the text.
+  void read_copy(std::string_view copy, const char* home) {
+    text_end_ = copy.data() + copy.size();
+    copy_ = copy.data();
+    home_ = home;
+  }
 
   // A line for on_line (TextLines): a comment, the header, or a row the plain path left.
   void line(std::string_view line) {
@@ -186,7 +196,8 @@ class Reader {
   }
 
   void open(Nanos time, std::string_view id, Bytes bytes, Stream stream, Tag tag) {
-    ids_.open_with(id, [&] { return sink_.alloc(time, bytes, stream, tag); });
+    const std::string_view kept(home_ + (id.data() - copy_), id.size());
+    ids_.open_as(id, kept, [&] { return sink_.alloc(time, bytes, stream, tag); });
   }
 
   void free(Nanos time, std::string_view id, std::string_view bytes_text) {
@@ -204,7 +215,9 @@ class Reader {
   }
 
   Sink sink_;
-  const char* text_end_;
+  const char* text_end_;  // what may be read of the rows' buffer
+  const char* copy_;      // the buffer rows are read from (read_copy), or the text
+  const char* home_;      // where copy_ is in the text
   bool seen_header_ = false;
   std::array<int, kColumnCount> position_{-1, -1, -1, -1, -1, -1};
   std::size_t field_count_ = 0;
@@ -232,8 +245,40 @@ std::size_t count_lines(std::string_view text, const MappedFile* file) {
   return 1 + (file ? file->count('\n') : count_byte(text, '\n'));
 }
 
-// `file`, when the text is its mapping: the pages behind the rows parsed so far are handed
-// back as the parse goes, so the file adds a window, not its size, to the peak memory.
+// The lines of a mapped file, parsed from a buffer it is copied into a window at a time
+// (MappedFile::copy: faster than faulting the mapping in page by page), not from the
+// mapping. The ids kept are views into the mapping, read again only where a long id is
+// compared at its free; the pages behind the rows parsed are handed back as the parse goes.
+void parse_copied(Reader<TraceBuilder>& reader, const MappedFile& file, const std::string& name) {
+  const std::string_view text = file.bytes();
+  // Within a core's L2 cache; a smaller file takes no more than its size.
+  std::vector<char> buffer(std::min(std::size_t{256} << 10, text.size()));
+  PagesBehind behind(&file);
+  std::size_t start = 0;  // where the buffer's first byte is in the text
+  std::size_t held = 0;   // bytes in the buffer
+  std::size_t lines = 0;  // before the buffer's first
+  while (start < text.size()) {
+    held += file.copy(start + held, std::span(buffer).subspan(held));
+    const std::string_view copy(buffer.data(), held);
+    // The whole lines in the buffer: up to its last newline, or all of the text's end.
+    const std::size_t whole = start + held == text.size() ? held : copy.rfind('\n') + 1;
+    if (whole == 0) {  // a line longer than the buffer
+      buffer.resize(2 * buffer.size());
+      continue;
+    }
+    reader.read_copy(copy, text.data() + start);
+    TextLines part = start == 0 ? TextLines(copy.substr(0, whole), name) : TextLines(copy.substr(0, whole), name, lines);
+    part.read_while([] { return true; }, [&](const char* at) { return reader.plain_row(at); },
+                    [&](std::string_view line, std::size_t) { reader.line(line); });
+    lines = part.lines();
+    std::memmove(buffer.data(), buffer.data() + whole, held - whole);  // the next line's start
+    start += whole;
+    held -= whole;
+    behind.read_to(start);
+  }
+}
+
+// `file`, when the text is its mapping, is parsed from copies of it (parse_copied).
 Trace parse(std::string_view text, const std::string& name, const MappedFile* file, TraceProgress* progress) {
   Reader<TraceBuilder> reader(TraceBuilder(TraceInfo{name, "csv"}), text);
   if (progress) {
@@ -242,12 +287,12 @@ Trace parse(std::string_view text, const std::string& name, const MappedFile* fi
   } else {
     reader.reserve(estimated_rows(text));
   }
-  PagesBehind behind(file);
-  const auto take_plain_row = [&](const char* at) {
-    behind.read_to(static_cast<std::size_t>(at - text.data()));
-    return reader.plain_row(at);
-  };
-  for_each_line(text, name, take_plain_row, [&](std::string_view line, std::size_t) { reader.line(line); });
+  if (file && file->mapped()) {
+    parse_copied(reader, *file, name);
+  } else {
+    for_each_line(text, name, [&](const char* at) { return reader.plain_row(at); },
+                  [&](std::string_view line, std::size_t) { reader.line(line); });
+  }
   if (!reader.seen_header()) throw Error(name + ": empty trace: no header and no events");
   try {
     return std::move(reader).finish();

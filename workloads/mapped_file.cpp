@@ -41,7 +41,7 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
       ::madvise(mapping, size_, MADV_SEQUENTIAL);  // readers walk it once, front to back
       mapping_ = mapping;
       data_ = static_cast<const char*>(mapping);
-      fd_ = ::dup(file.fd);  // -1 (out of descriptors) leaves count() to the mapping
+      fd_ = ::dup(file.fd);  // -1 (out of descriptors) leaves copy() to the mapping
       return;
     }
     // A file system that cannot map (some FUSE ones): read it like a pipe.
@@ -75,19 +75,30 @@ void MappedFile::release(std::size_t begin, std::size_t end) const {
   if (end > begin) ::madvise(static_cast<char*>(mapping_) + begin, end - begin, MADV_DONTNEED);
 }
 
+std::size_t MappedFile::copy(std::size_t offset, std::span<char> into) const {
+  offset = std::min(offset, size_);
+  const std::size_t wanted = std::min(into.size(), size_ - offset);
+  std::size_t done = 0;
+  while (mapping_ != nullptr && fd_ >= 0 && done < wanted) {
+    const ssize_t got = ::pread(fd_, into.data() + done, wanted - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // a read error, or the file shrank: the mapping gives the rest
+    done += static_cast<std::size_t>(got);
+  }
+  if (done < wanted) std::memcpy(into.data() + done, data_ + offset + done, wanted - done);
+  return wanted;
+}
+
 std::size_t MappedFile::count(char byte) const {
-  if (mapping_ == nullptr || fd_ < 0) return count_byte(bytes(), byte);
+  if (mapping_ == nullptr) return count_byte(bytes(), byte);
   std::vector<char> buffer(std::size_t{256} << 10);  // within a core's L2 cache
   std::size_t count = 0;
-  std::size_t at = 0;
-  while (at < size_) {
-    const ssize_t got = ::pread(fd_, buffer.data(), std::min(buffer.size(), size_ - at), static_cast<off_t>(at));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // a read error: the mapping counts the rest
-    count += count_byte(std::string_view(buffer.data(), static_cast<std::size_t>(got)), byte);
-    at += static_cast<std::size_t>(got);
+  for (std::size_t at = 0; at < size_;) {
+    const std::size_t got = copy(at, buffer);
+    count += count_byte(std::string_view(buffer.data(), got), byte);
+    at += got;
   }
-  return count + count_byte(bytes().substr(at), byte);
+  return count;
 }
 
 MappedFile::~MappedFile() {

@@ -1,10 +1,15 @@
-// The libFuzzer target of our CSV reader, read two ways: whole (parse_csv_trace) and as a
-// stream (csv_trace_stream, read back whole). A bad input must be the same Error from both;
-// a good one the same trace. Anything else (a difference, another exception, a sanitizer
+// The libFuzzer target of our CSV reader, read three ways: whole (parse_csv_trace), as a
+// stream (csv_trace_stream, read back whole) and from a file (read_csv_trace_file, which
+// parses a mapped file from copies of it). A bad input must be the same Error from all; a
+// good one the same trace. Anything else (a difference, another exception, a sanitizer
 // report) is a finding.
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,27 +33,52 @@ bool same(const allocsim::Trace& a, const allocsim::Trace& b) {
   return true;
 }
 
+// Where each input is written to be read as a file: one path per process, removed at its
+// exit; the other two reads name the input by it too, so that all errors read alike.
+struct InputFile {
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("allocsim-fuzz-csv-" + std::to_string(::getpid()))).string();
+  ~InputFile() { std::filesystem::remove(path); }
+};
+
+const std::string& input_path() {
+  static const InputFile file;
+  return file.path;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const std::string& path = input_path();
   std::optional<allocsim::Trace> whole;
   std::optional<allocsim::Trace> streamed;
+  std::optional<allocsim::Trace> from_file;
   std::string whole_error;
   std::string stream_error;
+  std::string file_error;
   try {
-    whole = allocsim::parse_csv_trace(text, "fuzz-input");
+    whole = allocsim::parse_csv_trace(text, path);
   } catch (const allocsim::Error& error) {
     whole_error = error.what();
   }
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(text.data(), static_cast<std::streamsize>(size));
   try {
-    const std::unique_ptr<allocsim::EventSource> stream = allocsim::csv_trace_stream(text, "fuzz-input");
+    from_file = allocsim::read_csv_trace_file(path);
+  } catch (const allocsim::Error& error) {
+    file_error = error.what();
+  }
+  try {
+    const std::unique_ptr<allocsim::EventSource> stream = allocsim::csv_trace_stream(text, path);
     streamed = allocsim::materialise(*stream);
   } catch (const allocsim::Error& error) {
     stream_error = error.what();
   }
   if (whole_error != stream_error || whole.has_value() != streamed.has_value() || (whole && !same(*whole, *streamed))) {
-    std::abort();  // the two reads disagree
+    std::abort();  // the whole read and the stream disagree
+  }
+  if (whole_error != file_error || whole.has_value() != from_file.has_value() || (whole && !same(*whole, *from_file))) {
+    std::abort();  // the text and its file disagree
   }
   return 0;
 }

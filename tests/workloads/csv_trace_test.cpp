@@ -1,9 +1,12 @@
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -188,6 +191,76 @@ TEST_CASE("a CSV trace parses the same from a buffer, a stream, a mapped file an
   CHECK_THROWS_WITH(read_csv_trace_file(dir.path / "empty.csv"),
                     (dir.path / "empty.csv").string() + ": empty trace: no header and no events");
   CHECK_THROWS_WITH(read_csv_trace_file(dir.path), Catch::StartsWith(dir.path.string() + ": read error"));
+}
+
+// What a mapped file's parse (copied into a buffer a window at a time) must read as the
+// same text in memory does: rows across many windows, comments, blank and CRLF lines, a
+// line longer than the buffer twice over, short ids and long ones (compared, at their
+// free, with the text kept in the mapping), one live from the first window to the end, no
+// newline at the end. Every time is 0, so that any line may become another row.
+const std::string kLongLived = "long_lived_" + std::string(20, 'l');
+
+std::vector<std::string> many_windows_of_rows() {
+  std::vector<std::string> lines{"\xEF\xBB\xBFtime_ns,op,id,bytes,stream,tag", "0,alloc," + kLongLived + ",1,0,temp"};
+  const auto id = [](std::size_t i) { return i % 3 == 0 ? std::to_string(i) : "addr_" + std::string(12, 'f') + std::to_string(i); };
+  for (std::size_t i = 0; i < 40'000; ++i) {
+    lines.push_back("0,alloc," + id(i) + "," + std::to_string(256 + i % 5000) + ",0,temp");
+    if (i >= 30) lines.push_back("0,free," + id(i - 30) + ",,,");
+    if (i % 1000 == 7) lines.push_back("# a comment");
+    if (i % 1000 == 8) lines.emplace_back();
+    if (i % 1000 == 9) lines.back() += "\r";
+    if (i == 20'000) lines.push_back("#" + std::string(600'000, 'c'));
+  }
+  lines.push_back("0,free," + kLongLived + ",1,,");
+  return lines;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  text.pop_back();  // no newline after the last line
+  return text;
+}
+
+TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memory, with the same errors", "[csv]") {
+  const test::TempDir dir;
+  std::vector<std::string> lines = many_windows_of_rows();
+  const std::string text = joined(lines);
+  REQUIRE(text.size() > 4 * (std::size_t{256} << 10));
+  const std::string path = dir.file("t.csv", text);
+  check_same(parse_csv_trace(text, path), read_csv_trace_file(path));
+
+  // A bad line on either side of the first windows' ends, after the long line, and last:
+  // a bad time, or an alloc of the id live since the first window.
+  std::vector<std::size_t> bad;
+  std::size_t offset = 0;
+  for (std::size_t line = 0, window = 1; line < lines.size() && window <= 3; offset += lines[line++].size() + 1) {
+    if (offset + lines[line].size() + 1 < window * (std::size_t{256} << 10)) continue;
+    for (std::size_t near = line - 2; near <= line + 2; ++near) bad.push_back(near);
+    ++window;
+  }
+  const std::size_t long_line = static_cast<std::size_t>(
+      std::find_if(lines.begin(), lines.end(), [](const std::string& line) { return line.size() > 1000; }) - lines.begin());
+  for (const std::size_t near : {long_line + 1, long_line + 2, lines.size() - 1}) bad.push_back(near);
+  for (const std::size_t line : bad) {
+    for (const std::string& wrong : {std::string("x,alloc,1,1,0,temp"), "0,alloc," + kLongLived + ",1,0,temp"}) {
+      std::vector<std::string> changed = lines;
+      changed[line] = wrong;
+      const std::string changed_text = joined(changed);
+      INFO("line " << line + 1 << ": " << wrong);
+      std::string in_memory = "none";
+      try {
+        parse_csv_trace(changed_text, path);
+      } catch (const Error& error) {
+        in_memory = error.what();
+      }
+      CHECK(in_memory != "none");
+      if (!wrong.starts_with("x") && line + 1 != lines.size()) {
+        CHECK_THAT(in_memory, Catch::Contains(kLongLived + ", which is already live"));
+      }
+      CHECK_THROWS_WITH(read_csv_trace_file(dir.file("t.csv", changed_text)), in_memory);
+    }
+  }
 }
 
 TEST_CASE("a CSV trace's ids are texts: an id as long as a line, ids alike but for their end", "[csv]") {
