@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -16,6 +15,7 @@
 #include "workloads/csv_fields.hpp"
 #include "workloads/csv_plain_row.hpp"
 #include "workloads/id_renumbering.hpp"
+#include "workloads/line_windows.hpp"
 #include "workloads/mapped_file.hpp"
 #include "workloads/text_lines.hpp"
 
@@ -245,40 +245,9 @@ std::size_t count_lines(std::string_view text, const MappedFile* file) {
   return 1 + (file ? file->count('\n') : count_byte(text, '\n'));
 }
 
-// The lines of a mapped file, parsed from a buffer it is copied into a window at a time
-// (MappedFile::copy: faster than faulting the mapping in page by page), not from the
-// mapping. The ids kept are views into the mapping, read again only where a long id is
-// compared at its free; the pages behind the rows parsed are handed back as the parse goes.
-void parse_copied(Reader<TraceBuilder>& reader, const MappedFile& file, const std::string& name) {
-  const std::string_view text = file.bytes();
-  // Within a core's L2 cache; a smaller file takes no more than its size.
-  std::vector<char> buffer(std::min(std::size_t{256} << 10, text.size()));
-  PagesBehind behind(&file);
-  std::size_t start = 0;  // where the buffer's first byte is in the text
-  std::size_t held = 0;   // bytes in the buffer
-  std::size_t lines = 0;  // before the buffer's first
-  while (start < text.size()) {
-    held += file.copy(start + held, std::span(buffer).subspan(held));
-    const std::string_view copy(buffer.data(), held);
-    // The whole lines in the buffer: up to its last newline, or all of the text's end.
-    const std::size_t whole = start + held == text.size() ? held : copy.rfind('\n') + 1;
-    if (whole == 0) {  // a line longer than the buffer
-      buffer.resize(2 * buffer.size());
-      continue;
-    }
-    reader.read_copy(copy, text.data() + start);
-    TextLines part = start == 0 ? TextLines(copy.substr(0, whole), name) : TextLines(copy.substr(0, whole), name, lines);
-    part.read_while([] { return true; }, [&](const char* at) { return reader.plain_row(at); },
-                    [&](std::string_view line, std::size_t) { reader.line(line); });
-    lines = part.lines();
-    std::memmove(buffer.data(), buffer.data() + whole, held - whole);  // the next line's start
-    start += whole;
-    held -= whole;
-    behind.read_to(start);
-  }
-}
-
-// `file`, when the text is its mapping, is parsed from copies of it (parse_copied).
+// `file`, when the text is its mapping, is parsed from copies of it (LineWindows). The ids
+// kept are views into the mapping, read again only where a long id is compared at its
+// free; the pages behind the rows parsed are handed back as the parse goes.
 Trace parse(std::string_view text, const std::string& name, const MappedFile* file, TraceProgress* progress) {
   Reader<TraceBuilder> reader(TraceBuilder(TraceInfo{name, "csv"}), text);
   if (progress) {
@@ -287,11 +256,13 @@ Trace parse(std::string_view text, const std::string& name, const MappedFile* fi
   } else {
     reader.reserve(estimated_rows(text));
   }
-  if (file && file->mapped()) {
-    parse_copied(reader, *file, name);
-  } else {
-    for_each_line(text, name, [&](const char* at) { return reader.plain_row(at); },
-                  [&](std::string_view line, std::size_t) { reader.line(line); });
+  LineWindows lines(text, file, name);
+  PagesBehind behind(file);
+  while (lines.next()) {
+    reader.read_copy(lines.held(), lines.home());
+    lines.part().read_while([] { return true; }, [&](const char* at) { return reader.plain_row(at); },
+                            [&](std::string_view line, std::size_t) { reader.line(line); });
+    behind.read_to(lines.offset());
   }
   if (!reader.seen_header()) throw Error(name + ": empty trace: no header and no events");
   try {
@@ -383,16 +354,22 @@ class SlotWindow {
 class CsvStream final : public EventSource {
  public:
   CsvStream(std::string_view text, std::string name, std::shared_ptr<const MappedFile> file)
-      : text_(text), name_(std::move(name)), file_(std::move(file)), info_(name_, "csv"), lines_(text, name_),
+      : text_(text), name_(std::move(name)), file_(std::move(file)), info_(name_, "csv"), lines_(text, file_.get(), name_),
         reader_(SlotWindow{}, text), behind_(file_.get()) {}
 
   EventWindow next() override {
     SlotWindow& window = reader_.sink();
     window.clear();
     if (finished_) return window.window();
-    lines_.read_while([&] { return !window.full(); }, [&](const char* at) { return reader_.plain_row(at); },
-                      [&](std::string_view line, std::size_t) { reader_.line(line); });
-    behind_.read_to(static_cast<std::size_t>(lines_.position() - text_.data()));
+    while (!window.full() && !lines_.done()) {
+      if (lines_.part().done()) {
+        if (!lines_.next()) break;
+        reader_.read_copy(lines_.held(), lines_.home());
+      }
+      lines_.part().read_while([&] { return !window.full(); }, [&](const char* at) { return reader_.plain_row(at); },
+                               [&](std::string_view line, std::size_t) { reader_.line(line); });
+    }
+    behind_.read_to(lines_.offset());
     if (lines_.done()) {  // an empty text too: its errors are the whole read's
       if (!reader_.seen_header()) throw Error(name_ + ": empty trace: no header and no events");
       if (window.events() == 0) throw Error(name_ + ": empty trace: no events");
@@ -421,7 +398,7 @@ class CsvStream final : public EventSource {
   std::string name_;
   std::shared_ptr<const MappedFile> file_;
   TraceInfo info_;
-  TextLines lines_;
+  LineWindows lines_;
   Reader<SlotWindow> reader_;
   PagesBehind behind_;
   bool finished_ = false;  // every line read, and the trace found not empty

@@ -222,13 +222,29 @@ std::string joined(const std::vector<std::string>& lines) {
   return text;
 }
 
-TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memory, with the same errors", "[csv]") {
+// A file streamed (csv_trace_file_stream, read back whole), or its error.
+std::string stream_file(const std::string& path, std::optional<Trace>& trace) {
+  try {
+    trace = materialise(*csv_trace_file_stream(path)->open());
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "none";
+}
+
+TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memory, with the same errors",
+          "[csv][stream]") {
   const test::TempDir dir;
   std::vector<std::string> lines = many_windows_of_rows();
   const std::string text = joined(lines);
   REQUIRE(text.size() > 4 * (std::size_t{256} << 10));
   const std::string path = dir.file("t.csv", text);
-  check_same(parse_csv_trace(text, path), read_csv_trace_file(path));
+  const Trace in_memory = parse_csv_trace(text, path);
+  check_same(in_memory, read_csv_trace_file(path));
+  std::optional<Trace> streamed;
+  CHECK(stream_file(path, streamed) == "none");
+  REQUIRE(streamed.has_value());
+  check_same(in_memory, *streamed);
 
   // A bad line on either side of the first windows' ends, after the long line, and last:
   // a bad time, or an alloc of the id live since the first window.
@@ -259,6 +275,7 @@ TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memo
         CHECK_THAT(in_memory, Catch::Contains(kLongLived + ", which is already live"));
       }
       CHECK_THROWS_WITH(read_csv_trace_file(dir.file("t.csv", changed_text)), in_memory);
+      CHECK(stream_file(path, streamed) == in_memory);
     }
   }
 }
