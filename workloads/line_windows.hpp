@@ -62,7 +62,7 @@ class LineWindows {
   const char* home() const { return text_.data() + start_; }
   // Where in the text the next line part() hands out begins.
   std::size_t offset() const { return start_ + static_cast<std::size_t>(part_.position() - held().data()); }
-  bool done() { return part_.done() && start_ + whole_ == text_.size(); }
+  bool done() const { return part_.done() && start_ + whole_ == text_.size(); }
 
  private:
   std::string_view text_;
