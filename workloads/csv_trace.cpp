@@ -354,8 +354,8 @@ class SlotWindow {
 class CsvStream final : public EventSource {
  public:
   CsvStream(std::string_view text, std::string name, std::shared_ptr<const MappedFile> file)
-      : text_(text), name_(std::move(name)), file_(std::move(file)), info_(name_, "csv"), lines_(text, file_.get(), name_),
-        reader_(SlotWindow{}, text), behind_(file_.get()) {}
+      : text_(text), name_(std::move(name)), file_(std::move(file)), info_(name_, "csv"),
+        lines_(text, file_.get(), name_), reader_(SlotWindow{}, text), behind_(file_.get()) {}
 
   EventWindow next() override {
     SlotWindow& window = reader_.sink();

@@ -202,7 +202,9 @@ const std::string kLongLived = "long_lived_" + std::string(20, 'l');
 
 std::vector<std::string> many_windows_of_rows() {
   std::vector<std::string> lines{"\xEF\xBB\xBFtime_ns,op,id,bytes,stream,tag", "0,alloc," + kLongLived + ",1,0,temp"};
-  const auto id = [](std::size_t i) { return i % 3 == 0 ? std::to_string(i) : "addr_" + std::string(12, 'f') + std::to_string(i); };
+  const auto id = [](std::size_t i) {
+    return i % 3 == 0 ? std::to_string(i) : "addr_" + std::string(12, 'f') + std::to_string(i);
+  };
   for (std::size_t i = 0; i < 40'000; ++i) {
     lines.push_back("0,alloc," + id(i) + "," + std::to_string(256 + i % 5000) + ",0,temp");
     if (i >= 30) lines.push_back("0,free," + id(i - 30) + ",,,");
@@ -255,8 +257,8 @@ TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memo
     for (std::size_t near = line - 2; near <= line + 2; ++near) bad.push_back(near);
     ++window;
   }
-  const std::size_t long_line = static_cast<std::size_t>(
-      std::find_if(lines.begin(), lines.end(), [](const std::string& line) { return line.size() > 1000; }) - lines.begin());
+  const auto is_long = [](const std::string& line) { return line.size() > 1000; };
+  const auto long_line = static_cast<std::size_t>(std::find_if(lines.begin(), lines.end(), is_long) - lines.begin());
   for (const std::size_t near : {long_line + 1, long_line + 2, lines.size() - 1}) bad.push_back(near);
   for (const std::size_t line : bad) {
     for (const std::string& wrong : {std::string("x,alloc,1,1,0,temp"), "0,alloc," + kLongLived + ",1,0,temp"}) {
@@ -264,18 +266,18 @@ TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memo
       changed[line] = wrong;
       const std::string changed_text = joined(changed);
       INFO("line " << line + 1 << ": " << wrong);
-      std::string in_memory = "none";
+      std::string expected = "none";
       try {
         parse_csv_trace(changed_text, path);
       } catch (const Error& error) {
-        in_memory = error.what();
+        expected = error.what();
       }
-      CHECK(in_memory != "none");
+      CHECK(expected != "none");
       if (!wrong.starts_with("x") && line + 1 != lines.size()) {
-        CHECK_THAT(in_memory, Catch::Contains(kLongLived + ", which is already live"));
+        CHECK_THAT(expected, Catch::Contains(kLongLived + ", which is already live"));
       }
-      CHECK_THROWS_WITH(read_csv_trace_file(dir.file("t.csv", changed_text)), in_memory);
-      CHECK(stream_file(path, streamed) == in_memory);
+      CHECK_THROWS_WITH(read_csv_trace_file(dir.file("t.csv", changed_text)), expected);
+      CHECK(stream_file(path, streamed) == expected);
     }
   }
 }
