@@ -24,11 +24,8 @@ class LineWindows {
   // `text`: the whole input; `file`, when it is mapped, is `text`'s file and is copied.
   LineWindows(std::string_view text, const MappedFile* file, std::string name)
       : text_(text), file_(file && file->mapped() ? file : nullptr), name_(std::move(name)),
-        part_(std::string_view{}, name_, 0) {
-    // Within a core's L2 cache; a smaller file takes no more than its size.
-    if (file_) buffer_.resize(std::min(std::size_t{256} << 10, text.size()));
-    part_ = TextLines(held().substr(0, 0), name_, 0);  // done, at the text's start
-  }
+        buffer_(file_ ? std::min(kCopyWindow, text.size()) : 0),  // a smaller file takes no more than its size
+        part_(held().substr(0, 0), name_, 0) {}  // done, at the text's start
 
   // Moves to the next window, its lines in part(): false at the text's end. Call it once
   // part() is done; the window's bytes stay valid until the next call.

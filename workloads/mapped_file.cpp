@@ -91,7 +91,7 @@ std::size_t MappedFile::copy(std::size_t offset, std::span<char> into) const {
 
 std::size_t MappedFile::count(char byte) const {
   if (mapping_ == nullptr) return count_byte(bytes(), byte);
-  std::vector<char> buffer(std::size_t{256} << 10);  // within a core's L2 cache
+  std::vector<char> buffer(kCopyWindow);
   std::size_t count = 0;
   for (std::size_t at = 0; at < size_;) {
     const std::size_t got = copy(at, buffer);

@@ -11,6 +11,10 @@
 
 namespace allocsim {
 
+// The buffer a reader copies a mapped file into (MappedFile::copy), a window at a time:
+// within a core's L2 cache.
+inline constexpr std::size_t kCopyWindow = std::size_t{256} << 10;
+
 // Contract: bytes() is the file as it was when opened; it stays valid while the object
 // lives. A regular file must not shrink meanwhile (the mapping would fault, as any mmap
 // reader does).

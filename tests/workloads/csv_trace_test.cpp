@@ -15,6 +15,7 @@
 #include "sim/error.hpp"
 #include "sim/event_source.hpp"
 #include "workloads/csv_trace.hpp"
+#include "workloads/mapped_file.hpp"
 
 namespace allocsim {
 namespace {
@@ -239,7 +240,7 @@ TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memo
   const test::TempDir dir;
   std::vector<std::string> lines = many_windows_of_rows();
   const std::string text = joined(lines);
-  REQUIRE(text.size() > 4 * (std::size_t{256} << 10));
+  REQUIRE(text.size() > 4 * kCopyWindow);
   const std::string path = dir.file("t.csv", text);
   const Trace in_memory = parse_csv_trace(text, path);
   check_same(in_memory, read_csv_trace_file(path));
@@ -253,7 +254,7 @@ TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memo
   std::vector<std::size_t> bad;
   std::size_t offset = 0;
   for (std::size_t line = 0, window = 1; line < lines.size() && window <= 3; offset += lines[line++].size() + 1) {
-    if (offset + lines[line].size() + 1 < window * (std::size_t{256} << 10)) continue;
+    if (offset + lines[line].size() + 1 < window * kCopyWindow) continue;
     for (std::size_t near = line - 2; near <= line + 2; ++near) bad.push_back(near);
     ++window;
   }

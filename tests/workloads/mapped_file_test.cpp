@@ -71,9 +71,10 @@ TEST_CASE("count() reads a mapped file through a buffer, leaving its mapping unt
           "[mapped_file]") {
   const test::TempDir dir;
   std::string text;
-  for (std::size_t i = 0; i < 300'000; ++i) {  // past one 256 KiB buffer
+  for (std::size_t i = 0; i < 300'000; ++i) {  // past one buffer of kCopyWindow bytes
     text += i % 7 == 0 ? "\n" : std::to_string(i % 10);
   }
+  REQUIRE(text.size() > kCopyWindow);
   const MappedFile file(dir.file("t.csv", text));
   REQUIRE(file.mapped());
   const auto newlines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
