@@ -38,8 +38,8 @@ class MappedFile {
 
   // The bytes from `offset` on copied into `into`, as many as fit and the file has: how
   // many. A mapped file is read with pread, not through the mapping: a reader that looks
-  // at each byte once goes faster with the kernel's copy than with a fault per page of the
-  // mapping (on the VMs this project is measured on, about twice as fast), and the
+  // at each byte once goes faster with the kernel's copy than with a first touch of every
+  // page of the mapping (which costs on the VMs this project is measured on), and the
   // mapping's pages stay as they were.
   std::size_t copy(std::size_t offset, std::span<char> into) const;
   // How often `byte` occurs in the file, read through copy().
