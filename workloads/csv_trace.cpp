@@ -2,15 +2,22 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "workloads/block_ring.hpp"
 #include "workloads/byte_count.hpp"
 #include "workloads/csv_fields.hpp"
 #include "workloads/csv_plain_row.hpp"
@@ -18,6 +25,10 @@
 #include "workloads/line_windows.hpp"
 #include "workloads/mapped_file.hpp"
 #include "workloads/text_lines.hpp"
+
+#if defined(__SSE2__) && defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 namespace allocsim {
 namespace {
@@ -53,6 +64,83 @@ class NameCache {
     Enum value{};
   };
   std::array<Entry, 256> entries_;
+};
+
+// A header of ours, its columns in our order: its rows may take the plain path.
+bool plain_header(const std::vector<std::string_view>& fields) {
+  return std::equal(fields.begin(), fields.end(), kColumnNames.begin(), kColumnNames.end());
+}
+
+using TagCache = NameCache<Tag, tag_from_name>;
+
+// The plain path's judgement of the row at `at` (csv_plain_row.hpp), with its tag looked up:
+// false leaves the line to the general path. The same for both threads of a parse.
+[[gnu::always_inline]] inline bool accept_plain_row(const char* at, TagCache& tags, PlainRow& fields, Tag& tag) {
+  if (!split_plain_row(at, fields) || fields.stream > 0xffff) return false;
+  if (!fields.alloc) return true;
+  const std::optional<Tag> found = fields.tag.empty() ? std::optional<Tag>(Tag::other) : tags.find(fields.tag);
+  if (!fields.bytes || !found) return false;
+  tag = *found;
+  return true;
+}
+
+// A row split ahead by the second thread of a two-thread parse (RowSplitter), for the
+// first to renumber and build: a plain alloc or free, or any other line as its text. 32
+// bytes: every row crosses from one core to the other.
+struct alignas(32) SplitRow {
+  enum class Kind : std::uint8_t { alloc, free, line };
+  Nanos time = 0;
+  std::uint64_t bytes = 0;  // as the row says (has_bytes); a line: where its text is in SplitBlock::text
+  std::uint64_t word = 0;   // the id's IdKey::word; an id over 8 bytes: where its text is in SplitBlock::text
+  std::uint32_t home = 0;   // the id's (or the line's) first byte in the text, from SplitBlock::home
+  std::uint32_t stream : 16 = 0;
+  std::uint32_t size : 6 = 0;  // the id's bytes (a plain row's id is shorter than a line of 64)
+  std::uint32_t kind : 2 = 0;  // Kind
+  std::uint32_t tag : 4 = 0;   // Tag
+  std::uint32_t has_bytes : 1 = 0;
+};
+static_assert(sizeof(SplitRow) == 32 && offsetof(SplitRow, word) == 16);
+static_assert(static_cast<unsigned>(Tag::runtime) < 16);
+
+// `row` into `to`, past the caches: the splitter's stores then wait for no cache line
+// that the other thread read last (a plain store asks that core for the line first, and
+// on this VM that wait was most of the splitter's time).
+[[gnu::always_inline]] inline void put_split_row(SplitRow* to, const SplitRow& row) {
+#if defined(__SSE2__) && defined(__x86_64__)
+  std::uint64_t last = 0;  // home and the bit fields, as their bytes lie
+  std::memcpy(&last, &row.home, 8);
+  auto* const words = reinterpret_cast<__m128i*>(to);
+  _mm_stream_si128(words, _mm_set_epi64x(static_cast<long long>(row.bytes), static_cast<long long>(row.time)));
+  _mm_stream_si128(words + 1, _mm_set_epi64x(static_cast<long long>(last), static_cast<long long>(row.word)));
+#else
+  *to = row;
+#endif
+}
+
+struct SplitBlock {
+  static constexpr std::size_t kRows = 8192;
+  static constexpr std::size_t kText = 32 * kRows;  // bytes of text a block takes before it is handed on
+
+  std::array<SplitRow, kRows> rows;
+  std::size_t count = 0;
+  const char* home = nullptr;  // where the rows' homes count from
+  std::string text;            // of lines, and of ids over 8 bytes
+
+  std::span<const SplitRow> filled() const { return std::span(rows).first(count); }
+  const char* home_of(const SplitRow& row) const { return home + row.home; }
+  // The id's text as the first thread compares it: an id of up to 8 bytes is told apart by
+  // its key, never read, so it stays where it is in the text.
+  std::string_view id_of(const SplitRow& row) const {
+    if (row.size <= 8) return std::string_view(home_of(row), row.size);
+    return std::string_view(text).substr(row.word, row.size);
+  }
+  IdKey key_of(const SplitRow& row) const {
+    return row.size <= 8 ? short_id_key(row.size, row.word) : id_key(id_of(row));
+  }
+  std::string_view line_of(const SplitRow& row) const {
+    return std::string_view(text).substr(row.bytes & 0xffff'ffff, row.bytes >> 32);
+  }
+  bool full() const { return count == kRows || text.size() >= kText; }
 };
 
 // The rows of one text, parsed into a Sink: a TraceBuilder (the whole trace) or a
@@ -100,13 +188,12 @@ class Reader {
       }
     }
     field_count_ = fields.size();
+    plain_ = plain_header(fields);
     // One slot past the row's fields stays empty: a column the header lacks reads it.
     fields_.assign(field_count_ + 1, std::string_view{});
     for (int& position : position_) {
       if (position < 0) position = static_cast<int>(field_count_);
     }
-    plain_ = field_count_ == kColumnCount;
-    for (int column = 0; column < kColumnCount; ++column) plain_ &= position_[column] == column;
   }
 
   // The row starting at `at` when it is an alloc or free of the plain shape our writer
@@ -115,15 +202,40 @@ class Reader {
   const char* plain_row(const char* at) {
     if (!plain_ || text_end_ - at < static_cast<std::ptrdiff_t>(kPlainRowReach)) return nullptr;
     PlainRow fields;
-    if (!split_plain_row(at, fields) || fields.stream > 0xffff) return nullptr;
+    Tag tag = Tag::other;
+    if (!accept_plain_row(at, tags_, fields, tag)) return nullptr;
     if (fields.alloc) {
-      const std::optional<Tag> tag = fields.tag.empty() ? std::optional<Tag>(Tag::other) : tags_.find(fields.tag);
-      if (!fields.bytes || !tag) return nullptr;
-      open(fields.time, fields.id, *fields.bytes, static_cast<Stream>(fields.stream), *tag);
+      open(fields.time, fields.id, *fields.bytes, static_cast<Stream>(fields.stream), tag);
     } else {
       close(fields.time, fields.id, ids_.take(fields.id), fields.bytes);
     }
     return fields.next;
+  }
+
+  // A row of `block` as RowSplitter split it: what plain_row() or line() does with it.
+  void split_row(const SplitBlock& block, const SplitRow& row) {
+    switch (static_cast<SplitRow::Kind>(row.kind)) {
+      case SplitRow::Kind::alloc: {
+        const std::string_view id = block.id_of(row);
+        ids_.open_as(id, std::string_view(block.home_of(row), id.size()), block.key_of(row), [&] {
+          return sink_.alloc(row.time, row.bytes, static_cast<Stream>(row.stream), static_cast<Tag>(row.tag));
+        });
+        break;
+      }
+      case SplitRow::Kind::free: {
+        const std::string_view id = block.id_of(row);
+        close(row.time, id, ids_.take(id, block.key_of(row)),
+              row.has_bytes ? std::optional<Bytes>(row.bytes) : std::nullopt);
+        break;
+      }
+      case SplitRow::Kind::line: {
+        const std::string_view text = block.line_of(row);
+        read_copy(std::string_view(block.text).substr(static_cast<std::size_t>(text.data() - block.text.data())),
+                  block.home_of(row));
+        line(text);
+        break;
+      }
+    }
   }
 
   void row(std::string_view line) {
@@ -225,7 +337,7 @@ class Reader {
   std::vector<std::string_view> fields_;  // of the current row, and the empty one after them
   IdViewRenumbering ids_;                 // views into the text being parsed
   NameCache<Op, op_from_name> ops_;
-  NameCache<Tag, tag_from_name> tags_;
+  TagCache tags_;
 };
 
 // Rows to reserve events for: the lines of the first MiB scaled to the whole text, a tenth
@@ -245,10 +357,198 @@ std::size_t count_lines(std::string_view text, const MappedFile* file) {
   return 1 + (file ? file->count('\n') : count_byte(text, '\n'));
 }
 
+// The second thread of a two-thread parse: it reads the text's lines (LineWindows), splits
+// every row the plain path takes (accept_plain_row, with the id's hash made here) and hands
+// them on in blocks, every other line as its text, for the first thread to renumber and
+// build (Reader::split_row). It judges nothing else: every error is the first thread's.
+class RowSplitter {
+ public:
+  static constexpr std::size_t kBlocks = 8;
+
+  explicit RowSplitter(BlockRing<SplitBlock>& ring) : ring_(ring) {}
+
+  // The lines of `text`, until the last, until the ring stops, or until the header shows
+  // rows that cannot take the plain path (two threads would gain nothing); closes the ring.
+  void run(std::string_view text, const MappedFile* file, const std::string& name) {
+    try {
+      LineWindows lines(text, file, name);
+      PagesBehind behind(file);
+      while (block_ && lines.next()) {
+        copy_ = lines.held().data();
+        copy_end_ = copy_ + lines.held().size();
+        home_ = lines.home();
+        lines.part().read_while([&] { return block_ != nullptr; }, [&](const char* at) { return take_row(at); },
+                                [&](std::string_view line, std::size_t) { take_line(line); });
+        behind.read_to(lines.offset());
+      }
+      if (block_ && block_->count > 0) hand_over();
+      complete_ = block_ != nullptr;
+    } catch (...) {  // out of memory, a line of 4 GiB: the one-thread parse meets it again
+    }
+    ring_.close();
+  }
+  // Every line handed over: false when run() stopped early, for whatever reason.
+  bool complete() const { return complete_; }
+
+ private:
+  const char* take_row(const char* at) {
+    if (!plain_ || copy_end_ - at < static_cast<std::ptrdiff_t>(kPlainRowReach)) return nullptr;
+    PlainRow fields;
+    Tag tag = Tag::other;
+    if (!accept_plain_row(at, tags_, fields, tag)) return nullptr;
+    SplitRow row;
+    row.time = fields.time;
+    row.bytes = fields.bytes.value_or(0);
+    row.has_bytes = fields.bytes.has_value();
+    row.stream = static_cast<std::uint32_t>(fields.stream);
+    row.size = static_cast<std::uint32_t>(fields.id.size());
+    row.kind = static_cast<std::uint32_t>(fields.alloc ? SplitRow::Kind::alloc : SplitRow::Kind::free);
+    row.tag = static_cast<std::uint32_t>(tag);
+    if (!place(row, fields.id)) return fields.next;
+    if (fields.id.size() > 8) {
+      row.word = block_->text.size();
+      block_->text.append(fields.id);
+    } else {
+      row.word = short_id_word(fields.id);
+    }
+    add(row);
+    return fields.next;
+  }
+
+  void take_line(std::string_view line) {
+    if (!seen_header_ && line.front() != '#') {  // the header, as Reader::line finds it
+      seen_header_ = true;
+      plain_ = plain_header(split(line));
+      if (!plain_) block_ = nullptr;  // every row would be a line to parse on the other thread
+    }
+    if (!block_) return;
+    if (line.size() > std::numeric_limits<std::uint32_t>::max() - block_->text.size()) {
+      throw std::length_error("a line too long for a two-thread parse");
+    }
+    SplitRow row;
+    row.kind = static_cast<std::uint32_t>(SplitRow::Kind::line);
+    if (!place(row, line)) return;
+    row.bytes = block_->text.size() | std::uint64_t{line.size()} << 32;
+    block_->text.append(line);
+    add(row);
+  }
+
+  // Sets where `text` (a view into the window) lies in the text, from the block's home;
+  // a block whose rows would lie too far apart for that (past a line of GiBs) is handed on
+  // first. False when the ring has stopped meanwhile: no block is left to put the row in.
+  bool place(SplitRow& row, std::string_view text) {
+    const char* const home = home_ + (text.data() - copy_);
+    if (block_->count > 0 && static_cast<std::size_t>(home - block_->home) > std::numeric_limits<std::uint32_t>::max()) {
+      hand_over();
+      block_ = next_block();
+      if (!block_) return false;
+    }
+    if (block_->count == 0) block_->home = home;
+    row.home = static_cast<std::uint32_t>(home - block_->home);
+    return true;
+  }
+
+  // Into the block; the block handed on once full.
+  void add(const SplitRow& row) {
+    put_split_row(&block_->rows[block_->count++], row);
+    if (!block_->full()) return;
+    hand_over();
+    block_ = next_block();
+  }
+  void hand_over() {
+#if defined(__SSE2__) && defined(__x86_64__)
+    _mm_sfence();  // put_split_row's stores are ordered after nothing: they land before the flag
+#endif
+    ring_.filled();
+  }
+
+  SplitBlock* next_block() {
+    SplitBlock* const block = ring_.to_fill();
+    if (block) {
+      block->count = 0;
+      block->text.clear();
+    }
+    return block;
+  }
+
+  BlockRing<SplitBlock>& ring_;
+  SplitBlock* block_ = next_block();  // null once the ring has stopped
+  const char* copy_ = nullptr;        // the window's bytes, as LineWindows holds them
+  const char* copy_end_ = nullptr;
+  const char* home_ = nullptr;  // where copy_ is in the text
+  bool seen_header_ = false;
+  bool plain_ = false;
+  bool complete_ = false;
+  TagCache tags_;
+};
+
+// Every block the splitter hands over, into `reader`: false at the first Error. Any
+// exception stops the ring, so that the splitter stops too.
+bool read_split_rows(BlockRing<SplitBlock>& ring, Reader<TraceBuilder>& reader) {
+  try {
+    while (const SplitBlock* block = ring.to_take()) {
+      for (const SplitRow& row : block->filled()) reader.split_row(*block, row);
+      ring.taken();
+    }
+    return true;
+  } catch (const Error&) {
+    ring.stop();
+    return false;
+  } catch (...) {
+    ring.stop();
+    throw;
+  }
+}
+
+// The whole parse of a text on two threads: this one renumbers and builds what the other
+// splits (RowSplitter). nullopt for a text with any error, and where the splitter stopped
+// early or could not start: the one-thread parse then reads it, and says what is wrong as
+// it always has.
+std::optional<Trace> parse_on_two_threads(std::string_view text, const std::string& name, const MappedFile* file) {
+  Reader<TraceBuilder> reader(TraceBuilder(TraceInfo{name, "csv"}), text);
+  reader.reserve(estimated_rows(text));
+  // The ring on the heap, the splitter on its own thread's stack: nothing either thread
+  // writes shares a cache line with what the other reads at every row (this thread's stack
+  // frames are written all the time).
+  const auto ring = std::make_unique<BlockRing<SplitBlock>>(RowSplitter::kBlocks);
+  bool complete = false;
+  bool read = false;
+  {
+    std::jthread splitting;
+    try {
+      splitting = std::jthread([&] {
+        RowSplitter splitter(*ring);
+        splitter.run(text, file, name);
+        complete = splitter.complete();
+      });
+    } catch (const std::system_error&) {
+      return std::nullopt;  // no thread to be had
+    }
+    read = read_split_rows(*ring, reader);
+  }  // the splitter joined: what it wrote is ours to read
+  if (!read || !complete || !reader.seen_header()) return std::nullopt;
+  try {
+    return std::move(reader).finish();
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// Two threads only where both are worth having: a text of some MiB, a second core.
+bool two_threads_pay(std::string_view text, CsvThreads threads) {
+  constexpr std::size_t kTwoThreadText = std::size_t{4} << 20;
+  if (threads != CsvThreads::automatic) return threads == CsvThreads::two;
+  return text.size() >= kTwoThreadText && std::thread::hardware_concurrency() >= 2;
+}
+
 // `file`, when the text is its mapping, is parsed from copies of it (LineWindows). The ids
 // kept are views into the mapping, read again only where a long id is compared at its
 // free; the pages behind the rows parsed are handed back as the parse goes.
-Trace parse(std::string_view text, const std::string& name, const MappedFile* file, TraceProgress* progress) {
+Trace parse(std::string_view text, const std::string& name, const MappedFile* file, TraceProgress* progress,
+            CsvThreads threads) {
+  if (!progress && two_threads_pay(text, threads)) {
+    if (std::optional<Trace> trace = parse_on_two_threads(text, name, file)) return std::move(*trace);
+  }
   Reader<TraceBuilder> reader(TraceBuilder(TraceInfo{name, "csv"}), text);
   if (progress) {
     // Every event is a line: the lines bound the events and allocations, as report_to needs.
@@ -427,13 +727,15 @@ std::shared_ptr<const EventSourceFactory> csv_trace_file_stream(const std::files
   return std::make_shared<const CsvStreamFactory>(path);
 }
 
-Trace parse_csv_trace(std::string_view text, const std::string& name) { return parse(text, name, nullptr, nullptr); }
+Trace parse_csv_trace(std::string_view text, const std::string& name, CsvThreads threads) {
+  return parse(text, name, nullptr, nullptr, threads);
+}
 
 Trace read_csv_trace(std::istream& in, const std::string& name) { return parse_csv_trace(read_text(in, name), name); }
 
-Trace read_csv_trace_file(const std::filesystem::path& path, TraceProgress* progress) {
+Trace read_csv_trace_file(const std::filesystem::path& path, TraceProgress* progress, CsvThreads threads) {
   const MappedFile file(path);
-  return parse(file.bytes(), path.string(), &file, progress);
+  return parse(file.bytes(), path.string(), &file, progress, threads);
 }
 
 Claim claims_csv_trace(std::string_view spec, std::string_view head) {

@@ -29,36 +29,55 @@ struct IdKey {
   std::uint64_t hash = 0;
 };
 
-inline IdKey id_key(std::string_view text) {
-  constexpr std::uint64_t kMultiplier = 0x9e3779b97f4a7c15ULL;
-  const char* at = text.data();
-  std::size_t left = text.size();
-  std::uint64_t hash = left * kMultiplier;
-  IdKey key;
-  if (left > 8) std::memcpy(&key.word, at, 8);
-  for (; left > 8; left -= 8, at += 8) {
-    std::uint64_t word = 0;
-    std::memcpy(&word, at, 8);
-    hash = (hash ^ word) * kMultiplier;
-    hash ^= hash >> 32;
-  }
-  std::uint64_t last = 0;
+namespace detail {
+constexpr std::uint64_t kIdMultiplier = 0x9e3779b97f4a7c15ULL;
+// The hash's last steps: the id's last (or only) word mixed into the hash so far.
+constexpr std::uint64_t finish_id_hash(std::uint64_t hash, std::uint64_t last) {
+  hash = (hash ^ last) * kIdMultiplier;
+  hash ^= hash >> 29;
+  hash *= 0xbf58476d1ce4e5b9ULL;
+  return hash ^ (hash >> 32);
+}
+
+// The word made of the `left` (at most 8) bytes at `at`: all of them, read in place.
+inline std::uint64_t last_id_word(const char* at, std::size_t left) {
   if (left >= 4) {
     std::uint32_t head = 0;
     std::uint32_t tail = 0;
     std::memcpy(&head, at, 4);
     std::memcpy(&tail, at + left - 4, 4);
-    last = std::uint64_t{head} << 32 | tail;
-  } else if (left > 0) {
-    last = std::uint64_t{static_cast<unsigned char>(at[0])} << 16 |
-           std::uint64_t{static_cast<unsigned char>(at[left / 2])} << 8 | static_cast<unsigned char>(at[left - 1]);
+    return std::uint64_t{head} << 32 | tail;
   }
+  if (left == 0) return 0;
+  return std::uint64_t{static_cast<unsigned char>(at[0])} << 16 |
+         std::uint64_t{static_cast<unsigned char>(at[left / 2])} << 8 | static_cast<unsigned char>(at[left - 1]);
+}
+}  // namespace detail
+
+inline IdKey id_key(std::string_view text) {
+  const char* at = text.data();
+  std::size_t left = text.size();
+  std::uint64_t hash = left * detail::kIdMultiplier;
+  IdKey key;
+  if (left > 8) std::memcpy(&key.word, at, 8);
+  for (; left > 8; left -= 8, at += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, at, 8);
+    hash = (hash ^ word) * detail::kIdMultiplier;
+    hash ^= hash >> 32;
+  }
+  const std::uint64_t last = detail::last_id_word(at, left);
   if (text.size() <= 8) key.word = last;
-  hash = (hash ^ last) * kMultiplier;
-  hash ^= hash >> 29;
-  hash *= 0xbf58476d1ce4e5b9ULL;
-  key.hash = hash ^ (hash >> 32);
+  key.hash = detail::finish_id_hash(hash, last);
   return key;
+}
+
+// IdKey::word of a text of at most 8 bytes, without its hash.
+inline std::uint64_t short_id_word(std::string_view text) { return detail::last_id_word(text.data(), text.size()); }
+
+// id_key of a text of `size` bytes, at most 8, from its IdKey::word alone (short_id_word).
+constexpr IdKey short_id_key(std::size_t size, std::uint64_t word) {
+  return IdKey{word, detail::finish_id_hash(size * detail::kIdMultiplier, word)};
 }
 
 // Contract: an external id is live from open() to close() (or take()); open() of a live id
@@ -86,8 +105,12 @@ class BasicIdRenumbering {
   // reader parsing a copy of its text keeps views into the text itself.
   template <class MakeDense>
   void open_as(std::string_view external, std::string_view kept, MakeDense make_dense) {
+    open_as(external, kept, id_key(external), make_dense);
+  }
+  // The same with `key`, id_key(external), made beforehand (by a thread splitting rows ahead).
+  template <class MakeDense>
+  void open_as(std::string_view external, std::string_view kept, const IdKey& key, MakeDense make_dense) {
     if (kMaxLoad * (live_ + 1) > slots_.size()) grow();
-    const IdKey key = id_key(external);
     Slot& slot = slots_[probe(external, key)];
     if (slot.used()) already_live(external);
     const AllocId dense = make_dense();
@@ -95,12 +118,15 @@ class BasicIdRenumbering {
     ++live_;
   }
 
-  AllocId find(std::string_view external) const { return AllocId{slots_[live_slot(external)].dense}; }
-  void close(std::string_view external) { erase(live_slot(external)); }
+  AllocId find(std::string_view external) const {
+    return AllocId{slots_[live_slot(external, id_key(external))].dense};
+  }
+  void close(std::string_view external) { erase(live_slot(external, id_key(external))); }
 
-  // find() and close() in one lookup.
-  AllocId take(std::string_view external) {
-    const std::size_t at = live_slot(external);
+  // find() and close() in one lookup; `key`, when given, is id_key(external).
+  AllocId take(std::string_view external) { return take(external, id_key(external)); }
+  AllocId take(std::string_view external, const IdKey& key) {
+    const std::size_t at = live_slot(external, key);
     const AllocId dense{slots_[at].dense};
     erase(at);
     return dense;
@@ -139,9 +165,9 @@ class BasicIdRenumbering {
     }
   }
 
-  std::size_t live_slot(std::string_view external) const {
+  std::size_t live_slot(std::string_view external, const IdKey& key) const {
     if (!slots_.empty()) {
-      const std::size_t at = probe(external, id_key(external));
+      const std::size_t at = probe(external, key);
       if (slots_[at].used()) return at;
     }
     throw Error("free of id " + std::string(external) + ", which is not live");

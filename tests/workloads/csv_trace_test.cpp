@@ -235,15 +235,18 @@ std::string stream_file(const std::string& path, std::optional<Trace>& trace) {
   return "none";
 }
 
-TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memory, with the same errors",
+TEST_CASE("a mapped CSV file parsed a buffer at a time, on one thread or two, reads as its text in memory, with "
+          "the same errors",
           "[csv][stream]") {
   const test::TempDir dir;
   std::vector<std::string> lines = many_windows_of_rows();
   const std::string text = joined(lines);
   REQUIRE(text.size() > 4 * kCopyWindow);
   const std::string path = dir.file("t.csv", text);
-  const Trace in_memory = parse_csv_trace(text, path);
-  check_same(in_memory, read_csv_trace_file(path));
+  const Trace in_memory = parse_csv_trace(text, path, CsvThreads::one);
+  check_same(in_memory, read_csv_trace_file(path, nullptr, CsvThreads::one));
+  check_same(in_memory, parse_csv_trace(text, path, CsvThreads::two));
+  check_same(in_memory, read_csv_trace_file(path, nullptr, CsvThreads::two));
   std::optional<Trace> streamed;
   CHECK(stream_file(path, streamed) == "none");
   REQUIRE(streamed.has_value());
@@ -269,7 +272,7 @@ TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memo
       INFO("line " << line + 1 << ": " << wrong);
       std::string expected = "none";
       try {
-        parse_csv_trace(changed_text, path);
+        parse_csv_trace(changed_text, path, CsvThreads::one);
       } catch (const Error& error) {
         expected = error.what();
       }
@@ -277,7 +280,9 @@ TEST_CASE("a mapped CSV file parsed a buffer at a time reads as its text in memo
       if (!wrong.starts_with("x") && line + 1 != lines.size()) {
         CHECK_THAT(expected, Catch::Contains(kLongLived + ", which is already live"));
       }
-      CHECK_THROWS_WITH(read_csv_trace_file(dir.file("t.csv", changed_text)), expected);
+      dir.file("t.csv", changed_text);
+      CHECK_THROWS_WITH(read_csv_trace_file(path, nullptr, CsvThreads::one), expected);
+      CHECK_THROWS_WITH(read_csv_trace_file(path, nullptr, CsvThreads::two), expected);
       CHECK(stream_file(path, streamed) == expected);
     }
   }
@@ -296,37 +301,39 @@ TEST_CASE("a CSV trace's ids are texts: an id as long as a line, ids alike but f
 }
 
 
-// The whole read and the stream (read back whole: materialise renumbers its slots dense)
-// give the same trace, or the same error.
-void check_streams_alike(const std::string& text) {
+// The whole read on one thread, the whole read on two, and the stream (read back whole:
+// materialise renumbers its slots dense) give the same trace, or the same error.
+void check_reads_alike(const std::string& text) {
   INFO(text);
+  const auto read = [&](const auto& how, std::optional<Trace>& trace) -> std::string {
+    try {
+      trace = how();
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "none";
+  };
   std::optional<Trace> whole;
+  std::optional<Trace> on_two_threads;
   std::optional<Trace> streamed;
-  std::string whole_error = "none";
-  std::string stream_error = "none";
-  try {
-    whole = parse_csv_trace(text, "t.csv");
-  } catch (const Error& error) {
-    whole_error = error.what();
-  }
-  try {
-    const std::unique_ptr<EventSource> stream = csv_trace_stream(text, "t.csv");
-    streamed = materialise(*stream);
-  } catch (const Error& error) {
-    stream_error = error.what();
-  }
-  CHECK(stream_error == whole_error);
+  const std::string whole_error = read([&] { return parse_csv_trace(text, "t.csv", CsvThreads::one); }, whole);
+  CHECK(read([&] { return parse_csv_trace(text, "t.csv", CsvThreads::two); }, on_two_threads) == whole_error);
+  CHECK(read([&] { return materialise(*csv_trace_stream(text, "t.csv")); }, streamed) == whole_error);
+  REQUIRE(whole.has_value() == on_two_threads.has_value());
   REQUIRE(whole.has_value() == streamed.has_value());
-  if (whole) check_same(*whole, *streamed);
+  if (whole) {
+    check_same(*whole, *on_two_threads);
+    check_same(*whole, *streamed);
+  }
 }
 
 TEST_CASE("a streamed CSV trace is the trace read whole, with the same errors", "[csv][stream]") {
   const std::string header = "time_ns,op,id,bytes,stream,tag\n";
-  check_streams_alike("\xEF\xBB\xBF# bom, a comment\n" + header +
+  check_reads_alike("\xEF\xBB\xBF# bom, a comment\n" + header +
                       "0,alloc,0x7f00,1024,1,weight\n5,alloc,b,512,0,activation\n\n6,free,0x7f00,,,\n"
                       "7,alloc,0x7f00,2048,0,temp\r\n8,release,,,,\n9,free,b,512,0,activation\n"
                       "10,sync,wait:1,,0,\n11,sync,device,,,\n12,free,0x7f00,2048,0,temp");
-  check_streams_alike("op,time_ns,bytes,id\nalloc,3,100,x\nfree,4,,x\n");  // another column order
+  check_reads_alike("op,time_ns,bytes,id\nalloc,3,100,x\nfree,4,,x\n");  // another column order
   for (const std::string& rows : {
            std::string("0,alloc,a,10\n"), std::string("0,alloc,a,ten,0,other\n"), std::string("0,malloc,a,5,0,other\n"),
            std::string("0,alloc,a,5,0,weights\n"), std::string("0,alloc,a,5,70000,other\n"),
@@ -334,12 +341,12 @@ TEST_CASE("a streamed CSV trace is the trace read whole, with the same errors", 
            std::string("0,alloc,a,5,,\n1,alloc,a,5,,\n"), std::string("0,alloc,a,5,,\n1,free,a,6,,\n"),
            std::string("0,alloc,a,281474976710657,,\n"), std::string("5,alloc,a,1,,\n4,alloc,b,1,,\n"),
            std::string("0,alloc,a,18446744073709551615,,\n"), std::string(""), std::string("# only a comment\n")}) {
-    check_streams_alike(header + rows);
+    check_reads_alike(header + rows);
   }
-  check_streams_alike("");  // the fuzz target's first finding: the stream said less
-  check_streams_alike("\xEF\xBB\xBF");
-  check_streams_alike("time_ns,op,id,stream\n");
-  check_streams_alike("# only a comment\n");
+  check_reads_alike("");  // the fuzz target's first finding: the stream said less
+  check_reads_alike("\xEF\xBB\xBF");
+  check_reads_alike("time_ns,op,id,stream\n");
+  check_reads_alike("# only a comment\n");
 }
 
 TEST_CASE("a streamed CSV trace reuses slots, hands out windows, and counts what an early stop left", "[csv][stream]") {
@@ -369,7 +376,7 @@ TEST_CASE("a streamed CSV trace reuses slots, hands out windows, and counts what
   CHECK(stream->slots() == 2);
   CHECK(stream->live_lower_bound() == 10000 + 9999);
   CHECK(stream->events() == 19999);
-  check_streams_alike(text);
+  check_reads_alike(text);
 }
 
 }  // namespace
