@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -24,11 +23,8 @@
 #include "workloads/id_renumbering.hpp"
 #include "workloads/line_windows.hpp"
 #include "workloads/mapped_file.hpp"
+#include "workloads/split_rows.hpp"
 #include "workloads/text_lines.hpp"
-
-#if defined(__SSE2__) && defined(__x86_64__)
-#include <emmintrin.h>
-#endif
 
 namespace allocsim {
 namespace {
@@ -83,65 +79,6 @@ using TagCache = NameCache<Tag, tag_from_name>;
   tag = *found;
   return true;
 }
-
-// A row split ahead by the second thread of a two-thread parse (RowSplitter), for the
-// first to renumber and build: a plain alloc or free, or any other line as its text. 32
-// bytes: every row crosses from one core to the other.
-struct alignas(32) SplitRow {
-  enum class Kind : std::uint8_t { alloc, free, line };
-  Nanos time = 0;
-  std::uint64_t bytes = 0;  // as the row says (has_bytes); a line: where its text is in SplitBlock::text
-  std::uint64_t word = 0;   // the id's IdKey::word; an id over 8 bytes: where its text is in SplitBlock::text
-  std::uint32_t home = 0;   // the id's (or the line's) first byte in the text, from SplitBlock::home
-  std::uint32_t stream : 16 = 0;
-  std::uint32_t size : 6 = 0;  // the id's bytes (a plain row's id is shorter than a line of 64)
-  std::uint32_t kind : 2 = 0;  // Kind
-  std::uint32_t tag : 4 = 0;   // Tag
-  std::uint32_t has_bytes : 1 = 0;
-};
-static_assert(sizeof(SplitRow) == 32 && offsetof(SplitRow, word) == 16);
-static_assert(static_cast<unsigned>(Tag::runtime) < 16);
-
-// `row` into `to`, past the caches: the splitter's stores then wait for no cache line
-// that the other thread read last (a plain store asks that core for the line first, and
-// on this VM that wait was most of the splitter's time).
-[[gnu::always_inline]] inline void put_split_row(SplitRow* to, const SplitRow& row) {
-#if defined(__SSE2__) && defined(__x86_64__)
-  std::uint64_t last = 0;  // home and the bit fields, as their bytes lie
-  std::memcpy(&last, &row.home, 8);
-  auto* const words = reinterpret_cast<__m128i*>(to);
-  _mm_stream_si128(words, _mm_set_epi64x(static_cast<long long>(row.bytes), static_cast<long long>(row.time)));
-  _mm_stream_si128(words + 1, _mm_set_epi64x(static_cast<long long>(last), static_cast<long long>(row.word)));
-#else
-  *to = row;
-#endif
-}
-
-struct SplitBlock {
-  static constexpr std::size_t kRows = 8192;
-  static constexpr std::size_t kText = 32 * kRows;  // bytes of text a block takes before it is handed on
-
-  std::array<SplitRow, kRows> rows;
-  std::size_t count = 0;
-  const char* home = nullptr;  // where the rows' homes count from
-  std::string text;            // of lines, and of ids over 8 bytes
-
-  std::span<const SplitRow> filled() const { return std::span(rows).first(count); }
-  const char* home_of(const SplitRow& row) const { return home + row.home; }
-  // The id's text as the first thread compares it: an id of up to 8 bytes is told apart by
-  // its key, never read, so it stays where it is in the text.
-  std::string_view id_of(const SplitRow& row) const {
-    if (row.size <= 8) return std::string_view(home_of(row), row.size);
-    return std::string_view(text).substr(row.word, row.size);
-  }
-  IdKey key_of(const SplitRow& row) const {
-    return row.size <= 8 ? short_id_key(row.size, row.word) : id_key(id_of(row));
-  }
-  std::string_view line_of(const SplitRow& row) const {
-    return std::string_view(text).substr(row.bytes & 0xffff'ffff, row.bytes >> 32);
-  }
-  bool full() const { return count == kRows || text.size() >= kText; }
-};
 
 // The rows of one text, parsed into a Sink: a TraceBuilder (the whole trace) or a
 // SlotWindow (a stream's window). Every check and every error is the same for both.
@@ -358,14 +295,15 @@ std::size_t count_lines(std::string_view text, const MappedFile* file) {
 }
 
 // The second thread of a two-thread parse: it reads the text's lines (LineWindows), splits
-// every row the plain path takes (accept_plain_row, with the id's hash made here) and hands
-// them on in blocks, every other line as its text, for the first thread to renumber and
-// build (Reader::split_row). It judges nothing else: every error is the first thread's.
+// every row the plain path takes (accept_plain_row) into a SplitRow and hands them on in
+// blocks, every other line as its text, for the first thread to renumber and build
+// (Reader::split_row). It judges nothing else: every error is the first thread's.
 class RowSplitter {
  public:
   static constexpr std::size_t kBlocks = 8;
 
-  explicit RowSplitter(BlockRing<SplitBlock>& ring) : ring_(ring) {}
+  // `rows`: a block's rows, SplitBlock::kMostRows at most.
+  RowSplitter(BlockRing<SplitBlock>& ring, std::size_t rows) : ring_(ring), rows_(rows) {}
 
   // The lines of `text`, until the last, until the ring stops, or until the header shows
   // rows that cannot take the plain path (two threads would gain nothing); closes the ring.
@@ -396,7 +334,7 @@ class RowSplitter {
     PlainRow fields;
     Tag tag = Tag::other;
     if (!accept_plain_row(at, tags_, fields, tag)) return nullptr;
-    SplitRow row;
+    SplitRow row{};
     row.time = fields.time;
     row.bytes = fields.bytes.value_or(0);
     row.has_bytes = fields.bytes.has_value();
@@ -425,7 +363,7 @@ class RowSplitter {
     if (line.size() > std::numeric_limits<std::uint32_t>::max() - block_->text.size()) {
       throw std::length_error("a line too long for a two-thread parse");
     }
-    SplitRow row;
+    SplitRow row{};
     row.kind = static_cast<std::uint32_t>(SplitRow::Kind::line);
     if (!place(row, line)) return;
     row.bytes = block_->text.size() | std::uint64_t{line.size()} << 32;
@@ -456,15 +394,14 @@ class RowSplitter {
     block_ = next_block();
   }
   void hand_over() {
-#if defined(__SSE2__) && defined(__x86_64__)
-    _mm_sfence();  // put_split_row's stores are ordered after nothing: they land before the flag
-#endif
+    publish_split_rows();
     ring_.filled();
   }
 
   SplitBlock* next_block() {
     SplitBlock* const block = ring_.to_fill();
     if (block) {
+      block->make_room(rows_);
       block->count = 0;
       block->text.clear();
     }
@@ -472,6 +409,7 @@ class RowSplitter {
   }
 
   BlockRing<SplitBlock>& ring_;
+  std::size_t rows_;
   SplitBlock* block_ = next_block();  // null once the ring has stopped
   const char* copy_ = nullptr;        // the window's bytes, as LineWindows holds them
   const char* copy_end_ = nullptr;
@@ -517,7 +455,7 @@ std::optional<Trace> parse_on_two_threads(std::string_view text, const std::stri
     std::jthread splitting;
     try {
       splitting = std::jthread([&] {
-        RowSplitter splitter(*ring);
+        RowSplitter splitter(*ring, std::clamp<std::size_t>(text.size() / 64, 16, SplitBlock::kMostRows));
         splitter.run(text, file, name);
         complete = splitter.complete();
       });

@@ -327,12 +327,13 @@ void check_reads_alike(const std::string& text) {
   }
 }
 
-TEST_CASE("a streamed CSV trace is the trace read whole, with the same errors", "[csv][stream]") {
+TEST_CASE("a streamed CSV trace, and one read on two threads, is the trace read whole, with the same errors",
+          "[csv][stream]") {
   const std::string header = "time_ns,op,id,bytes,stream,tag\n";
   check_reads_alike("\xEF\xBB\xBF# bom, a comment\n" + header +
-                      "0,alloc,0x7f00,1024,1,weight\n5,alloc,b,512,0,activation\n\n6,free,0x7f00,,,\n"
-                      "7,alloc,0x7f00,2048,0,temp\r\n8,release,,,,\n9,free,b,512,0,activation\n"
-                      "10,sync,wait:1,,0,\n11,sync,device,,,\n12,free,0x7f00,2048,0,temp");
+                    "0,alloc,0x7f00,1024,1,weight\n5,alloc,b,512,0,activation\n\n6,free,0x7f00,,,\n"
+                    "7,alloc,0x7f00,2048,0,temp\r\n8,release,,,,\n9,free,b,512,0,activation\n"
+                    "10,sync,wait:1,,0,\n11,sync,device,,,\n12,free,0x7f00,2048,0,temp");
   check_reads_alike("op,time_ns,bytes,id\nalloc,3,100,x\nfree,4,,x\n");  // another column order
   for (const std::string& rows : {
            std::string("0,alloc,a,10\n"), std::string("0,alloc,a,ten,0,other\n"), std::string("0,malloc,a,5,0,other\n"),
