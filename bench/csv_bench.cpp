@@ -11,9 +11,9 @@
 // `csv/build` (the trace built from its events, no text), whose sum bounds what a parse on
 // one thread can reach while it does both the way it does now. The summary gives the
 // ratios the issue asks for (targets: replay / parse >= 2, load+replay / replay <= 1.5),
-// from these same measurements: in CPU time (what a busy neighbour disturbs least), but
-// the background run's in wall time against the replay's, since two threads share its
-// work.
+// from these same measurements: in CPU time (what a busy neighbour disturbs least) where
+// one thread does the work, in wall time against the replay's where two share it (the
+// parse of `csv/parse` and of `csv/load+replay/caching`, the background load).
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -241,6 +241,8 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("replay/caching", replay_benchmark, trace)->Unit(benchmark::kMillisecond)->Iterations(3);
   benchmark::RegisterBenchmark("csv/load+replay/caching", load_and_replay_benchmark, csv.path(), events)
       ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()  // its load is a parse on two threads
+      ->MeasureProcessCPUTime()
       ->Iterations(3);
   benchmark::RegisterBenchmark("csv/background+replay/caching", background_benchmark, csv.path(), events)
       ->Unit(benchmark::kMillisecond)
@@ -258,7 +260,7 @@ int main(int argc, char** argv) {
   const double one_thread = recorder.seconds("csv/parse-one-thread");
   const double replay = recorder.seconds("replay/caching");
   const double replay_wall = recorder.wall_seconds("replay/caching");
-  const double both = recorder.seconds("csv/load+replay/caching");
+  const double both = recorder.wall_seconds("csv/load+replay/caching");
   std::printf("\nCSV trace: %zu events, %.1f MiB (%.1f B/event)\n", events,
               static_cast<double>(std::filesystem::file_size(csv.path())) / (1 << 20),
               static_cast<double>(std::filesystem::file_size(csv.path())) / static_cast<double>(events));
@@ -284,8 +286,9 @@ int main(int argc, char** argv) {
     std::printf("streamed parse %.3f s (%.1f M events/s, no trace built): replay / streamed parse = %.2f (target >= 2)\n",
                 stream, static_cast<double>(events) / stream / 1e6, replay / stream);
   }
-  if (both > 0 && replay > 0) {
-    std::printf("load + replay %.3f s: (load + replay) / replay = %.2f (target <= 1.5)\n", both, both / replay);
+  if (both > 0 && replay_wall > 0) {
+    std::printf("load + replay %.3f s wall: (load + replay) / replay = %.2f (target <= 1.5)\n", both,
+                both / replay_wall);
   }
   const double overlapped = recorder.wall_seconds("csv/background+replay/caching");
   if (overlapped > 0 && replay_wall > 0) {
