@@ -1,18 +1,15 @@
 // A ring of blocks handed from one producer thread to one consumer thread: the producer
 // fills a block while the consumer reads the one before. A block changes hands through
-// one flag (release, then acquire), and a side that finds none ready spins a little, then
-// yields: a block holds thousands of rows, so a hand-over per block costs next to nothing,
-// where a lock and a sleep per block (a system call each) would not.
+// its slot's state (stored with release, loaded with acquire); a side that finds none
+// ready waits on that state (std::atomic::wait: a short spin, then the kernel), so a thread
+// with nothing to do gives its core back instead of asking for it again and again, and a
+// hand-over costs a system call only when the other side sleeps.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
-#include <thread>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace allocsim {
 
@@ -27,57 +24,63 @@ class BlockRing {
   // back; nullptr once the consumer has stopped (stop()).
   Block* to_fill() {
     Slot& slot = slots_[filled_ % count_];
-    for (unsigned spins = 0; slot.full.load(std::memory_order_acquire); wait(spins)) {
-      if (stopped_.load(std::memory_order_relaxed)) return nullptr;
+    while (slot.state.load(std::memory_order_acquire) == kFull) {
+      if (stopped_.load(std::memory_order_acquire)) return nullptr;
+      slot.state.wait(kFull, std::memory_order_acquire);
     }
-    return stopped_.load(std::memory_order_relaxed) ? nullptr : &slot.block;
+    return stopped_.load(std::memory_order_acquire) ? nullptr : &slot.block;
   }
-  void filled() { slots_[filled_++ % count_].full.store(true, std::memory_order_release); }
-  // No block follows those filled (the producer's last call, whatever stopped it).
-  void close() { closed_.store(true, std::memory_order_release); }
+  void filled() { hand(slots_[filled_++ % count_], kFull); }
+  // No block follows those filled (the producer's last call, whatever stopped it): the
+  // next slot says so, once the consumer has handed it back.
+  void close() {
+    if (to_fill()) hand(slots_[filled_ % count_], kEnd);
+  }
 
   // The consumer's side. to_take: the next filled block; nullptr once the producer has
   // closed the ring and every block it filled has been taken.
   Block* to_take() {
     Slot& slot = slots_[taken_ % count_];
-    for (unsigned spins = 0;; wait(spins)) {
-      if (slot.full.load(std::memory_order_acquire)) return &slot.block;
-      if (closed_.load(std::memory_order_acquire)) {
-        return slot.full.load(std::memory_order_acquire) ? &slot.block : nullptr;  // filled just before it closed
-      }
+    std::uint32_t state = slot.state.load(std::memory_order_acquire);
+    for (; state == kEmpty; state = slot.state.load(std::memory_order_acquire)) {
+      slot.state.wait(kEmpty, std::memory_order_acquire);
     }
+    return state == kEnd ? nullptr : &slot.block;
   }
-  void taken() { slots_[taken_++ % count_].full.store(false, std::memory_order_release); }
-  // The consumer wants no more blocks: the producer's next to_fill() says so.
-  void stop() { stopped_.store(true, std::memory_order_relaxed); }
+  void taken() { hand(slots_[taken_++ % count_], kEmpty); }
+  // The consumer wants no more blocks: the producer's next to_fill() says so, and one
+  // waiting for a slot wakes to hear it.
+  void stop() {
+    stopped_.store(true, std::memory_order_release);
+    for (std::size_t i = 0; i < count_; ++i) hand(slots_[i], kEmpty);
+  }
 
  private:
-  // Each flag on a cache line of its own: the side waiting reads it over and over, and a
-  // line it shared with the block's own fields would move between the cores at every row
-  // the other side wrote.
+  static constexpr std::uint32_t kEmpty = 0;
+  static constexpr std::uint32_t kFull = 1;
+  static constexpr std::uint32_t kEnd = 2;  // closed: no block here or after
+
+  static void hand(std::atomic<std::uint32_t>& state, std::uint32_t to) {
+    state.store(to, std::memory_order_release);
+    state.notify_one();
+  }
+  struct Slot;
+  static void hand(Slot& slot, std::uint32_t to) { hand(slot.state, to); }
+
+  // Each state on a cache line of its own: a side waiting reads it over and over, and a line
+  // it shared with the block's own fields would move between the cores at every row the
+  // other side wrote.
   static constexpr std::size_t kLine = 64;
   struct Slot {
-    alignas(kLine) std::atomic<bool> full{false};  // filled, not yet taken
+    alignas(kLine) std::atomic<std::uint32_t> state{kEmpty};
     alignas(kLine) Block block;
   };
-
-  static void wait(unsigned& spins) {
-    if (++spins < kSpins) {
-#if defined(__SSE2__)
-      _mm_pause();
-#endif
-    } else {
-      std::this_thread::yield();  // the other side may have lost its core
-    }
-  }
-  static constexpr unsigned kSpins = 4096;
 
   std::unique_ptr<Slot[]> slots_;
   std::size_t count_;
   alignas(kLine) std::size_t filled_ = 0;  // the producer's own
   alignas(kLine) std::size_t taken_ = 0;   // the consumer's own
-  alignas(kLine) std::atomic<bool> closed_{false};
-  std::atomic<bool> stopped_{false};
+  alignas(kLine) std::atomic<bool> stopped_{false};
 };
 
 }  // namespace allocsim
