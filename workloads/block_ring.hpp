@@ -30,11 +30,11 @@ class BlockRing {
     }
     return stopped_.load(std::memory_order_acquire) ? nullptr : &slot.block;
   }
-  void filled() { hand(slots_[filled_++ % count_], kFull); }
+  void filled() { hand(slots_[filled_++ % count_].state, kFull); }
   // No block follows those filled (the producer's last call, whatever stopped it): the
   // next slot says so, once the consumer has handed it back.
   void close() {
-    if (to_fill()) hand(slots_[filled_ % count_], kEnd);
+    if (to_fill()) hand(slots_[filled_ % count_].state, kEnd);
   }
 
   // The consumer's side. to_take: the next filled block; nullptr once the producer has
@@ -47,12 +47,12 @@ class BlockRing {
     }
     return state == kEnd ? nullptr : &slot.block;
   }
-  void taken() { hand(slots_[taken_++ % count_], kEmpty); }
+  void taken() { hand(slots_[taken_++ % count_].state, kEmpty); }
   // The consumer wants no more blocks: the producer's next to_fill() says so, and one
   // waiting for a slot wakes to hear it.
   void stop() {
     stopped_.store(true, std::memory_order_release);
-    for (std::size_t i = 0; i < count_; ++i) hand(slots_[i], kEmpty);
+    for (std::size_t i = 0; i < count_; ++i) hand(slots_[i].state, kEmpty);
   }
 
  private:
@@ -64,8 +64,6 @@ class BlockRing {
     state.store(to, std::memory_order_release);
     state.notify_one();
   }
-  struct Slot;
-  static void hand(Slot& slot, std::uint32_t to) { hand(slot.state, to); }
 
   // Each state on a cache line of its own: a side waiting reads it over and over, and a line
   // it shared with the block's own fields would move between the cores at every row the

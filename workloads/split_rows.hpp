@@ -37,7 +37,8 @@ struct alignas(32) SplitRow {
   std::uint32_t tag : 4;   // Tag
   std::uint32_t has_bytes : 1;
 };
-static_assert(sizeof(SplitRow) == 32 && offsetof(SplitRow, word) == 16 && std::is_trivial_v<SplitRow>);
+static_assert(sizeof(SplitRow) == 32 && offsetof(SplitRow, word) == 16 && offsetof(SplitRow, home) == 24 &&
+              std::is_trivial_v<SplitRow>);
 static_assert(static_cast<unsigned>(Tag::runtime) < 16);
 
 // `row` into `to`, past the caches: the splitter's stores then wait for no cache line
@@ -46,7 +47,7 @@ static_assert(static_cast<unsigned>(Tag::runtime) < 16);
 [[gnu::always_inline]] inline void put_split_row(SplitRow* to, const SplitRow& row) {
 #if defined(__SSE2__) && defined(__x86_64__)
   std::uint64_t last = 0;  // home and the bit fields, as their bytes lie
-  std::memcpy(&last, &row.home, 8);
+  std::memcpy(&last, reinterpret_cast<const unsigned char*>(&row) + offsetof(SplitRow, home), 8);
   auto* const words = reinterpret_cast<__m128i*>(to);
   _mm_stream_si128(words, _mm_set_epi64x(static_cast<long long>(row.bytes), static_cast<long long>(row.time)));
   _mm_stream_si128(words + 1, _mm_set_epi64x(static_cast<long long>(last), static_cast<long long>(row.word)));
