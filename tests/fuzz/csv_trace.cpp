@@ -34,7 +34,7 @@ bool same(const allocsim::Trace& a, const allocsim::Trace& b) {
 }
 
 // Where each input is written to be read as a file: one path per process, removed at its
-// exit; the other two reads name the input by it too, so that all errors read alike.
+// exit; the other reads name the input by it too, so that all errors read alike.
 struct InputFile {
   std::string path =
       (std::filesystem::temp_directory_path() / ("allocsim-fuzz-csv-" + std::to_string(::getpid()))).string();
@@ -46,50 +46,40 @@ const std::string& input_path() {
   return file.path;
 }
 
+// One read of the input: its trace, or its Error's message.
+struct Read {
+  std::optional<allocsim::Trace> trace;
+  std::string error;
+};
+
+template <class How>
+Read attempt(How how) {
+  Read result;
+  try {
+    result.trace = how();
+  } catch (const allocsim::Error& error) {
+    result.error = error.what();
+  }
+  return result;
+}
+
+bool agree(const Read& a, const Read& b) {
+  return a.error == b.error && a.trace.has_value() == b.trace.has_value() && (!a.trace || same(*a.trace, *b.trace));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using allocsim::CsvThreads;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const std::string& path = input_path();
-  std::optional<allocsim::Trace> whole;
-  std::optional<allocsim::Trace> on_two_threads;
-  std::optional<allocsim::Trace> streamed;
-  std::optional<allocsim::Trace> from_file;
-  std::string whole_error;
-  std::string two_threads_error;
-  std::string stream_error;
-  std::string file_error;
-  try {
-    whole = allocsim::parse_csv_trace(text, path, allocsim::CsvThreads::one);
-  } catch (const allocsim::Error& error) {
-    whole_error = error.what();
-  }
-  try {
-    on_two_threads = allocsim::parse_csv_trace(text, path, allocsim::CsvThreads::two);
-  } catch (const allocsim::Error& error) {
-    two_threads_error = error.what();
-  }
+  const Read whole = attempt([&] { return allocsim::parse_csv_trace(text, path, CsvThreads::one); });
+  const Read on_two_threads = attempt([&] { return allocsim::parse_csv_trace(text, path, CsvThreads::two); });
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(text.data(), static_cast<std::streamsize>(size));
-  try {
-    from_file = allocsim::read_csv_trace_file(path, nullptr, allocsim::CsvThreads::one);
-  } catch (const allocsim::Error& error) {
-    file_error = error.what();
-  }
-  try {
-    const std::unique_ptr<allocsim::EventSource> stream = allocsim::csv_trace_stream(text, path);
-    streamed = allocsim::materialise(*stream);
-  } catch (const allocsim::Error& error) {
-    stream_error = error.what();
-  }
-  if (whole_error != two_threads_error || whole.has_value() != on_two_threads.has_value() ||
-      (whole && !same(*whole, *on_two_threads))) {
-    std::abort();  // one thread and two disagree
-  }
-  if (whole_error != stream_error || whole.has_value() != streamed.has_value() || (whole && !same(*whole, *streamed))) {
-    std::abort();  // the whole read and the stream disagree
-  }
-  if (whole_error != file_error || whole.has_value() != from_file.has_value() || (whole && !same(*whole, *from_file))) {
-    std::abort();  // the text and its file disagree
-  }
+  const Read from_file = attempt([&] { return allocsim::read_csv_trace_file(path, nullptr, CsvThreads::one); });
+  const Read streamed = attempt([&] { return allocsim::materialise(*allocsim::csv_trace_stream(text, path)); });
+  if (!agree(whole, on_two_threads)) std::abort();  // one thread and two disagree
+  if (!agree(whole, streamed)) std::abort();        // the whole read and the stream disagree
+  if (!agree(whole, from_file)) std::abort();       // the text and its file disagree
   return 0;
 }
