@@ -166,10 +166,8 @@ class Reader {
         break;
       }
       case SplitRow::Kind::line: {
-        const std::string_view text = block.line_of(row);
-        read_copy(std::string_view(block.text).substr(static_cast<std::size_t>(text.data() - block.text.data())),
-                  block.home_of(row));
-        line(text);
+        read_copy(block.held_from(row), block.home_of(row));
+        line(block.line_of(row));
         break;
       }
     }

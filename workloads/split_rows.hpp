@@ -91,8 +91,10 @@ struct SplitBlock {
   IdKey key_of(const SplitRow& row) const {
     return row.size <= 8 ? short_id_key(row.size, row.word) : id_key(id_of(row));
   }
-  std::string_view line_of(const SplitRow& row) const {
-    return std::string_view(text).substr(row.bytes & 0xffff'ffff, row.bytes >> 32);
+  std::string_view line_of(const SplitRow& row) const { return held_from(row).substr(0, row.bytes >> 32); }
+  // The block's text from a line's first byte on: what a reader of the line may read.
+  std::string_view held_from(const SplitRow& row) const {
+    return std::string_view(text).substr(row.bytes & 0xffff'ffff);
   }
   // Handed on once its rows are all used, or its text holds as many bytes as they would.
   bool full() const { return count == capacity || text.size() >= sizeof(SplitRow) * capacity; }
