@@ -39,17 +39,9 @@ bool BuddyPolicy::acquire_region() {
   return true;
 }
 
-void BuddyPolicy::insert_free(std::size_t order, Addr addr) {
+[[gnu::always_inline]] inline void BuddyPolicy::insert_free(std::size_t order, Addr addr) {
   std::vector<Addr>& free = free_[order];
   free.insert(std::lower_bound(free.begin(), free.end(), addr, std::greater<>()), addr);
-}
-
-bool BuddyPolicy::take_free(std::size_t order, Addr addr) {
-  std::vector<Addr>& free = free_[order];
-  const auto it = std::lower_bound(free.begin(), free.end(), addr, std::greater<>());
-  if (it == free.end() || *it != addr) return false;
-  free.erase(it);
-  return true;
 }
 
 Allocation BuddyPolicy::allocate(const Request& request) {
@@ -74,11 +66,18 @@ void BuddyPolicy::deallocate(const Block& block, Nanos) {
   std::size_t order = order_of(block.size);
   Addr addr = block.addr;
   allocated_ -= block.size;
-  while (order < top_order_) {
+  for (; order < top_order_; ++order) {
+    std::vector<Addr>& free = free_[order];
     const Addr buddy = base_ + ((addr - base_) ^ size_of(order));
-    if (!take_free(order, buddy)) break;
+    const auto at = std::lower_bound(free.begin(), free.end(), buddy, std::greater<>());
+    if (at == free.end() || *at != buddy) {
+      // No block of this order lies between a block and its buddy, so where the buddy would
+      // be in the list is where the block goes: one search, not two.
+      free.insert(at, addr);
+      return;
+    }
+    free.erase(at);
     addr = std::min(addr, buddy);
-    ++order;
   }
   insert_free(order, addr);
 }

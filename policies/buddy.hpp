@@ -52,11 +52,11 @@ class BuddyPolicy final : public ReplayedPolicy<BuddyPolicy> {
   Addr base_ = 0;  // the region's first aligned address: buddies pair relative to it
   std::size_t top_order_ = 0;
   // Free blocks by order, each a vector sorted by falling address: the lowest is popped
-  // from the back, a buddy found by binary search; capacity is kept, so a steady state
-  // allocates nothing.
+  // from the back, a buddy found by binary search (std::lower_bound: on lists of a few
+  // blocks its branches cost less than a branch-free search's chain of loads, bench/ found);
+  // capacity is kept, so a steady state allocates nothing.
   std::vector<std::vector<Addr>> free_;
   void insert_free(std::size_t order, Addr addr);
-  bool take_free(std::size_t order, Addr addr);  // false when it is not free
   Bytes allocated_ = 0;
 };
 
