@@ -1,5 +1,5 @@
-// Binary search over a sorted array without a branch on the comparison: the step is a
-// conditional move, so a lookup costs no mispredicted branches (the main cost of
+// Binary search over a sorted array without a branch on the comparison: the step adds the
+// half masked by it, so a lookup costs no mispredicted branches (the main cost of
 // std::lower_bound on short, randomly probed arrays such as SizeBins' bins and the
 // leaves of AddressRanges).
 #pragma once
@@ -15,8 +15,10 @@ std::size_t flat_lower_bound(const T* data, std::size_t n, Before before) {
   const T* base = data;
   while (n > 1) {
     const std::size_t half = n / 2;
-    // A multiply, not a ?: : GCC compiles the latter to a branch.
-    base += static_cast<std::size_t>(before(base[half - 1])) * half;
+    // A mask (all ones where the element is before the key), not a ?: (GCC compiles that
+    // to a branch) nor a multiply, whose three cycles lie on the chain of dependent steps:
+    // firstfit ran 5-6% faster in bench/, nextfit about 4% (an asm cmov ran slower than both).
+    base += half & (std::size_t{0} - static_cast<std::size_t>(before(base[half - 1])));
     n -= half;
   }
   return static_cast<std::size_t>(base - data) + (before(*base) ? 1 : 0);
