@@ -1,6 +1,9 @@
 // `allocsim validate`: one workload under one policy, simulated and on the device, side
 // by side; writes DIR/STEM.csv (the comparison) and DIR/STEM.calls.csv (every device call).
+#include <stdlib.h>  // mkdtemp
+
 #include <filesystem>
+#include <string>
 
 #include <boost/program_options.hpp>
 
@@ -40,6 +43,14 @@ Exit status: 0 when both replays ran (disagreements are results, in the table an
 2 on bad input or when no GPU can be opened (the line says what is missing).
 )";
 
+// A new folder of the user's own (mkdtemp: mode 0700, an unpredictable name), kept: the CSVs
+// written into it are the run's output.
+std::string make_temporary_folder(const std::string& prefix) {
+  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw Error("cannot make a temporary folder in " + pattern);
+  return pattern;
+}
+
 std::string file_stem(const std::string& workload, const std::string& policy, const std::string& cap,
                       const std::string& segments, const std::string& backend) {
   std::string stem = workload + "__" + policy;
@@ -64,7 +75,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   std::string segments = "malloc";
   std::string profile;
   std::string on_oom = "stop";
-  std::string out_dir = "results/validation";
+  std::string out_dir;
   std::string host_memory = "80GiB";
   BackendChoice choice;
   po::options_description description("Options");
@@ -83,7 +94,8 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
       ("device-profile", po::value(&profile)->value_name("FILE"),
        "the simulation's cost model, from `allocsim calibrate` (default: the built-in placeholder)")
       ("on-oom", po::value(&on_oom)->value_name("stop|continue"), "as for run (default stop)")
-      ("out", po::value(&out_dir)->value_name("DIR"), "where the CSV files go (default results/validation)")
+      ("out", po::value(&out_dir)->value_name("DIR"), "where the CSV files go (default: results/validation for the GPU; a new temporary folder "
+       "for the host stand-in, so that its figures never sit beside the hardware's)")
       ("host-memory", po::value(&host_memory)->value_name("SIZE"), "the host stand-in's total memory (default 80GiB)");
   const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
@@ -108,6 +120,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   choice.host_memory = parse_bytes(host_memory);
   // Cheap input first: a typo fails before the GPU is opened or a model is lowered.
   check_policy_spec(policy);
+  if (out_dir.empty()) out_dir = choice.backend == "host" ? make_temporary_folder("allocsim-validate-") : "results/validation";
   std::filesystem::create_directories(out_dir);
   const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, segments, choice.backend);
   const std::string table = stem.string() + ".csv";

@@ -78,7 +78,7 @@ class TemporaryCsv {
 RunResult replay_caching(TenantSpec tenant) {
   Scenario scenario;  // default DeviceSpec, as replay_bench
   scenario.tenants.push_back(std::move(tenant));
-  return run(scenario, make_policy);
+  return run(scenario, build_policy);
 }
 RunResult replay_caching(std::shared_ptr<const Trace> trace) { return replay_caching(TenantSpec{std::move(trace), "caching"}); }
 

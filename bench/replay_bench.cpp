@@ -33,7 +33,7 @@
 #include "bench/run_recorder.hpp"
 #include "policies/registry.hpp"
 #include "sim/engine.hpp"
-#include "sim/tenant_replay.hpp"
+#include "sim/direct_loop.hpp"
 #include "workloads/random_trace.hpp"
 
 // ---- Heap accounting -------------------------------------------------------------------
@@ -107,7 +107,7 @@ using namespace allocsim;
 
 // The baseline: no device calls and no data structure, so what it measures is the engine
 // alone. Addresses come from a counter and are never reused.
-class NoopPolicy final : public ReplayedPolicy<NoopPolicy> {
+class NoopPolicy final : public Policy {
  public:
   Allocation allocate(const Request& request) override {
     const Bytes size = align_up(request.bytes, kBlockAlignment);
@@ -144,9 +144,11 @@ bool selected(std::string_view policy) {
 }
 
 std::vector<BenchCase> bench_cases() {
-  std::vector<BenchCase> cases{{"noop", [](std::string_view, Device&) { return std::make_unique<NoopPolicy>(); }}};
+  std::vector<BenchCase> cases{{"noop", [](std::string_view, Device&) {
+                                         return MadePolicy(std::make_unique<NoopPolicy>(), &direct_loop<NoopPolicy>);
+                                       }}};
   for (const PolicyInfo& info : all_policies()) {
-    cases.push_back({std::string(info.name), make_policy});
+    cases.push_back({std::string(info.name), build_policy});
   }
   std::erase_if(cases, [](const BenchCase& bench) { return !selected(bench.policy); });
   return cases;

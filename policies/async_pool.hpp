@@ -54,7 +54,6 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
@@ -87,7 +86,7 @@ constexpr std::array<ParamInfo, 12> async_params(std::string_view threshold, std
   }};
 }
 
-class AsyncPoolPolicy final : public ReplayedPolicy<AsyncPoolPolicy> {
+class AsyncPoolPolicy final : public Policy {
  public:
   static constexpr auto kParams = async_params("0", "true", "none", "false");
   // PyTorch: threshold UINT64_MAX and all three reuse flags set explicitly; an OOM is

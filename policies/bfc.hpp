@@ -30,7 +30,6 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
@@ -59,7 +58,7 @@ constexpr std::array<ParamInfo, 7> bfc_params(std::string_view growth, std::stri
   }};
 }
 
-class BfcPolicy final : public ReplayedPolicy<BfcPolicy> {
+class BfcPolicy final : public Policy {
  public:
   // The most the pool may reserve, and the rule that set it.
   struct Limit {

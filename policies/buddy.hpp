@@ -18,11 +18,10 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class BuddyPolicy final : public ReplayedPolicy<BuddyPolicy> {
+class BuddyPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
       ParamInfo{"region", "0", "bytes of the region (rounded down to a power of two); 0 = all free device memory"},

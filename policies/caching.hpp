@@ -35,7 +35,6 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
@@ -71,7 +70,7 @@ constexpr std::array<ParamInfo, 7> caching_params(std::string_view expandable_de
   };
 }
 
-class CachingPolicy final : public ReplayedPolicy<CachingPolicy> {
+class CachingPolicy final : public Policy {
  public:
   static constexpr auto kParams = caching_params("false");
   static constexpr auto kExpandableParams = caching_params("true");

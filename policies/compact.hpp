@@ -34,11 +34,10 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class CompactPolicy final : public ReplayedPolicy<CompactPolicy> {
+class CompactPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
       ParamInfo{"trigger", "failure", "when to compact: failure (a request no free range fits) or threshold"},

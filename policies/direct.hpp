@@ -15,11 +15,10 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class DirectPolicy final : public ReplayedPolicy<DirectPolicy> {
+class DirectPolicy final : public Policy {
  public:
   Bytes rounded_size(Bytes requested) const override { return align_up(requested, granularity_); }
   static constexpr std::array<ParamInfo, 0> kParams{};

@@ -13,11 +13,10 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class LimitingPolicy final : public ReplayedPolicy<LimitingPolicy> {
+class LimitingPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
       ParamInfo{"limit", "0", "allocation_limit: the most bytes (each request aligned) live at once; 0 = none"},

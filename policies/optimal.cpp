@@ -3,7 +3,6 @@
 #include <string>
 
 #include "policies/placement.hpp"
-#include "sim/event_source.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -23,7 +22,7 @@ void OptimalPolicy::prepare(const ReplaySetup& setup) {
     throw Error("optimal plans over the whole trace, which a streamed replay never holds: replay it without "
                 "--stream (the trace is then loaded into memory)");
   }
-  const Trace* const trace = setup.source ? setup.source->trace() : nullptr;
+  const Trace* const trace = setup.whole_trace ? setup.whole_trace() : nullptr;
   if (!trace) return;  // no trace ahead: it stays bestfit
   if (unplanned_ && unplanned_->stats().allocated != 0) throw Error("optimal: prepare() after requests were served");
   unplanned_.reset();

@@ -21,11 +21,10 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class OptimalPolicy final : public ReplayedPolicy<OptimalPolicy> {
+class OptimalPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
       ParamInfo{"max_pairs", "30000000",

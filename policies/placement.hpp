@@ -32,7 +32,6 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
@@ -50,7 +49,7 @@ inline constexpr std::array kPlacementParams{
 
 // Pool: TiledSegments (best and worst fit only) or SegmentPool (every fit).
 template <typename Pool>
-class PlacementPolicy final : public ReplayedPolicy<PlacementPolicy<Pool>> {
+class PlacementPolicy final : public Policy {
  public:
   static constexpr const auto& kParams = kPlacementParams;
 

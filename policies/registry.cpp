@@ -2,6 +2,7 @@
 
 #include <array>
 #include <string>
+#include <utility>
 
 #include "policies/async_pool.hpp"
 #include "policies/bfc.hpp"
@@ -17,33 +18,41 @@
 #include "policies/rmm_binning.hpp"
 #include "policies/rmm_pool.hpp"
 #include "policies/vmm.hpp"
+#include "sim/direct_loop.hpp"
 #include "sim/error.hpp"
 #include "sim/sim_device.hpp"
 
 namespace allocsim {
 namespace {
 
+// The one place a policy type meets the replay loop: each row's factory hands the engine
+// the loop compiled for the type it made.
+template <typename P, typename... Args>
+MadePolicy made(Args&&... args) {
+  return MadePolicy(std::make_unique<P>(std::forward<Args>(args)...), &direct_loop<P>);
+}
+
 template <typename P>
-std::unique_ptr<Policy> make(const Params& params, Device& device) {
-  return std::make_unique<P>(params, device);
+MadePolicy make(const Params& params, Device& device) {
+  return made<P>(params, device);
 }
 
 // An RMM resource over the upstream its spec names (`upstream=`), or over the device.
 template <typename P>
-std::unique_ptr<Policy> make_over_upstream(const Params& params, Device& device) {
+MadePolicy make_over_upstream(const Params& params, Device& device) {
   std::unique_ptr<Policy> upstream = make_upstream(params.text("upstream"), device);
-  if (!upstream) return std::make_unique<P>(params, device);
-  return std::make_unique<LayeredPolicy>(std::move(upstream), device,
-                                         [&](Device& over) { return std::make_unique<P>(params, over); });
+  if (!upstream) return made<P>(params, device);
+  return made<LayeredPolicy>(std::move(upstream), device,
+                             [&](Device& over) { return std::make_unique<P>(params, over); });
 }
 
 // Best and worst fit search by size only, so they take the pool without an address index.
 template <Fit fit>
-std::unique_ptr<Policy> make_placement(const Params& params, Device& device) {
+MadePolicy make_placement(const Params& params, Device& device) {
   if constexpr (searches_by_address(fit)) {
-    return std::make_unique<AddressFitPolicy>(fit, params, device);
+    return made<AddressFitPolicy>(fit, params, device);
   } else {
-    return std::make_unique<SizeFitPolicy>(fit, params, device);
+    return made<SizeFitPolicy>(fit, params, device);
   }
 }
 
@@ -135,10 +144,14 @@ const PolicyInfo& find_policy(std::string_view name) {
   throw Error("unknown policy '" + std::string(name) + "'; valid policies: " + valid);
 }
 
-std::unique_ptr<Policy> make_policy(std::string_view spec_text, Device& device) {
+MadePolicy build_policy(std::string_view spec_text, Device& device) {
   const Spec spec = parse_spec(spec_text);
   const PolicyInfo& info = find_policy(spec.name);
   return info.make(Params(spec, info.params, "policy " + std::string(info.name)), device);
+}
+
+std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device) {
+  return std::move(build_policy(spec, device).policy);
 }
 
 void check_policy_spec(std::string_view spec) {

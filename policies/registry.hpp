@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "sim/device.hpp"
+#include "sim/made_policy.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
 
@@ -18,7 +19,7 @@ struct PolicyInfo {
   std::string_view models;   // the real allocator it reproduces
   std::string_view summary;
   std::span<const ParamInfo> params;
-  std::unique_ptr<Policy> (*make)(const Params& params, Device& device);
+  MadePolicy (*make)(const Params& params, Device& device);  // with the direct loop of its type
 };
 
 std::span<const PolicyInfo> all_policies();
@@ -34,5 +35,8 @@ void check_policy_spec(std::string_view spec);
 
 // "name:key=value,..." -> a policy on `device`; throws Error on an unknown policy or key.
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device);
+
+// The same, with the loop the engine runs it by: the PolicyFactory a replay passes to run().
+MadePolicy build_policy(std::string_view spec, Device& device);
 
 }  // namespace allocsim

@@ -30,11 +30,10 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class RmmArenaPolicy final : public ReplayedPolicy<RmmArenaPolicy> {
+class RmmArenaPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
       ParamInfo{"arena_size", "free", "bytes of the one upstream allocation; free = all free memory at the first "

@@ -24,11 +24,10 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class RmmBinningPolicy final : public ReplayedPolicy<RmmBinningPolicy> {
+class RmmBinningPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
       ParamInfo{"min_exp", "none", "the smallest bin is 2^min_exp bytes; none = no bins (every request upstream)"},

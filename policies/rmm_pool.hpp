@@ -27,11 +27,10 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class RmmPoolPolicy final : public ReplayedPolicy<RmmPoolPolicy> {
+class RmmPoolPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
       ParamInfo{"initial", "0", "initial_pool_size, taken at the first request; 0 = RMM's replay benchmark without "

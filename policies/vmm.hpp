@@ -31,11 +31,10 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
-class VmmPolicy final : public ReplayedPolicy<VmmPolicy> {
+class VmmPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
       ParamInfo{"page", "2MiB", "physical page (mapping granularity): a multiple of 256 B; requests of a page or more are stitched"},

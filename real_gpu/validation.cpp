@@ -94,8 +94,8 @@ Validation validate(DeviceApi& api, std::shared_ptr<const Trace> trace, const Va
   const std::string name(find_policy(parse_spec(options.policy).name).name);
   validation.page_mapped = options.device.source == SegmentSource::vmm || name == "vmm" || name == "expandable";
   const Scenario scenario = scenario_for(trace, options, validation.device);
-  validation.simulated = run(scenario, make_policy);
-  validation.measured = run_on(device, scenario, make_policy);
+  validation.simulated = run(scenario, build_policy);
+  validation.measured = run_on(device, scenario, build_policy);
   validation.calls = device.calls();
   return validation;
 }

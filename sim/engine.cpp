@@ -126,7 +126,7 @@ class Replay final : ReplayHooks {
 
  private:
   // One tenant: a loop made for what this scenario watches, the rest compiled out. The
-  // plain one is the policy's to run, with its own type (Policy::replay).
+  // plain one runs with the policy's own type where its factory gave a DirectLoop.
   void replay_alone() {
     TenantReplay& run = tenants_.front();
     start(run, 0);
@@ -137,8 +137,10 @@ class Replay final : ReplayHooks {
               : run.replay_while_alive<Policy, true, false>(*run.policy, *this);
     } else if (observe) {
       run.replay_while_alive<Policy, false, true>(*run.policy, *this);
+    } else if (run.loop) {
+      run.loop(*run.policy, PlainReplay(run, *this));
     } else {
-      run.policy->replay(PlainReplay(run, *this));
+      run.replay_while_alive<Policy, false, false>(*run.policy, *this);
     }
   }
 
@@ -165,8 +167,11 @@ class Replay final : ReplayHooks {
     peak_used_ = std::max(peak_used_, device_.used());
     if (run.context_open) contexts_ += scenario_.device.context_overhead;
     run.result.context = run.context_open ? scenario_.device.context_overhead : 0;
-    run.policy = make_policy_(run.spec.policy, run.device);
-    run.policy->prepare(ReplaySetup{run.source->slots(), run.source.get(), &run, !run.source->holds_trace()});
+    MadePolicy made = make_policy_(run.spec.policy, run.device);
+    run.policy = std::move(made.policy);
+    run.loop = made.loop;
+    const EventSource& source = *run.source;
+    run.policy->prepare(ReplaySetup{source.slots(), [&source] { return source.trace(); }, &run, !source.holds_trace()});
     if (!run.context_open) out_of_memory(run, tenant, 0, scenario_.device.context_overhead, run.spec.start);
   }
 
@@ -355,8 +360,6 @@ void TenantReplay::tell_block(BlockAction action, AllocId id, Addr addr, Bytes s
 }
 
 void TenantReplay::grow_ids(std::uint32_t id) { grow_to_hold(slot_of, id, kNoSlot); }
-
-void Policy::replay(const PlainReplay& replay) { replay.run(*this); }
 
 RunResult run_on(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
                  std::span<Observer* const> observers) {

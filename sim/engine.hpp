@@ -13,6 +13,7 @@
 
 #include "sim/device.hpp"
 #include "sim/event_source.hpp"
+#include "sim/made_policy.hpp"
 #include "sim/observer.hpp"
 #include "sim/policy.hpp"
 #include "sim/result.hpp"
@@ -51,7 +52,7 @@ struct Scenario {
   bool check = false;  // policy.check() and engine invariants after every event
 };
 
-using PolicyFactory = std::function<std::unique_ptr<Policy>(std::string_view spec, Device& device)>;
+using PolicyFactory = std::function<MadePolicy(std::string_view spec, Device& device)>;
 
 // Replays on a SimDevice built from scenario.device.
 RunResult run(const Scenario& scenario, const PolicyFactory& make_policy,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,7 +14,6 @@
 namespace allocsim {
 
 class Trace;
-class PlainReplay;  // sim/tenant_replay.hpp
 
 // Every block a policy hands out starts on this boundary (CUDA's allocation alignment).
 constexpr Bytes kBlockAlignment = 256;
@@ -86,15 +86,13 @@ struct PolicyInspection {
   Bytes planned_reserve = 0;      // an offline planner: the reserve its plan needs (0 = no plan)
 };
 
-class EventSource;  // sim/event_source.hpp
-
 // What the engine tells a policy once, before the first request of a replay. A policy
 // driven without it (as unit tests drive one) must still work.
 struct ReplaySetup {
   std::size_t allocations = 0;    // ids will run 0..allocations-1: state indexed by id is sized once
-  // The events ahead. Its trace() is the whole trace, for offline planners: only they ask,
-  // since a trace still loading in the background is waited for.
-  const EventSource* source = nullptr;
+  // The whole trace ahead (null: none), for offline planners: only they ask, since a trace
+  // still loading in the background is waited for.
+  std::function<const Trace*()> whole_trace = nullptr;
   MoveListener* moves = nullptr;  // told of every relocation; outlives the policy
   bool streamed = false;          // the trace exists but streams (no trace()): a planner must refuse
 };
@@ -149,10 +147,6 @@ class Policy {
   virtual Bytes rounded_size(Bytes requested) const { return requested; }
   virtual void prepare(const ReplaySetup&) {}
   virtual void check() const {}
-  // Runs a plain replay's event loop (replay.run(*this)). A policy that derives from
-  // ReplayedPolicy<Self> (sim/tenant_replay.hpp) runs it with its own final type, so
-  // that the loop calls it directly; this default runs it through the virtual calls.
-  virtual void replay(const PlainReplay& replay);
 };
 
 }  // namespace allocsim

@@ -1,9 +1,9 @@
 // One tenant's replay: its state, and the event loop written once as a template over the
 // policy's type. The engine (sim/engine.cpp) runs the loop with P = Policy (a virtual call
 // per request) when it checks, observes or merges tenants. A plain run (one tenant, no
-// checks, no observers) asks the policy to run it instead (Policy::replay): a policy that
-// derives from ReplayedPolicy<Self> runs it with P = Self, a final class, so allocate and
-// deallocate are direct calls the compiler may inline, and the dispatch is once per run.
+// checks, no observers) runs it through the tenant's DirectLoop when its factory gave one
+// (sim/direct_loop.hpp): there P is the policy's final type, so allocate and deallocate are
+// direct calls the compiler may inline, and the dispatch is once per run.
 #pragma once
 
 #include <algorithm>
@@ -13,10 +13,10 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include "sim/event_source.hpp"
+#include "sim/made_policy.hpp"
 #include "sim/metered_device.hpp"
 #include "sim/observer.hpp"
 #include "sim/policy.hpp"
@@ -137,6 +137,7 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   bool exhausted = false;
   MeteredDevice device;
   std::unique_ptr<Policy> policy;
+  DirectLoop loop = nullptr;  // the plain loop with the policy's own type, if its factory gave one
   bool started = false;
   bool context_open = false;
   Bytes needs = 0;  // the policy's rounded peak_live, computed at the first OOM
@@ -176,8 +177,8 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   }
 };
 
-// The plain loop of one tenant, handed to its policy (Policy::replay), which runs it with
-// its own type: replay.run(self).
+// The plain loop of one tenant, handed to its DirectLoop, which runs it with the policy's
+// own type: replay.run(policy).
 class PlainReplay {
  public:
   PlainReplay(TenantReplay& run, ReplayHooks& hooks) : run_(run), hooks_(hooks) {}
@@ -189,18 +190,6 @@ class PlainReplay {
  private:
   TenantReplay& run_;
   ReplayHooks& hooks_;
-};
-
-// The base of a policy that has the plain loop compiled for its own type: `class X final
-// : public ReplayedPolicy<X>`. Nothing else changes. A stop (OOM, hang) destroys the policy
-// inside its own replay(): the loop then returns touching nothing of it.
-template <typename Self>
-class ReplayedPolicy : public Policy {
- public:
-  void replay(const PlainReplay& replay) final {
-    static_assert(std::is_final_v<Self>, "the loop calls Self's allocate directly only when Self is final");
-    replay.run(static_cast<Self&>(*this));
-  }
 };
 
 template <typename P, bool kCheck, bool kObserve>

@@ -441,7 +441,7 @@ RunResult replay(const AdviseCandidate& candidate, const DeviceSpec& device, Tra
   for (const TenantChoice& tenant : candidate.tenants) {
     scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload, device.compute_capability), tenant.policy, 0});
   }
-  return run(scenario, make_policy);
+  return run(scenario, build_policy);
 }
 
 AdviseLine line_of(AdviseCandidate candidate, const RunResult& result) {

@@ -28,7 +28,7 @@ Comparison compare_policies(const std::shared_ptr<const Trace>& trace, const Dev
   for (const Scenario& scenario : comparison.scenarios) {
     std::vector<Observer*> observers;
     if (record) observers = comparison.recorders.emplace_back(std::make_unique<RunRecorders>())->observers();
-    comparison.runs.push_back(run(scenario, make_policy, observers));
+    comparison.runs.push_back(run(scenario, build_policy, observers));
   }
   return comparison;
 }

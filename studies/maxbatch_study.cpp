@@ -132,7 +132,7 @@ void search_maxbatch(const MaxBatchStudy& study, MaxBatchResults& results) {
           Scenario scenario;
           scenario.device = row.device;
           scenario.tenants.push_back(TenantSpec{traces.get(to_string(spec), row.device.compute_capability), row.policy, 0});
-          return probe(run(scenario, make_policy), batch);
+          return probe(run(scenario, build_policy), batch);
         },
         study.limit, study.neighbours);
     row.searched = true;

@@ -44,7 +44,7 @@ std::vector<std::string> sweep_base_columns(bool timing) {
 std::vector<SweepRow> run_sweep_point(const SweepPoint& point, TraceCache& traces, bool timing) {
   Scenario scenario = point.scenario;
   for (std::size_t i = 0; i < scenario.tenants.size(); ++i) scenario.tenants[i].trace = traces.get(point.workloads[i], scenario.device.compute_capability);
-  const RunResult result = run(scenario, make_policy);
+  const RunResult result = run(scenario, build_policy);
   std::vector<SweepRow> rows;
   for (const TenantResult& tenant : result.tenants) {
     std::vector<std::string> cells = point.leading;

@@ -13,7 +13,6 @@
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
-#include "sim/tenant_replay.hpp"
 
 namespace allocsim {
 
@@ -47,7 +46,7 @@ using PolicyMaker = std::function<std::unique_ptr<Policy>(Device& device)>;
 
 // A policy over an upstream policy: requests go to the top one, which takes its memory
 // from the upstream; reserved bytes are the upstream's (what the device holds).
-class LayeredPolicy final : public ReplayedPolicy<LayeredPolicy> {
+class LayeredPolicy final : public Policy {
  public:
   LayeredPolicy(std::unique_ptr<Policy> upstream, Device& device, const PolicyMaker& make_top);
 

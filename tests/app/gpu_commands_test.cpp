@@ -42,6 +42,23 @@ TEST_CASE("cli validate --backend host: the table on stdout, the comparison and 
   CHECK(fs::exists(folder.path / (stem + ".calls.csv")));
 }
 
+TEST_CASE("cli validate --backend host without --out writes to a new temporary folder, never results/", "[cli][real_gpu]") {
+  TempDir cwd;
+  const fs::path before = fs::current_path();
+  fs::current_path(cwd.path);  // where a relative results/validation would land
+  const Outcome run = cli({"validate", "--workload", kSmall, "--policy", "bfc", "--backend", "host"});
+  fs::current_path(before);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  CHECK(!fs::exists(cwd.path / "results"));
+  const std::string wrote = run.out.substr(run.out.rfind("wrote ") + 6);
+  const fs::path table = wrote.substr(0, wrote.find(" and "));
+  CHECK(table.parent_path().filename().string().starts_with("allocsim-validate-"));
+  CHECK(fs::equivalent(table.parent_path().parent_path(), fs::temp_directory_path()));
+  CHECK(fs::exists(table));
+  fs::remove_all(table.parent_path());
+}
+
 TEST_CASE("cli validate --backend host runs the page-mapping policies and agrees with the simulation",
           "[cli][real_gpu][vmm]") {
   const std::string policy = GENERATE(as<std::string>{}, "vmm", "expandable");

@@ -1,38 +1,28 @@
-// The plain replay loop: a run with no checks and no observers hands its loop to the
-// policy once (Policy::replay), and the loop compiled for a policy's own type gives what
-// the virtual one gives, byte for byte, for every registered policy.
+// The plain replay loop: a run with no checks and no observers runs the direct loop its
+// factory gave, once, and the loop compiled for a policy's own type gives what the virtual
+// one gives, byte for byte, for every registered policy.
 #include <algorithm>
 #include <sstream>
 
 #include <catch2/catch.hpp>
 
 #include "policies/registry.hpp"
+#include "sim/direct_loop.hpp"
 #include "sim/engine.hpp"
 #include "sim/report.hpp"
-#include "sim/tenant_replay.hpp"
+#include "sim/sim_device.hpp"
 #include "workloads/random_trace.hpp"
 
 namespace allocsim {
 namespace {
 
-// bestfit, counting how often the engine hands it the plain loop, which it runs through
-// the virtual calls.
-class CountingPolicy final : public Policy {
- public:
-  CountingPolicy(Device& device, int& replays) : inner_(make_policy("bestfit", device)), replays_(replays) {}
-  Allocation allocate(const Request& request) override { return inner_->allocate(request); }
-  void deallocate(const Block& block, Nanos now) override { inner_->deallocate(block, now); }
-  PolicyStats stats() const override { return inner_->stats(); }
-  void check() const override { inner_->check(); }
-  void replay(const PlainReplay& replay) override {
-    ++replays_;
-    Policy::replay(replay);
-  }
-
- private:
-  std::unique_ptr<Policy> inner_;
-  int& replays_;
-};
+// bestfit's direct loop, counting how often the engine runs it.
+DirectLoop bestfit_loop = nullptr;
+int replays = 0;
+void counting_loop(Policy& policy, const PlainReplay& replay) {
+  ++replays;
+  bestfit_loop(policy, replay);
+}
 
 class SilentObserver final : public Observer {
  public:
@@ -48,13 +38,16 @@ std::shared_ptr<const Trace> random_trace(std::uint64_t events) {
   return std::make_shared<const Trace>(make_random_trace(options, "random"));
 }
 
-TEST_CASE("a plain run hands its loop to the policy once; a checked or observed one keeps it", "[engine]") {
+TEST_CASE("a plain run takes its policy's direct loop once; a checked or observed one keeps its own", "[engine]") {
   Scenario scenario;
   const auto trace = random_trace(2'000);
-  scenario.tenants.push_back(TenantSpec{trace, "counting"});
-  int replays = 0;
-  const PolicyFactory factory = [&](std::string_view, Device& device) {
-    return std::make_unique<CountingPolicy>(device, replays);
+  scenario.tenants.push_back(TenantSpec{trace, "bestfit"});
+  replays = 0;
+  const PolicyFactory factory = [](std::string_view spec, Device& device) {
+    MadePolicy made = build_policy(spec, device);
+    bestfit_loop = made.loop;
+    made.loop = &counting_loop;
+    return made;
   };
   const RunResult plain = run(scenario, factory);
   CHECK(replays == 1);
@@ -79,12 +72,14 @@ TEST_CASE("every policy's own loop gives what the virtual loop gives, byte for b
   scenario.on_oom = OnOom::continue_run;
   scenario.tenants.push_back(TenantSpec{random_trace(6'000), policy});
   const auto csv = [&](std::span<Observer* const> observers) {
-    RunResult result = run(scenario, make_policy, observers);
+    RunResult result = run(scenario, build_policy, observers);
     result.replay_seconds = 0;  // wall time is the one figure that may differ
     std::ostringstream out;
     write_csv(out, {&result, 1});
     return out.str();
   };
+  SimDevice device(scenario.device);
+  CHECK(build_policy(policy, device).loop != nullptr);  // every row gives its direct loop
   SilentObserver observer;  // an observer makes the engine run the virtual loop itself
   Observer* const observers[] = {&observer};
   CHECK(csv({}) == csv(observers));
