@@ -66,7 +66,7 @@ po::options_description run_options(RunOptions& options) {
        "(0, 500ms, 2s) is when it starts: TensorFlow's bfc takes what is free then, so the order matters")
       ("on-oom", po::value(&options.on_oom)->value_name("stop|continue"),
        "stop: the tenant crashes at its first OOM (default); continue: count the OOM, skip the request")
-      ("csv", po::value(&options.csv)->value_name("FILE"), "one CSV row per tenant (columns in README)")
+      ("csv", po::value(&options.csv)->value_name("FILE"), "one CSV row per tenant (columns in docs/outputs.md)")
       ("json", po::value(&options.json)->value_name("FILE"), "the results and every OOM as JSON")
       ("timeline", po::value(&options.timeline)->value_name("FILE"),
        "allocated and reserved bytes over simulated time, as CSV")

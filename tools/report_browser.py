@@ -3,7 +3,7 @@
 One browser loads allocsim's HTML reports, one page after another: it records every
 network request, JavaScript exception and console or log error, reads the DOM through
 Runtime.evaluate and takes PNG screenshots. Used by tools/check_report_pages (the ctest)
-and tools/screenshot_report (the README's picture).
+and tools/screenshot_report (the picture in docs/outputs.md and docs/report.md).
 """
 import base64
 import json

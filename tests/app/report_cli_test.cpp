@@ -103,7 +103,7 @@ TEST_CASE("replay --report draws a log's replays and a recording's what-if, one 
   const std::string html = read_file(page);
   CHECK(has(html, "\"label\":\"rmm-pool\""));
   CHECK(has(html, "\"label\":\"rmm-arena\""));
-  // README's recording: a fragmentation OOM that caching repeats and expandable avoids.
+  // docs/recordings.md's recording: a fragmentation OOM that caching repeats and expandable avoids.
   const std::string pickle = dir.file("fragmented_oom.pickle");
   const std::string script = std::string(ALLOCSIM_TEST_DATA) + "/../../tools/examples/fragmented_oom_snapshot.py";
   REQUIRE(std::system(("python3 '" + script + "' '" + pickle + "'").c_str()) == 0);

@@ -294,10 +294,10 @@ TEST_CASE("sweep: co-tenants give a row each per point; bad input exits 2 withou
   }
   CHECK_FALSE(fs::exists(csv));
   CHECK_THAT(cli({"sweep", "--help"}).out, Catch::Contains("1:1024,3:768"));
-  // README documents the parameter columns, in their order.
+  // docs/sweeps.md documents the parameter columns, in their order.
   std::string documented;
   for (const std::string& column : sweep_columns()) documented += (documented.empty() ? "" : ", ") + column;
-  CHECK_THAT(read_file(ALLOCSIM_README), Catch::Contains("`" + documented + "`"));
+  CHECK_THAT(read_file(ALLOCSIM_DOCS "/sweeps.md"), Catch::Contains("`" + documented + "`"));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes README's `allocsim replay` example: a PyTorch 2.1-style memory snapshot (plain dicts
+"""Writes docs/recordings.md's `allocsim replay` example: a PyTorch 2.1-style memory snapshot (plain dicts
 and lists, pickled by the standard library) that ends in a fragmentation OOM.
 
   python3 tools/examples/fragmented_oom_snapshot.py fragmented_oom.pickle
