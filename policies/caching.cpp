@@ -12,7 +12,6 @@
 namespace allocsim {
 namespace {
 
-constexpr Bytes kMinBlockSize = 512;
 constexpr Bytes kSmallSize = 1_MiB;
 constexpr Bytes kSmallBuffer = 2_MiB;
 constexpr Bytes kMinLargeAlloc = 10_MiB;
@@ -291,19 +290,6 @@ void CachingPolicy::release_block(std::uint32_t block) {
   retire(block);
 }
 
-bool CachingPolicy::release_segment(Addr addr) {
-  if (expandable_) return false;
-  for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {  // rare: a linear search is enough
-    const CachedBlock& block = blocks_[b];
-    if (block.size == 0 || block.ptr != addr || block.prev != kNone) continue;
-    if (block.allocated || !unsplit(b)) return false;
-    release_block(b);
-    note_peaks();
-    return true;
-  }
-  return false;
-}
-
 void CachingPolicy::retire(std::uint32_t block) {
   blocks_[block].size = 0;  // marks the slot unused
   blocks_.remove(block);
@@ -468,79 +454,6 @@ void CachingPolicy::forget(std::uint32_t block) {
 
 CachingPolicy::UnmappedKey CachingPolicy::unmapped_key_of(std::uint32_t block) const {
   return UnmappedKey{blocks_[block].ptr, block, blocks_[block].stream};
-}
-
-void CachingPolicy::check_held(Bytes size, std::span<const HeldBlock> allocated) const {
-  Bytes cursor = 0;
-  for (const HeldBlock& held : allocated) {
-    if (held.offset < cursor || held.size == 0 || held.offset + held.size > size) {
-      throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": its blocks overlap or overrun it");
-    }
-    if (held.offset % kMinBlockSize != 0 || held.size % kMinBlockSize != 0) {
-      throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": a block is not 512-B aligned");
-    }
-    cursor = held.offset + held.size;
-  }
-}
-
-void CachingPolicy::hold_blocks(std::uint32_t rest, Addr base, std::span<const HeldBlock> allocated) {
-  for (const HeldBlock& held : allocated) {
-    std::uint32_t block = rest;
-    if (const Bytes before = held.offset - (blocks_[rest].ptr - base); before > 0) {
-      block = split_after(blocks_, rest, before, blocks_[rest]);
-      cache(rest);  // the gap before it stays free
-    }
-    rest = kNone;
-    if (blocks_[block].size > held.size) rest = split_after(blocks_, block, held.size, blocks_[block]);
-    CachedBlock& used = blocks_[block];
-    used.allocated = true;
-    used.requested = held.requested;
-    const std::size_t id = index_of(held.id);
-    if (id >= block_of_.size()) block_of_.resize(id + 1, kNone);
-    block_of_[id] = block;
-    allocated_ += used.size;
-    requested_ += held.requested;
-    if (rest == kNone) break;
-  }
-  if (rest != kNone) cache(rest);
-  note_peaks();
-}
-
-Addr CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated) {
-  const auto fail = [&](const std::string& why) -> Addr {
-    throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": " + why);
-  };
-  if (expandable_) return fail("native, where every segment is expandable");
-  check_held(size, allocated);
-  const auto segment = device_.malloc(size);
-  if (!segment) return fail("the device has no room for it");
-  reserved_ += size;
-  ++segments_;
-  const std::uint32_t rest =
-      blocks_.add(CachedBlock{segment->addr, size, 0, kNone, kNone, stream, small, false, true, 0});
-  hold_blocks(rest, segment->addr, allocated);
-  return segment->addr;
-}
-
-std::vector<CachingPolicy::SegmentLayout> CachingPolicy::layout() const {
-  std::vector<SegmentLayout> segments;
-  for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
-    if (blocks_[b].size == 0 || blocks_[b].prev != kNone) continue;  // unused, or not a segment's first
-    // An expandable segment shows as one segment per mapped range, as in PyTorch's snapshots.
-    std::optional<SegmentLayout> segment;
-    for (std::uint32_t c = b; c != kNone; c = blocks_[c].next) {
-      if (!blocks_[c].mapped) {
-        if (segment) segments.push_back(*std::exchange(segment, std::nullopt));
-        continue;
-      }
-      if (!segment) segment = SegmentLayout{blocks_[c].ptr, 0, blocks_[c].stream, blocks_[c].small, {}};
-      segment->blocks.push_back(LaidBlock{blocks_[c].ptr, blocks_[c].size, blocks_[c].allocated});
-      segment->size += blocks_[c].size;
-    }
-    if (segment) segments.push_back(std::move(*segment));
-  }
-  std::sort(segments.begin(), segments.end(), [](const auto& a, const auto& b) { return a.addr < b.addr; });
-  return segments;
 }
 
 void CachingPolicy::note_peaks() {

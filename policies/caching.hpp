@@ -32,11 +32,18 @@
 #include "policies/common/memory_cap.hpp"
 #include "policies/common/size_bins.hpp"
 #include "policies/common/slots.hpp"
+#include "policies/recording_replay.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
 
 namespace allocsim {
+
+// Sizes the caching allocator's files share: PyTorch's kMinBlockSize (every block's size
+// and offset are multiples of it) and an expandable segment's page in each pool.
+inline constexpr Bytes kMinBlockSize = 512;
+inline constexpr Bytes kSmallPage = 2_MiB;
+inline constexpr Bytes kLargePage = 20_MiB;
 
 // roundup_power2_divisions for each power-of-two interval from 1 MiB ([1, 2) MiB, ...,
 // [32, 64) GiB and above); sizes under 1 MiB use the first.
@@ -87,47 +94,21 @@ class CachingPolicy final : public Policy {
   void prepare(const ReplaySetup& setup) override;
   Bytes rounded_size(Bytes requested) const override;
 
-  // For replaying a recording that began mid-run (allocsim replay-check): take a segment
-  // of `size` from the device and hold `allocated` in it where the real allocator held
-  // them; the gaps become cached free blocks. Returns the segment's address.
-  struct HeldBlock {
-    Bytes offset;  // from the segment's start
-    Bytes size;    // the block's size, rounded, with any unsplit slack
-    AllocId id;
-    Bytes requested;
-  };
-  Addr adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated);
-  // The same for an expandable segment (expandable_segments:True): reserve a range, as
-  // find_expandable_block would, map its first `mapped` bytes (whole pages) in one map
-  // call and hold `allocated` there; the gaps become cached free blocks, the rest of the
-  // range unmapped space. Returns the range's base.
-  Addr adopt_expandable_range(Bytes mapped, Stream stream, bool small, std::span<const HeldBlock> allocated);
-
-  // Every segment with its blocks in address order, as torch.cuda.memory_snapshot() lists them.
-  struct LaidBlock {
-    Addr addr;
-    Bytes size;
-    bool allocated;
-    friend bool operator==(const LaidBlock&, const LaidBlock&) = default;
-  };
-  struct SegmentLayout {
-    Addr addr;
-    Bytes size;
-    Stream stream;
-    bool small;
-    std::vector<LaidBlock> blocks;
-  };
-  std::vector<SegmentLayout> layout() const;
-
-  // For replaying a recording's garbage collection (whose memory fraction a snapshot does
-  // not record): gives back the native segment at `addr` when it is wholly free and
-  // cached, as PyTorch's garbage_collect_cached_blocks did. False, changing nothing, when not.
-  bool release_segment(Addr addr);
-
   // expandable_segments, as the spec or its conf set it.
   bool expandable() const { return expandable_; }
 
  private:
+  // Replaying a recording (policies/caching_recording.cpp) adopts segments and reads the
+  // layout through RecordingReplay, defined there with the members below.
+  friend class CachingRecording;
+  using HeldBlock = RecordingReplay::HeldBlock;
+  using LaidBlock = RecordingReplay::LaidBlock;
+  using SegmentLayout = RecordingReplay::SegmentLayout;
+  Addr adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated);
+  Addr adopt_expandable_range(Bytes mapped, Stream stream, bool small, std::span<const HeldBlock> allocated);
+  std::vector<SegmentLayout> layout() const;
+  bool release_segment(Addr addr);
+
   std::vector<PolicyStat> extra_stats() const;
   Bytes largest_cached() const;  // O(streams): stats() is read at every new peak
   static constexpr std::uint32_t kNone = kNoNeighbour;

@@ -14,8 +14,6 @@ namespace allocsim {
 namespace {
 
 // The page sizes are the segment sizes of the native pools (kSmallBuffer, kLargeBuffer).
-constexpr Bytes kSmallPage = 2_MiB;
-constexpr Bytes kLargePage = 20_MiB;
 
 }  // namespace
 
@@ -63,30 +61,6 @@ std::uint32_t CachingPolicy::new_virtual_segment(Pool& pool, Stream stream, bool
   ++segments_;
   note_peaks();
   return block;
-}
-
-// A range as PyTorch held it when a recording began: a snapshot lists its mapped prefix as
-// a segment, so the pages under it are mapped (one map call, which the recorded-address
-// device places at the recorded address) and the held blocks carved from that free space.
-Addr CachingPolicy::adopt_expandable_range(Bytes mapped, Stream stream, bool small,
-                                           std::span<const HeldBlock> allocated) {
-  const Bytes page = small ? kSmallPage : kLargePage;
-  const auto fail = [&](const std::string& why) -> Addr {
-    throw Error("caching: cannot rebuild an expandable segment of " + format_bytes(mapped) + ": " + why);
-  };
-  if (!expandable_) return fail("expandable, where every segment is native");
-  if (mapped == 0 || mapped % page != 0) return fail("not whole " + format_bytes(page) + " pages");
-  check_held(mapped, allocated);
-  Pool& pool = pool_of(small);
-  const std::uint32_t space = new_virtual_segment(pool, stream, small);
-  if (blocks_[space].size < mapped) return fail("larger than the range the device allows");
-  const std::uint32_t prefix = map_block(space, mapped);
-  if (prefix == kNone) return fail("the device has no room for its pages");
-  --num_device_alloc_;  // the start's pages, not a map the replay made
-  uncache(prefix);
-  const Addr base = blocks_[prefix].ptr;
-  hold_blocks(prefix, base, allocated);
-  return base;
 }
 
 // Maps the pages under the first `size` bytes of unmapped `block`; what is left stays

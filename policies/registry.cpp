@@ -8,6 +8,7 @@
 #include "policies/bfc.hpp"
 #include "policies/buddy.hpp"
 #include "policies/caching.hpp"
+#include "policies/caching_recording.hpp"
 #include "policies/common/upstream.hpp"
 #include "policies/compact.hpp"
 #include "policies/direct.hpp"
@@ -72,11 +73,11 @@ const std::array kPolicies{
                make<BfcPolicy>},
     PolicyInfo{"caching", "torch", "PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), native backend",
                "per-stream best fit in small (2 MiB) and large segments, cached until empty_cache or an OOM",
-               CachingPolicy::kParams, make<CachingPolicy>},
+               CachingPolicy::kParams, make<CachingPolicy>, caching_recording},
     PolicyInfo{"expandable", "", "PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
                "the same, in one address range per stream and pool mapped in 2 MiB / 20 MiB pages on demand; "
                "empty_cache unmaps whole free pages",
-               CachingPolicy::kExpandableParams, make<CachingPolicy>},
+               CachingPolicy::kExpandableParams, make<CachingPolicy>, caching_recording},
     PolicyInfo{"direct", "platform", "cudaMalloc/cudaFree per request: TensorFlow's cuda_malloc, JAX's platform, "
                "PyTorch with PYTORCH_NO_CUDA_MEMORY_CACHING=1",
                "every request is its own device allocation, rounded to the device granularity",

@@ -6,6 +6,7 @@
 #include <span>
 #include <string_view>
 
+#include "policies/recording_replay.hpp"
 #include "sim/device.hpp"
 #include "sim/made_policy.hpp"
 #include "sim/policy.hpp"
@@ -20,6 +21,9 @@ struct PolicyInfo {
   std::string_view summary;
   std::span<const ParamInfo> params;
   MadePolicy (*make)(const Params& params, Device& device);  // with the direct loop of its type
+  // A policy this row made can start where a PyTorch recording began, and shows its layout
+  // (policies/recording_replay.hpp): the view over it; null for every other row.
+  std::unique_ptr<RecordingReplay> (*recording)(Policy& policy) = nullptr;
 };
 
 std::span<const PolicyInfo> all_policies();

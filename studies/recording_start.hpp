@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "policies/caching.hpp"
+#include "policies/recording_replay.hpp"
 #include "sim/policy.hpp"
 #include "studies/recorded_address_device.hpp"
 #include "workloads/torch_recording.hpp"
@@ -29,7 +30,7 @@ struct RebuiltStart {
 // expandable segment (a mapped range, as a snapshot lists it) is adopted as the start of
 // its address range, reserved at its address, its pages mapped; the rest of the range
 // unmapped. The policy's kind must be the segments' (native or expandable).
-RebuiltStart adopt_recorded_start(const TorchRecording& recording, CachingPolicy& policy,
+RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingReplay& policy,
                                   const RoundupDivisions& divisions);
 
 // For a policy that cannot adopt PyTorch's segments: the blocks live at the start (the

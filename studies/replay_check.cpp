@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "policies/caching.hpp"
+#include "policies/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/forwarding_device.hpp"
 #include "sim/sim_device.hpp"
@@ -199,7 +200,6 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   refuse_unrebuildable(recording, "replay-check");
   ReplayCheck check;
   check.policy = recorded_spec(recording);
-  const bool expandable = recorded_expandable(recording);
   UnmappedSettings unmapped = unmapped_settings(recording.settings);
   check.settings_not_modelled = std::move(unmapped.not_modelled);
   check.settings_without_effect = std::move(unmapped.without_effect);
@@ -208,18 +208,18 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   SimDevice sim_device(spec);
   RecordedAddressDevice placed(sim_device, recorded_placements(recording));
   LoggingDevice device(placed);
-  const Spec policy_spec = parse_spec(check.policy);
-  // Never native segments where PyTorch's were expandable: the one VMM model replays them.
-  CachingPolicy policy(Params(policy_spec, expandable ? CachingPolicy::kExpandableParams : CachingPolicy::kParams,
-                              "policy " + policy_spec.name),
-                       device);
+  // Never native segments where PyTorch's were expandable: the one VMM model replays them
+  // (recorded_spec names the expandable policy then).
+  const std::unique_ptr<Policy> made = make_policy(check.policy, device);
+  Policy& policy = *made;
+  const std::unique_ptr<RecordingReplay> recorded = find_policy(parse_spec(check.policy).name).recording(policy);
   const Trace& trace = recording.trace;
   policy.prepare(ReplaySetup{.allocations = trace.allocations() + recording.ooms.size()});
   const RoundupDivisions divisions = recorded_divisions(recording.settings);
 
   // The start: every segment the recording began with, holding the blocks allocated
   // before it, at the same offsets.
-  RebuiltStart start = adopt_recorded_start(recording, policy, divisions);
+  RebuiltStart start = adopt_recorded_start(recording, *recorded, divisions);
   const std::size_t preexisting = recording.preexisting.size();
   std::map<Addr, Addr>& simulated_at = start.simulated_at;
   const Bytes start_reserved = start.reserved;
@@ -310,7 +310,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
         for (const RecordedSegmentEvent& freed : recording.segment_events) {
           if (freed.during_event != i || freed.action != Action::free) continue;
           const auto adopted = simulated_at.find(freed.addr);  // else made in the replay, at PyTorch's address
-          if (!policy.release_segment(adopted == simulated_at.end() ? freed.addr : adopted->second)) {
+          if (!recorded->release_segment(adopted == simulated_at.end() ? freed.addr : adopted->second)) {
             note(i, "trace event " + std::to_string(i) + ": PyTorch's garbage collection freed the segment at " +
                         format_address(freed.addr) + ", which the replay does not hold wholly free");
           }
@@ -369,8 +369,8 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
 
   // The final layout against the snapshot's, segment by segment, block by block.
   check.final_state_compared = true;
-  const std::vector<CachingPolicy::SegmentLayout> layout = policy.layout();
-  std::map<Addr, const CachingPolicy::SegmentLayout*> by_address;
+  const std::vector<RecordingReplay::SegmentLayout> layout = recorded->layout();
+  std::map<Addr, const RecordingReplay::SegmentLayout*> by_address;
   for (const auto& segment : layout) by_address[segment.addr] = &segment;
   for (const RecordedSegment& expected : recording.segments_at_end) {
     const auto mapped = simulated_at.find(expected.addr);
@@ -382,7 +382,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
       check.final_state = where + " is not held at the end of the replay";
       return check;
     }
-    const CachingPolicy::SegmentLayout& got = *found->second;
+    const RecordingReplay::SegmentLayout& got = *found->second;
     by_address.erase(found);
     for (std::size_t b = 0; b < std::max(expected.blocks.size(), got.blocks.size()); ++b) {
       if (b >= expected.blocks.size() || b >= got.blocks.size()) {
@@ -391,7 +391,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
         return check;
       }
       const RecordedBlock& want = expected.blocks[b];
-      const CachingPolicy::LaidBlock& have = got.blocks[b];
+      const RecordingReplay::LaidBlock& have = got.blocks[b];
       if (want.addr - expected.addr != have.addr - got.addr || want.size != have.size ||
           want.allocated != have.allocated) {
         const auto state = [](bool allocated) { return allocated ? "allocated" : "free"; };

@@ -130,7 +130,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
                          std::span<Observer* const> recorders = {}) {
   check_policy_spec(text);
   Spec spec = parse_spec(text);
-  const bool caching_family = spec.name == "caching" || spec.name == "expandable";
+  const bool caching_family = find_policy(spec.name).recording != nullptr;  // PyTorch's own allocator
   if (caching_family) spec = with_recorded_settings(spec, recording);
   WhatIfOutcome outcome;
   outcome.policy = to_string(spec);
@@ -144,25 +144,18 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   MeteredDevice device(counting, metered_peak);  // what the account counts and tells the observers
   ReplayAccount account(shared_trace, outcome.policy, device_spec, exporters, recorders);
 
-  std::unique_ptr<Policy> policy;
-  CachingPolicy* caching = nullptr;
-  if (caching_family) {
-    const auto& declared = spec.name == "caching" ? CachingPolicy::kParams : CachingPolicy::kExpandableParams;
-    auto made = std::make_unique<CachingPolicy>(Params(spec, declared, "policy " + spec.name), device);
-    // Adopted where the policy's segments are of the recording's kind (refuse_unrebuildable
-    // leaves no mixed start); the other kind places the live blocks, as any policy does.
-    if (made->expandable() == recorded_expandable(recording)) caching = made.get();
-    policy = std::move(made);
-  } else {
-    policy = make_policy(outcome.policy, device);
-  }
+  const std::unique_ptr<Policy> policy = make_policy(outcome.policy, device);
+  // Adopted where the policy's segments are of the recording's kind (refuse_unrebuildable
+  // leaves no mixed start); the other kind places the live blocks, as any policy does.
+  std::unique_ptr<RecordingReplay> adopting = caching_family ? find_policy(spec.name).recording(*policy) : nullptr;
+  if (adopting && adopting->expandable() != recorded_expandable(recording)) adopting.reset();
   account.watch(*policy, device);
   const Trace& trace = recording.trace;
   policy->prepare(ReplaySetup{.allocations = trace.allocations() + recording.ooms.size()});
 
   RebuiltStart start;
-  if (caching) {
-    start = adopt_recorded_start(recording, *caching, recorded_divisions(recording.settings));
+  if (adopting) {
+    start = adopt_recorded_start(recording, *adopting, recorded_divisions(recording.settings));
     outcome.start = "recorded segments adopted";
     if (ambiguous_sizes.empty()) ambiguous_sizes = start.ambiguous_sizes;
   } else {

@@ -161,13 +161,16 @@ TEST_CASE("caching's OOM path: oversize cached blocks first, largest down, then 
 
 TEST_CASE("caching rebuilds a recorded segment: blocks at their offsets, the gaps cached", "[caching]") {
   SimDevice device(plain_device(64_MiB));
-  CachingPolicy policy(Params(parse_spec("caching"), CachingPolicy::kParams, "policy caching"), device);
+  const std::unique_ptr<Policy> made = make_policy("caching", device);
+  Policy& policy = *made;
+  const std::unique_ptr<RecordingReplay> recorded = find_policy("caching").recording(policy);
+  REQUIRE(recorded);
   policy.prepare(ReplaySetup{.allocations = 3});
-  const std::array held{CachingPolicy::HeldBlock{512, 1024, AllocId{0}, 1000},
-                        CachingPolicy::HeldBlock{4096, 512, AllocId{1}, 100}};
-  const Addr base = policy.adopt_segment(2_MiB, 0, true, held);
-  using Laid = CachingPolicy::LaidBlock;
-  const auto blocks = [&] { return policy.layout().at(0).blocks; };
+  const std::array held{RecordingReplay::HeldBlock{512, 1024, AllocId{0}, 1000},
+                        RecordingReplay::HeldBlock{4096, 512, AllocId{1}, 100}};
+  const Addr base = recorded->adopt_segment(2_MiB, 0, true, held);
+  using Laid = RecordingReplay::LaidBlock;
+  const auto blocks = [&] { return recorded->layout().at(0).blocks; };
   CHECK(blocks() == std::vector<Laid>{{base, 512, false}, {base + 512, 1024, true}, {base + 1536, 2560, false},
                                       {base + 4096, 512, true}, {base + 4608, 2_MiB - 4608, false}});
   CHECK(policy.stats().reserved == 2_MiB);
@@ -179,7 +182,7 @@ TEST_CASE("caching rebuilds a recorded segment: blocks at their offsets, the gap
   REQUIRE(reused);
   CHECK(reused->addr == base);
   policy.check();
-  CHECK_THROWS_AS(policy.adopt_segment(2_MiB, 0, true, std::array{CachingPolicy::HeldBlock{100, 512, AllocId{2}, 1}}),
+  CHECK_THROWS_AS(recorded->adopt_segment(2_MiB, 0, true, std::array{RecordingReplay::HeldBlock{100, 512, AllocId{2}, 1}}),
                   Error);  // not 512-B aligned
 }
 
@@ -323,10 +326,10 @@ TEST_CASE("expandable maps 20 MiB pages on demand and unmaps the whole pages of 
   policy.release_cached();  // only page 1 ([20, 40)) lies wholly inside the free block
   CHECK(policy.stats().reserved == 20_MiB);
   CHECK(extra(policy, "num_device_free") == 1);
-  const auto& caching = dynamic_cast<const CachingPolicy&>(policy);
-  REQUIRE(caching.layout().size() == 1);
-  CHECK(caching.layout()[0].blocks ==
-        std::vector<CachingPolicy::LaidBlock>{{a->addr, 5_MiB, true}, {a->addr + 5_MiB, 15_MiB, false}});
+  const std::unique_ptr<RecordingReplay> caching = find_policy("expandable").recording(policy);
+  REQUIRE(caching->layout().size() == 1);
+  CHECK(caching->layout()[0].blocks ==
+        std::vector<RecordingReplay::LaidBlock>{{a->addr, 5_MiB, true}, {a->addr + 5_MiB, 15_MiB, false}});
   harness.free(*a);
   policy.release_cached();  // page 0 goes too; the address space is given up
   CHECK(policy.stats().reserved == 0);

@@ -208,5 +208,18 @@ snapshot = {"segments": [], "device_traces": [[e("segment_alloc", X, 2 << 20), e
   CHECK(what_if.replayed[1].ooms == 0);
 }
 
+TEST_CASE("replay: PyTorch's allocator by its alias `torch` starts from the recorded segments, as `caching` does",
+          "[replay][recordings]") {
+  const test::TempDir dir;
+  const std::string path = test::write_snapshot(dir, "oom.pickle", replace_all(kFragmentedOom, "FREE", "30"));
+  const WhatIf what_if = replay_from_recording(read_torch_recording(path), std::vector<std::string>{"caching", "torch"}, {});
+  REQUIRE(what_if.replayed.size() == 2);
+  const WhatIfOutcome& torch = what_if.replayed[1];
+  CHECK(torch.start == "recorded segments adopted");
+  CHECK(torch.start == what_if.replayed[0].start);
+  CHECK(torch.peak_reserved == what_if.replayed[0].peak_reserved);
+  CHECK(torch.ooms == what_if.replayed[0].ooms);
+}
+
 }  // namespace
 }  // namespace allocsim

@@ -1,0 +1,15 @@
+// The caching family's side of replaying a recording (policies/recording_replay.hpp).
+#pragma once
+
+#include <memory>
+
+#include "policies/recording_replay.hpp"
+#include "sim/policy.hpp"
+
+namespace allocsim {
+
+// A view over `policy` while it lives, or null when it is not of the caching family
+// (caching, expandable). The registry's rows point to it.
+std::unique_ptr<RecordingReplay> caching_recording(Policy& policy);
+
+}  // namespace allocsim
