@@ -8,7 +8,8 @@ int Lowering::forward_batchnorm(const OpStep& step) {
   const int out = new_storage(node, step.out_bytes);
   if (grad_mode_) {  // save_mean and save_invstd, per channel, in fp32
     const Bytes channels = static_cast<Bytes>(step.op.channels());
-    extras_[node] = {alloc(channels * 4, Tag::activation, step.op.name), alloc(channels * 4, Tag::activation, step.op.name)};
+    const std::string& name = step.op.name;
+    extras_[node] = {alloc(channels * 4, Tag::activation, name), alloc(channels * 4, Tag::activation, name)};
   }
   save(storage_of_[step.inputs[0]]);
   saved_[node] = {storage_of_[step.inputs[0]]};

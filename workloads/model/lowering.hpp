@@ -64,8 +64,15 @@ class Lowering {
  private:
   using Edge = ModelGraph::edge_descriptor;
 
-  // An op family: its forward returns the storage of the output (or kNone); its backward
-  // consumes the gradient and passes its inputs theirs.
+  // An op family's pair, one row per OpKind. Contract:
+  // - forward runs once dtype_[node] is set and read_as_[node] cleared; it returns the
+  //   storage the output lives in (kNone: none) and records what backward needs (save()
+  //   and saved_, extras_, cast_of_); the loop counts the output's readers and releases
+  //   the inputs and autocast copies after it.
+  // - backward runs for ops that require grad, grad_out set (the loss, which starts
+  //   backward, makes its own); it drops grad_out, frees what forward kept for it and
+  //   contributes each input's gradient; the loop then clears extras_, saved_ and grad_of_
+  //   (not the loss's: its next forward replaces them).
   using Forward = int (Lowering::*)(const OpStep&);
   using Backward = void (Lowering::*)(const OpStep&);
   struct OpRow {

@@ -316,8 +316,8 @@ struct TokenValue {
 void apply_sequence(ModelSpec& spec, const TokenValue& v) {
   const ZooModel& model = *spec.model;
   if (!model.takes_sequence()) {
-    throw Error("workload " + std::string(v.spec_text) + ": " + std::string(model.name) + " takes no sequence length ('" +
-                std::string(v.written) + "')");
+    throw Error("workload " + std::string(v.spec_text) + ": " + std::string(model.name) +
+                " takes no sequence length ('" + std::string(v.written) + "')");
   }
   if (model.is_decoder()) {
     spec.sequence = v.positive();
