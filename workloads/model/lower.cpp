@@ -76,7 +76,7 @@ Trace Lowering::run() && {
 // The op families, one row per OpKind in its order (the static_assert below holds it to that).
 const Lowering::OpRow& Lowering::row(OpKind kind) {
   using L = Lowering;
-  static constexpr std::array<OpRow, static_cast<std::size_t>(OpKind::attention) + 1> table{{
+  static constexpr std::array<OpRow, kOpKinds> table{{
       {OpKind::input, &L::forward_input, &L::backward_none},
       {OpKind::conv, &L::forward_conv, &L::backward_conv},
       {OpKind::batchnorm, &L::forward_batchnorm, &L::backward_batchnorm},
