@@ -42,6 +42,8 @@ enum class OpKind : std::uint8_t {
   attention,   // SDPA's flash / memory-efficient kernel over q, k, v: saves them, its output and the
                // fp32 log-sum-exp per row and head (`heads`)
 };
+// A new kind goes last and moves this; lowering's table (lower.cpp) wants a row for it.
+constexpr std::size_t kOpKinds = static_cast<std::size_t>(OpKind::attention) + 1;
 
 // What a pointwise op saves for backward and whether its backward makes a new gradient.
 enum class Pointwise : std::uint8_t {

@@ -292,22 +292,58 @@ std::string_view key_name(ModelKey key) {
   return "";
 }
 
+// A token's value, with what its messages quote: the token as the user wrote it, and the spec.
+struct TokenValue {
+  std::int64_t value;
+  std::string_view written;
+  std::string_view spec_text;
+
+  [[noreturn]] void out_of_range(const std::string& why = "") const {
+    throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is out of range" + why);
+  }
+  std::int64_t positive() const {
+    if (value < 1 || value > kMaxToken) out_of_range();
+    return value;
+  }
+  std::int64_t dimension() const {
+    if (value < 1 || value > kMaxDimension) out_of_range();
+    return value;
+  }
+};
+
+// sN: a decoder's is checked against positions= once the whole spec is read; another
+// model's against the longest sequence it takes.
+void apply_sequence(ModelSpec& spec, const TokenValue& v) {
+  const ZooModel& model = *spec.model;
+  if (!model.takes_sequence()) {
+    throw Error("workload " + std::string(v.spec_text) + ": " + std::string(model.name) +
+                " takes no sequence length ('" + std::string(v.written) + "')");
+  }
+  if (model.is_decoder()) {
+    spec.sequence = v.positive();
+    return;
+  }
+  if (v.value < 1 || v.value > model.max_sequence) {
+    v.out_of_range("; " + std::string(model.name) + " takes 1 to " + std::to_string(model.max_sequence) + " tokens");
+  }
+  spec.sequence = v.value;
+}
+
+void apply_lengths(ModelSpec& spec, const TokenValue& v) {
+  const auto [min, max] = decode_length_range(v.value);
+  if (min < 1 || max > kMaxToken || min > max) {
+    v.out_of_range("; len=MIN:MAX takes 1 <= MIN <= MAX <= " + std::to_string(kMaxToken));
+  }
+  spec.lengths.min = min;
+  spec.lengths.max = max;
+}
+
 // `written` is the token as the user wrote it, for messages.
 void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::string_view written,
            std::string_view spec_text) {
   if (!token.spelled) return;
   if (!token.numbered) value = token.value;
-  const auto positive = [&] {
-    if (value < 1 || value > kMaxToken) {
-      throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is out of range");
-    }
-  };
-  const auto dimension = [&] {
-    if (value < 1 || value > kMaxDimension) {
-      throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is out of range");
-    }
-    return value;
-  };
+  const TokenValue v{value, written, spec_text};
   if (decoder_key(token.key) && !spec.model->is_decoder()) {
     throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is a decoder's; " +
                 std::string(spec.model->name) + " is not one (decoder, llama2_7b, gpt2_medium... are)");
@@ -315,27 +351,10 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
   LoweringOptions& o = spec.options;
   DecoderConfig& d = spec.decoder;
   switch (token.key) {
-    case ModelKey::batch: positive(); o.batch = value; break;
-    case ModelKey::accumulation: positive(); o.accumulation = static_cast<int>(value); break;
-    case ModelKey::steps: positive(); o.steps = static_cast<int>(value); break;
-    case ModelKey::sequence: {
-      const ZooModel& model = *spec.model;
-      if (!model.takes_sequence()) {
-        throw Error("workload " + std::string(spec_text) + ": " + std::string(model.name) + " takes no sequence length ('" +
-                    std::string(written) + "')");
-      }
-      if (model.is_decoder()) {  // checked against positions= once the whole spec is read
-        positive();
-        spec.sequence = value;
-        break;
-      }
-      if (value < 1 || value > model.max_sequence) {
-        throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is out of range; " +
-                    std::string(model.name) + " takes 1 to " + std::to_string(model.max_sequence) + " tokens");
-      }
-      spec.sequence = value;
-      break;
-    }
+    case ModelKey::batch: o.batch = v.positive(); break;
+    case ModelKey::accumulation: o.accumulation = static_cast<int>(v.positive()); break;
+    case ModelKey::steps: o.steps = static_cast<int>(v.positive()); break;
+    case ModelKey::sequence: apply_sequence(spec, v); break;
     case ModelKey::precision: o.precision = static_cast<Precision>(value); break;
     case ModelKey::optimizer: o.optimizer = static_cast<Optimizer>(value); break;
     case ModelKey::mode: o.training = value != 0; break;
@@ -348,14 +367,14 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
     case ModelKey::framework: o.framework = static_cast<Framework>(value); break;
     case ModelKey::runtime: o.runtime = value != 0; break;
     case ModelKey::benchmark: o.benchmark = value != 0; break;
-    case ModelKey::ddp: positive(); o.ddp_bucket_mib = value; break;
-    case ModelKey::layers: d.layers = dimension(); break;
-    case ModelKey::d_model: d.d_model = dimension(); break;
-    case ModelKey::heads: d.heads = dimension(); break;
-    case ModelKey::kv_heads: d.kv_heads = dimension(); break;
-    case ModelKey::d_ff: d.d_ff = dimension(); break;
-    case ModelKey::vocab: d.vocab = dimension(); break;
-    case ModelKey::positions: d.positions = dimension(); break;
+    case ModelKey::ddp: o.ddp_bucket_mib = v.positive(); break;
+    case ModelKey::layers: d.layers = v.dimension(); break;
+    case ModelKey::d_model: d.d_model = v.dimension(); break;
+    case ModelKey::heads: d.heads = v.dimension(); break;
+    case ModelKey::kv_heads: d.kv_heads = v.dimension(); break;
+    case ModelKey::d_ff: d.d_ff = v.dimension(); break;
+    case ModelKey::vocab: d.vocab = v.dimension(); break;
+    case ModelKey::positions: d.positions = v.dimension(); break;
     case ModelKey::norm: d.norm = static_cast<Norm>(value); break;
     case ModelKey::ffn: d.ffn = static_cast<Ffn>(value); break;
     case ModelKey::rope: d.rope = value != 0; break;
@@ -364,35 +383,26 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
     case ModelKey::dropout: d.dropout = value != 0; break;
     case ModelKey::attention: d.attention = static_cast<Attention>(value); break;
     case ModelKey::checkpoint: o.checkpoint = value != 0; break;
-    case ModelKey::lora: d.lora = dimension(); break;
+    case ModelKey::lora: d.lora = v.dimension(); break;
     case ModelKey::lora_targets: d.lora_all = value != 0; break;
     case ModelKey::qlora:
-      d.lora = dimension();
+      d.lora = v.dimension();
       d.nf4 = true;
       break;
     case ModelKey::zero: o.sharding = static_cast<Sharding>(value); break;
-    case ModelKey::world: positive(); o.world = value; break;
+    case ModelKey::world: o.world = v.positive(); break;
     case ModelKey::fsdp:
-      positive();
+      v.positive();
       o.sharding = Sharding::fsdp;
       o.world = value;
       break;
-    case ModelKey::prefill: positive(); spec.generation.prefill = value; break;
-    case ModelKey::decode: positive(); spec.generation.decode = value; break;
+    case ModelKey::prefill: spec.generation.prefill = v.positive(); break;
+    case ModelKey::decode: spec.generation.decode = v.positive(); break;
     case ModelKey::cache: spec.generation.cache = static_cast<KvCacheKind>(value); break;
-    case ModelKey::block: positive(); spec.generation.block = value; break;
-    case ModelKey::lengths: {
-      const auto [min, max] = decode_length_range(value);
-      if (min < 1 || max > kMaxToken || min > max) {
-        throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) +
-                    "' is out of range; len=MIN:MAX takes 1 <= MIN <= MAX <= " + std::to_string(kMaxToken));
-      }
-      spec.lengths.min = min;
-      spec.lengths.max = max;
-      break;
-    }
+    case ModelKey::block: spec.generation.block = v.positive(); break;
+    case ModelKey::lengths: apply_lengths(spec, v); break;
     case ModelKey::seed:
-      if (value < 0) throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is out of range");
+      if (value < 0) v.out_of_range();
       spec.lengths.seed = static_cast<std::uint64_t>(value);
       break;
     case ModelKey::packing: spec.lengths.packed = value != 0; break;
