@@ -37,7 +37,7 @@ class Browser:
     def __init__(self, executable=None, timeout=60):
         self.executable = executable or find_chromium()
         if not self.executable:
-            raise RuntimeError("no chromium on PATH (Debian: apt-get install chromium; tools/setup does)")
+            raise RuntimeError("no chromium on PATH (Debian: apt-get install chromium; tools/setup --all does)")
         self.timeout = timeout
         self.profile = tempfile.mkdtemp(prefix="allocsim-chromium-")
         to_child_r, self.to_child = os.pipe()
