@@ -114,9 +114,7 @@ std::optional<BfcPolicy::Fit> BfcPolicy::find_chunk(Bytes rounded) const {
   return fit;
 }
 
-// Inlined into allocate, its one caller: without the call and its register saves, an event
-// of bench/'s trace takes 298 instructions, not 310 (tools/bench_instructions).
-[[gnu::always_inline]] inline std::uint32_t BfcPolicy::use_chunk(Fit fit, Bytes rounded, const Request& request) {
+inline std::uint32_t BfcPolicy::use_chunk(Fit fit, Bytes rounded, const Request& request) {
   const std::uint32_t chunk = free_chunks_[fit].handle;
   free_chunks_.erase(fit);
   const Bytes size = chunks_[chunk].size;

@@ -39,7 +39,7 @@ bool BuddyPolicy::acquire_region() {
   return true;
 }
 
-[[gnu::always_inline]] inline void BuddyPolicy::insert_free(std::size_t order, Addr addr) {
+inline void BuddyPolicy::insert_free(std::size_t order, Addr addr) {
   std::vector<Addr>& free = free_[order];
   free.insert(std::lower_bound(free.begin(), free.end(), addr, std::greater<>()), addr);
 }

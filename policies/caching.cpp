@@ -109,8 +109,8 @@ CachingPolicy::CachingPolicy(const Params& params, Device& device) : device_(dev
 }
 
 // Every request passes here: PyTorch's default (no divisions) skips finding the size's
-// interval. Inlined into allocate, its caller per request: 6 instructions an event fewer.
-[[gnu::always_inline]] inline Bytes CachingPolicy::round_size(Bytes size) const {
+// interval.
+inline Bytes CachingPolicy::round_size(Bytes size) const {
   if (plain_rounding_) return std::max(align_up(size, kMinBlockSize), kMinBlockSize);  // 0 B too: 512
   return torch_round_size(size, divisions_);
 }
@@ -192,9 +192,8 @@ const SizeBins* CachingPolicy::Pool::find(Stream stream) const {
 
 namespace {
 
-// A stream's first free block: its bins made, in stream order. Out of line, so that the
-// lookup before it (every cached block takes it) does not carry this frame of two SizeBins.
-[[gnu::noinline]] SizeBins& add_stream(std::vector<std::pair<Stream, SizeBins>>& streams, Stream stream) {
+// A stream's first free block: its bins made, in stream order.
+SizeBins& add_stream(std::vector<std::pair<Stream, SizeBins>>& streams, Stream stream) {
   const auto it = std::lower_bound(streams.begin(), streams.end(), stream,
                                    [](const auto& entry, Stream s) { return entry.first < s; });
   return streams.emplace(it, stream, SizeBins{})->second;
@@ -240,9 +239,7 @@ void CachingPolicy::uncache(std::uint32_t block) {
   pool_of(b.small).find(b.stream)->erase(b.size, b.ptr);
 }
 
-// Inlined into allocate, its one caller: without the call and its register saves, an event
-// of bench/'s trace takes 420 instructions, not 428 (tools/bench_instructions).
-[[gnu::always_inline]] inline std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes size) {
+inline std::uint32_t CachingPolicy::get_free_block(Pool& pool, Stream stream, Bytes size) {
   ++pool.lookups;
   SizeBins* const bins = pool.find(stream);
   if (bins == nullptr) return kNone;

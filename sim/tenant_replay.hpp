@@ -116,7 +116,9 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   };
   Cursor cursor_here() const { return Cursor{window, at, window_first, offset, slot_of.size()}; }
 
-  // One event of a started tenant whose window holds one; `policy` is *this->policy.
+  // One event of a started tenant whose window holds one; `policy` is *this->policy. The
+  // per-event path is forced inline, and new_peak kept out of it: tools/bench_ab showed the
+  // gain on the fastest policies (docs/bench.md).
   template <typename P, bool kCheck, bool kObserve>
   [[gnu::always_inline]] void replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant, Cursor& cursor);
   template <typename P, bool kCheck, bool kObserve>

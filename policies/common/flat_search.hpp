@@ -16,8 +16,7 @@ std::size_t flat_lower_bound(const T* data, std::size_t n, Before before) {
   while (n > 1) {
     const std::size_t half = n / 2;
     // A mask (all ones where the element is before the key), not a ?: (GCC compiles that
-    // to a branch) nor a multiply, whose three cycles lie on the chain of dependent steps:
-    // firstfit ran 5-6% faster in bench/, nextfit about 4% (an asm cmov ran slower than both).
+    // to a branch) nor a multiply, whose latency lies on the chain of dependent steps.
     base += half & (std::size_t{0} - static_cast<std::size_t>(before(base[half - 1])));
     n -= half;
   }

@@ -35,7 +35,7 @@ class SizeBins {
   };
 
   // 32 bins per power of two, not 8: a best fit then searches, and an insert moves, fewer
-  // entries; in bench/ bfc, caching and expandable ran 3-15% faster.
+  // entries.
   static constexpr std::uint32_t kSubBits = 5;
   // 1920 bins cover every 64-bit size, in whole bitmap words.
   static constexpr std::uint32_t kBins = (64 - kSubBits + 1) << kSubBits;
@@ -95,8 +95,7 @@ class SizeBins {
 };
 
 // The hot operations, inline, since each policy built on these bins makes several per
-// request: inlined into caching's, an event of bench/'s trace takes 388 instructions, not
-// 420 (tools/bench_instructions), and the replay runs 4% faster.
+// request.
 
 // Where (size, addr) sits in a bin: one 128-bit compare per step, branch-free.
 inline std::size_t SizeBins::position(const std::vector<Entry>& entries, Bytes size, Addr addr) {

@@ -39,11 +39,9 @@ class Slots {
 inline constexpr std::uint32_t kNoNeighbour = ~std::uint32_t{0};
 
 // Cuts record `handle` after `head` bytes; the tail becomes a new record made from `tail`
-// (whose place and links are set here), and its handle is returned. Inlined: the record
-// is copied once, into its slot, not first into a call's frame.
+// (whose place and links are set here), and its handle is returned.
 template <typename T>
-[[gnu::always_inline]] inline std::uint32_t split_after(Slots<T>& slots, std::uint32_t handle, std::uint64_t head,
-                                                       T tail) {
+inline std::uint32_t split_after(Slots<T>& slots, std::uint32_t handle, std::uint64_t head, T tail) {
   tail.ptr = slots[handle].ptr + head;
   tail.size = slots[handle].size - head;
   tail.prev = handle;
