@@ -285,7 +285,7 @@ class Replay final : ReplayHooks {
     run.policy.reset();
     run.slot_of = {};
     run.live = {};
-    run.free_slot = kNoSlot;
+    run.slots.clear();
     if (run.context_open) {
       device_.close_context();
       contexts_ -= scenario_.device.context_overhead;

@@ -21,20 +21,20 @@
 #include "sim/observer.hpp"
 #include "sim/policy.hpp"
 #include "sim/result.hpp"
+#include "sim/slot_numbers.hpp"
 
 namespace allocsim {
 
 struct TenantSpec;  // sim/engine.hpp
 
 inline constexpr Bytes kNotLive = std::numeric_limits<Bytes>::max();
-// No slot: slot_of of an allocation dropped at an OOM (its free is skipped too), or
-// free_slot when every slot is taken.
+// No slot: slot_of of an allocation dropped at an OOM (its free is skipped too).
 inline constexpr std::uint32_t kNoSlot = std::numeric_limits<std::uint32_t>::max();
 
 // What the engine keeps of one live allocation: all a free needs, and what the tenant's end
 // hands back, in 32 bytes.
 struct LiveBlock {
-  Addr addr = 0;          // of a free slot: the next free slot, or kNoSlot
+  Addr addr = 0;
   Bytes size = kNotLive;  // kNotLive: the slot is free
   Bytes requested = 0;
   AllocId id{};
@@ -148,7 +148,7 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   // slot_of maps an id of the source to its slot, 4 bytes an id.
   std::vector<std::uint32_t> slot_of;  // by the source's id; kNoSlot: dropped at an OOM
   std::vector<LiveBlock> live;         // by slot
-  std::uint32_t free_slot = kNoSlot;   // the last freed, heading a list through LiveBlock::addr
+  SlotNumbers slots;                   // which of live's slots are free
   Bytes allocated = 0;
   Bytes requested = 0;
   std::vector<std::size_t> skipped;  // events of the allocations dropped at an OOM (--on-oom continue), in order
@@ -169,12 +169,8 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   [[gnu::noinline]] void new_peak(P& policy, std::size_t index);
   void grow_ids(std::uint32_t id);  // a generator's ids passed its hint
   std::uint32_t take_slot() {
-    if (free_slot == kNoSlot) [[unlikely]] {
-      live.emplace_back();
-      return static_cast<std::uint32_t>(live.size() - 1);
-    }
-    const std::uint32_t slot = free_slot;
-    free_slot = static_cast<std::uint32_t>(live[slot].addr);
+    const std::uint32_t slot = slots.take();
+    if (slot == live.size()) [[unlikely]] live.emplace_back();
     return slot;
   }
 };
@@ -274,8 +270,7 @@ inline void TenantReplay::deallocate(P& policy, const Event& event, Nanos event_
   allocated -= block.size;
   requested -= bytes;
   block.size = kNotLive;
-  block.addr = free_slot;
-  free_slot = slot;
+  slots.give_back(slot);
 }
 
 template <typename P>

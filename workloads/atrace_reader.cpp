@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/error.hpp"
+#include "sim/slot_numbers.hpp"
 #include "sim/event_source.hpp"
 #include "workloads/atrace.hpp"
 #include "workloads/atrace_layout.hpp"
@@ -156,7 +157,7 @@ class Decoder {
     return EventWindow{std::span<const Event>(events_.data(), count), bytes_.data(), nullptr};
   }
   std::uint64_t records_read() const { return done_; }
-  std::uint64_t used_slots() const { return used_slots_; }
+  std::uint64_t used_slots() const { return numbers_.extent(); }
 
  private:
   struct Slot {
@@ -182,13 +183,8 @@ class Decoder {
     switch (op) {
       case Op::alloc: {
         if (value > kMaxRequestBytes) fail(name_, offset_of(index), "a request of more than 2^48 bytes");
-        std::uint32_t slot = 0;
-        if (!free_.empty()) {
-          slot = free_.back();
-          free_.pop_back();
-        } else if (used_slots_ < slots_.size()) {
-          slot = static_cast<std::uint32_t>(used_slots_++);
-        } else {
+        const std::uint32_t slot = numbers_.take();
+        if (slot >= slots_.size()) {
           fail(name_, offset_of(index), "more allocations live at once than the header's " +
                                             std::to_string(slots_.size()) + " slots");
         }
@@ -201,7 +197,7 @@ class Decoder {
         return;
       }
       case Op::free: {
-        if (value >= used_slots_ || !slots_[value].live) {
+        if (value >= numbers_.extent() || !slots_[value].live) {
           fail(name_, offset_of(index), "free of slot " + std::to_string(value) + ", which is not live");
         }
         Slot& slot = slots_[value];
@@ -209,7 +205,7 @@ class Decoder {
           fail(name_, offset_of(index), "free of slot " + std::to_string(value) + " with another stream or tag than its alloc");
         }
         slot.live = false;
-        free_.push_back(static_cast<std::uint32_t>(value));
+        numbers_.give_back(static_cast<std::uint32_t>(value));
         event = Event{time_, static_cast<AllocId>(value), stream, op, tag};
         bytes = slot.bytes;
         return;
@@ -243,8 +239,7 @@ class Decoder {
   const Layout& layout_;
   std::string_view name_;
   std::vector<Slot> slots_;
-  std::vector<std::uint32_t> free_;
-  std::uint64_t used_slots_ = 0;
+  SlotNumbers numbers_;  // slots taken and given back, as the writer took them
   std::uint64_t allocations_ = 0;
   std::uint64_t done_ = 0;
   Nanos time_ = 0;

@@ -6,6 +6,7 @@
 
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "sim/slot_numbers.hpp"
 #include "workloads/atrace.hpp"
 #include "workloads/atrace_layout.hpp"
 
@@ -46,8 +47,7 @@ void write_atrace(EventSource& source, const Trace* layers_from, std::ostream& o
   PayloadWriter payload(out);
   constexpr auto kNone = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::uint32_t> slot_of(source.slots(), kNone);  // by the source's id
-  std::vector<std::uint32_t> free_slots;
-  std::uint64_t slots = 0;
+  SlotNumbers slots;
   std::uint64_t allocations = 0;
   std::uint64_t events = 0;
   Nanos previous = 0;
@@ -69,20 +69,14 @@ void write_atrace(EventSource& source, const Trace* layers_from, std::ostream& o
       previous = event.time;
       std::uint64_t value = 0;
       if (event.op == Op::alloc) {
-        std::uint32_t slot = 0;
-        if (free_slots.empty()) {
-          slot = static_cast<std::uint32_t>(slots++);
-        } else {
-          slot = free_slots.back();
-          free_slots.pop_back();
-        }
+        const std::uint32_t slot = slots.take();
         grow_to_hold(slot_of, index_of(event.id), kNone);
         slot_of[index_of(event.id)] = slot;
         value = window.bytes_at(i);
         ++allocations;
       } else if (event.op == Op::free) {
         const std::uint32_t slot = slot_of[index_of(event.id)];
-        free_slots.push_back(slot);
+        slots.give_back(slot);
         value = slot;
       } else if (event.op == Op::sync) {
         value = index_of(event.id);
@@ -108,7 +102,7 @@ void write_atrace(EventSource& source, const Trace* layers_from, std::ostream& o
   std::memcpy(header.magic, kAtraceMagic.data(), sizeof header.magic);
   header.version = kAtraceVersion;
   header.events = events;
-  header.slots = slots;
+  header.slots = slots.extent();
   header.allocations = allocations;
   const std::optional<Bytes> lower_bound = source.live_lower_bound();
   if (!lower_bound) throw Error(name + ": the source did not say its live lower bound at its end");

@@ -8,6 +8,7 @@
 
 #include "sim/error.hpp"
 #include "sim/rng.hpp"
+#include "sim/slot_numbers.hpp"
 
 namespace allocsim {
 namespace {
@@ -101,20 +102,16 @@ class RandomStream final : public EventSource {
         const AllocId victim = pick_victim(rng_, live_, options_.order);
         const std::uint32_t slot = index_of(victim);
         live_bytes_ -= bytes_by_slot_[slot];
-        free_slots_.push_back(slot);
+        slots_.give_back(slot);
         events_[count] = Event{time_, victim, stream_by_slot_[slot], Op::free, Tag::other};
         bytes_[count++] = bytes_by_slot_[slot];
       } else {
         const Bytes bytes = draw_size(rng_, options_);
         const auto stream = static_cast<Stream>(rng_.below(options_.streams));
-        std::uint32_t slot = 0;
-        if (free_slots_.empty()) {
-          slot = static_cast<std::uint32_t>(bytes_by_slot_.size());
+        const std::uint32_t slot = slots_.take();
+        if (slot == bytes_by_slot_.size()) {
           bytes_by_slot_.push_back(0);
           stream_by_slot_.push_back(0);
-        } else {
-          slot = free_slots_.back();
-          free_slots_.pop_back();
         }
         bytes_by_slot_[slot] = bytes;
         stream_by_slot_[slot] = stream;
@@ -152,7 +149,7 @@ class RandomStream final : public EventSource {
   Rng rng_;
   TraceInfo info_;
   std::deque<AllocId> live_;
-  std::vector<std::uint32_t> free_slots_;
+  SlotNumbers slots_;  // an allocation's id is its slot
   std::vector<Bytes> bytes_by_slot_;
   std::vector<Stream> stream_by_slot_;
   Bytes live_bytes_ = 0;

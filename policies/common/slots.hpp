@@ -6,22 +6,23 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/slot_numbers.hpp"
+
 namespace allocsim {
 
 template <typename T>
 class Slots {
  public:
   std::uint32_t add(const T& value) {
-    if (spare_.empty()) {
+    const std::uint32_t handle = numbers_.take();
+    if (handle == items_.size()) {
       items_.push_back(value);
-      return static_cast<std::uint32_t>(items_.size() - 1);
+    } else {
+      items_[handle] = value;
     }
-    const std::uint32_t handle = spare_.back();
-    spare_.pop_back();
-    items_[handle] = value;
     return handle;
   }
-  void remove(std::uint32_t handle) { spare_.push_back(handle); }
+  void remove(std::uint32_t handle) { numbers_.give_back(handle); }
 
   T& operator[](std::uint32_t handle) { return items_[handle]; }
   const T& operator[](std::uint32_t handle) const { return items_[handle]; }
@@ -30,7 +31,7 @@ class Slots {
 
  private:
   std::vector<T> items_;
-  std::vector<std::uint32_t> spare_;
+  SlotNumbers numbers_;
 };
 
 // Records that tile a device segment, each linked to its physical neighbours: `T` has
