@@ -91,12 +91,18 @@ class BasicIdRenumbering {
   // live: a reader checks the id before the builder records the allocation.
   template <class MakeDense>
   void open_with(std::string_view external, MakeDense make_dense) {
+    open_as(external, external, make_dense);
+  }
+  // Like open_with(), keeping `kept`, the same text elsewhere, in place of `external`: a
+  // reader parsing a copy of its text keeps views into the text itself.
+  template <class MakeDense>
+  void open_as(std::string_view external, std::string_view kept, MakeDense make_dense) {
     if (kMaxLoad * (live_ + 1) > slots_.size()) grow();
     const IdKey key = id_key(external);
     Slot& slot = slots_[probe(external, key)];
     if (slot.used()) already_live(external);
     const AllocId dense = make_dense();
-    slot = Slot{Key(external), key.word, tag_of(key), index_of(dense)};
+    slot = Slot{Key(kept), key.word, tag_of(key), index_of(dense)};
     ++live_;
   }
 

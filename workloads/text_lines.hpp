@@ -41,9 +41,14 @@ class TextLines {
   TextLines(std::string_view text, std::string name) : rest_(text), name_(std::move(name)) {
     if (rest_.starts_with(kUtf8Bom)) rest_.remove_prefix(kUtf8Bom.size());
   }
+  // A later part of a text, from a line's start, after `lines_before` lines: its first line
+  // is number lines_before + 1, and it has no byte order mark (only a text's start has one).
+  TextLines(std::string_view part, std::string name, std::size_t lines_before)
+      : rest_(part), line_number_(lines_before), name_(std::move(name)) {}
 
   bool done() const { return rest_.empty(); }
   const char* position() const { return rest_.data(); }  // where the next line starts
+  std::size_t lines() const { return line_number_; }     // read so far, blank ones too
 
   // Lines while more() says so and some are left.
   template <class More, class OnLine>
