@@ -66,8 +66,8 @@ class Reader {
   bool seen_header() const { return seen_header_; }
   Sink& sink() { return sink_; }
   const Sink& sink() const { return sink_; }
-  // The lines that follow are a copy of the text whose first byte is `home` in the text:
-  // ids are kept as views into the text.
+  // The lines that follow are read from `copy`, whose first byte is `home` in the text
+  // (the same where the text is read in place): ids are kept as views into the text.
   void read_copy(const char* copy, const char* home) {
     copy_ = copy;
     home_ = home;
@@ -166,7 +166,7 @@ class Reader {
     if (!tag) {
       throw Error("unknown tag '" + std::string(tag_text) + "' (" + tag_names() + ")");
     }
-    const std::string_view kept = copy_ ? std::string_view(home_ + (id.data() - copy_), id.size()) : id;
+    const std::string_view kept(home_ + (id.data() - copy_), id.size());
     ids_.open_as(id, kept, [&] { return sink_.alloc(time, bytes, stream, *tag); });
   }
 
@@ -183,7 +183,7 @@ class Reader {
   }
 
   Sink sink_;
-  const char* copy_ = nullptr;  // what lines are read from (read_copy), or null: the text itself
+  const char* copy_ = nullptr;  // what lines are read from (read_copy)
   const char* home_ = nullptr;  // where copy_ is in the text
   bool seen_header_ = false;
   std::array<int, kColumnCount> position_{-1, -1, -1, -1, -1, -1};
@@ -209,40 +209,65 @@ std::size_t count_lines(std::string_view text, const MappedFile* file) {
   return 1 + (file ? file->count('\n') : static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
 }
 
-// A mapped file's whole lines, copied into a buffer (MappedFile::copy) a window at a time
-// and read there: on the VMs this project is measured on, a load read the mapping itself
-// about a third slower (its first touch of each page, and cache misses the copy avoids).
-class CopiedWindows {
+// The lines of a text, a window at a time: a text in memory is one window, itself; a mapped
+// file is copied into a buffer (MappedFile::copy, within a core's L2 cache) a window of
+// whole lines at a time, and read there. On the VMs this project is measured on, reading
+// the mapping itself took a third more CPU time in a load, and a stream held the pages it
+// read. Lines are numbered from the text's first, so errors name the line in the file.
+class Windows {
  public:
-  explicit CopiedWindows(const MappedFile& file) : file_(file), buffer_(std::min(kCopyWindow, file.bytes().size())) {}
+  Windows(std::string_view text, const MappedFile* file, const std::string& name)
+      : text_(text), file_(file && file->mapped() ? file : nullptr), name_(name),
+        buffer_(file_ ? std::min(kCopyWindow, text.size()) : 0), lines_(std::string_view(), name) {}
 
-  // The next window's whole lines; empty at the file's end. The line after the last one
-  // cut short comes first in the next window.
-  std::string_view next() {
+  // Moves to the next window, its lines in lines(): false at the text's end. Call it once
+  // lines() is done; the window's bytes stay valid until the next call.
+  bool next() {
+    const std::size_t lines_before = lines_.lines();
     start_ += whole_;
+    if (start_ == text_.size()) {
+      whole_ = 0;
+      return false;
+    }
+    if (!file_) {
+      whole_ = text_.size();
+      lines_ = TextLines(text_, name_);
+      return true;
+    }
     held_ -= whole_;
-    std::memmove(buffer_.data(), buffer_.data() + whole_, held_);
-    const std::size_t size = file_.bytes().size();
+    std::memmove(buffer_.data(), buffer_.data() + whole_, held_);  // the start of the line after the last
     while (true) {
-      held_ += file_.copy(start_ + held_, std::span(buffer_).subspan(held_));
-      // Up to the last newline, or all that is left at the file's end.
-      whole_ = start_ + held_ == size ? held_ : std::string_view(buffer_.data(), held_).rfind('\n') + 1;
-      if (whole_ != 0 || held_ == 0) return std::string_view(buffer_.data(), whole_);
+      held_ += file_->copy(start_ + held_, std::span(buffer_).subspan(held_));
+      // The whole lines held: up to the last newline, or all of them at the text's end.
+      whole_ = start_ + held_ == text_.size() ? held_ : std::string_view(buffer_.data(), held_).rfind('\n') + 1;
+      if (whole_ != 0) break;
       buffer_.resize(2 * buffer_.size());  // a line longer than the buffer
     }
+    const std::string_view window(buffer_.data(), whole_);
+    lines_ = start_ == 0 ? TextLines(window, name_) : TextLines(window, name_, lines_before);
+    return true;
   }
-  const char* home() const { return file_.bytes().data() + start_; }  // the window's first byte in the file
+
+  TextLines& lines() { return lines_; }
+  // Where the window's bytes are read from, and where the first of them is in the text.
+  const char* copy() const { return file_ ? buffer_.data() : text_.data(); }
+  const char* home() const { return text_.data() + start_; }
+  std::size_t offset() const { return start_; }
+  bool done() const { return lines_.done() && start_ + whole_ == text_.size(); }
 
  private:
-  const MappedFile& file_;
+  std::string_view text_;
+  const MappedFile* file_;  // null: the text is read in place
+  std::string name_;
   std::vector<char> buffer_;
-  std::size_t start_ = 0;  // in the file, of the buffer's first byte
+  std::size_t start_ = 0;  // where the window's first byte is in the text
   std::size_t held_ = 0;   // bytes in the buffer
   std::size_t whole_ = 0;  // of them, the window's whole lines
+  TextLines lines_;
 };
 
-// `file`, when the text is its mapping, is read from copies (CopiedWindows); its pages are
-// handed back behind the rows parsed.
+// `file`, when the text is its mapping, is read from copies (Windows); the pages behind
+// the rows parsed are handed back.
 Trace parse(std::string_view text, const std::string& name, const MappedFile* file, TraceProgress* progress) {
   Reader<TraceBuilder> reader(TraceBuilder(TraceInfo{name, "csv"}));
   if (progress) {
@@ -251,20 +276,12 @@ Trace parse(std::string_view text, const std::string& name, const MappedFile* fi
   } else {
     reader.reserve(estimated_rows(text));
   }
+  Windows windows(text, file, name);
   PagesBehind behind(file);
-  const auto on_line = [&](std::string_view line, std::size_t) { reader.line(line); };
-  if (file && file->mapped()) {
-    CopiedWindows windows(*file);
-    std::size_t lines = 0;
-    for (std::string_view window = windows.next(); !window.empty(); window = windows.next()) {
-      reader.read_copy(window.data(), windows.home());
-      TextLines part = windows.home() == text.data() ? TextLines(window, name) : TextLines(window, name, lines);
-      part.read_while([] { return true; }, on_line);
-      lines = part.lines();
-      behind.read_to(static_cast<std::size_t>(windows.home() - text.data()));
-    }
-  } else {
-    TextLines(text, name).read_while([] { return true; }, on_line);
+  while (windows.next()) {
+    reader.read_copy(windows.copy(), windows.home());
+    windows.lines().read_while([] { return true; }, [&](std::string_view line, std::size_t) { reader.line(line); });
+    behind.read_to(windows.offset());
   }
   if (!reader.seen_header()) throw Error(name + ": empty trace: no header and no events");
   try {
@@ -356,16 +373,23 @@ class SlotWindow {
 class CsvStream final : public EventSource {
  public:
   CsvStream(std::string_view text, std::string name, std::shared_ptr<const MappedFile> file)
-      : text_(text), name_(std::move(name)), file_(std::move(file)), info_(name_, "csv"), lines_(text, name_),
-        reader_(SlotWindow{}), behind_(file_.get()) {}
+      : text_(text), name_(std::move(name)), file_(std::move(file)), info_(name_, "csv"),
+        windows_(text, file_.get(), name_), reader_(SlotWindow{}), behind_(file_.get()) {}
 
   EventWindow next() override {
     SlotWindow& window = reader_.sink();
     window.clear();
     if (finished_) return window.window();
-    lines_.read_while([&] { return !window.full(); }, [&](std::string_view line, std::size_t) { reader_.line(line); });
-    behind_.read_to(static_cast<std::size_t>(lines_.position() - text_.data()));
-    if (lines_.done()) {  // an empty text too: its errors are the whole read's
+    while (!window.full() && !windows_.done()) {
+      if (windows_.lines().done()) {
+        if (!windows_.next()) break;
+        reader_.read_copy(windows_.copy(), windows_.home());
+      }
+      windows_.lines().read_while([&] { return !window.full(); },
+                                  [&](std::string_view line, std::size_t) { reader_.line(line); });
+    }
+    behind_.read_to(windows_.offset());
+    if (windows_.done()) {  // an empty text too: its errors are the whole read's
       if (!reader_.seen_header()) throw Error(name_ + ": empty trace: no header and no events");
       if (window.events() == 0) throw Error(name_ + ": empty trace: no events");
       finished_ = true;
@@ -393,7 +417,7 @@ class CsvStream final : public EventSource {
   std::string name_;
   std::shared_ptr<const MappedFile> file_;
   TraceInfo info_;
-  TextLines lines_;
+  Windows windows_;
   Reader<SlotWindow> reader_;
   PagesBehind behind_;
   bool finished_ = false;  // every line read, and the trace found not empty
