@@ -6,14 +6,12 @@
 // background) and `csv/background+replay/caching` (the file loading on a thread of its own
 // while the replay runs what is read, as `allocsim run` does now), `csv/stream` (the same
 // rows parsed as a stream: checked and renumbered to slots, no trace built) and
-// `csv/stream+replay/caching` (`allocsim run --workload FILE.csv --stream`). Two parts of
-// a parse are timed alone as well: `csv/split` (the rows' text split into fields) and
-// `csv/build` (the trace built from its events, no text), whose sum bounds what a parse on
-// one thread can reach while it does both the way it does now. The summary gives the
-// ratios the issue asks for (targets: replay / parse >= 2, load+replay / replay <= 1.5),
-// from these same measurements: in CPU time (what a busy neighbour disturbs least) where
-// one thread does the work, in wall time against the replay's where two share it (the
-// parse of `csv/parse` and of `csv/load+replay/caching`, the background load).
+// `csv/stream+replay/caching` (`allocsim run --workload FILE.csv --stream`). One part of
+// a parse is timed alone as well: `csv/build` (the trace built from its events, no text).
+// The summary gives the ratios the issue asks for (targets: replay / parse >= 2,
+// load+replay / replay <= 1.5), from these same measurements: in CPU time (what a busy
+// neighbour disturbs least) where one thread does the work, in wall time against the
+// replay's where two share it (the background load).
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -34,10 +32,8 @@
 #include "sim/event_source.hpp"
 #include "sim/trace.hpp"
 #include "workloads/catalogue.hpp"
-#include "workloads/csv_plain_row.hpp"
 #include "workloads/csv_trace.hpp"
 #include "workloads/random_trace.hpp"
-#include "workloads/text_lines.hpp"
 
 namespace {
 
@@ -82,9 +78,9 @@ RunResult replay_caching(TenantSpec tenant) {
 }
 RunResult replay_caching(std::shared_ptr<const Trace> trace) { return replay_caching(TenantSpec{std::move(trace), "caching"}); }
 
-void parse_benchmark(benchmark::State& state, const std::filesystem::path& csv, std::size_t events, CsvThreads threads) {
+void parse_benchmark(benchmark::State& state, const std::filesystem::path& csv, std::size_t events) {
   for (auto _ : state) {
-    const Trace trace = read_csv_trace_file(csv, nullptr, threads);
+    const Trace trace = read_csv_trace_file(csv);
     if (trace.events.size() != events) state.SkipWithError("the CSV read back to another number of events");
     benchmark::DoNotOptimize(trace.live_lower_bound);
   }
@@ -119,32 +115,6 @@ void build_benchmark(benchmark::State& state, const std::shared_ptr<const Trace>
   }
   state.counters["events_per_second"] =
       benchmark::Counter(static_cast<double>(trace->events.size()), benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// The text part: every row split into its fields by the parse's own split_plain_row, from
-// the file read into memory beforehand, the fields summed; no ids renumbered, no trace
-// built, no copy from the file.
-void split_benchmark(benchmark::State& state, const std::filesystem::path& csv, std::size_t events) {
-  std::string text = read_text_file(csv);
-  const std::size_t rows_end = text.size();
-  text.append(kPlainRowReach, '\n');  // split_plain_row reads that far past a row's start
-  const char* const first_row = text.data() + text.find('\n') + 1;  // after the header
-  for (auto _ : state) {
-    std::uint64_t sum = 0;
-    std::size_t rows = 0;
-    PlainRow row;
-    for (const char* at = first_row; at < text.data() + rows_end; at = row.next, ++rows) {
-      if (!split_plain_row(at, row)) {
-        state.SkipWithError("a row of the bench's CSV is not of the plain shape");
-        break;
-      }
-      sum += row.time + row.id.size() + row.bytes.value_or(0) + row.stream + row.tag.size();
-    }
-    if (rows != events) state.SkipWithError("the split found another number of rows");
-    benchmark::DoNotOptimize(sum);
-  }
-  state.counters["events_per_second"] =
-      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // The same parse as a stream (csv_trace_file_stream): every row read and checked, ids made
@@ -220,18 +190,7 @@ int main(int argc, char** argv) {
   const TemporaryCsv csv(*trace);
   const std::size_t events = trace->events.size();
 
-  // As `allocsim` parses a file of 4 MiB or more on a machine of two cores or more: on two
-  // threads, so timed in wall time, with the CPU time of both threads beside it; and on one
-  // thread, as a smaller file or a load in the background is parsed.
-  benchmark::RegisterBenchmark("csv/parse", parse_benchmark, csv.path(), events, CsvThreads::two)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime()
-      ->MeasureProcessCPUTime()
-      ->Iterations(3);
-  benchmark::RegisterBenchmark("csv/parse-one-thread", parse_benchmark, csv.path(), events, CsvThreads::one)
-      ->Unit(benchmark::kMillisecond)
-      ->Iterations(3);
-  benchmark::RegisterBenchmark("csv/split", split_benchmark, csv.path(), events)
+  benchmark::RegisterBenchmark("csv/parse", parse_benchmark, csv.path(), events)
       ->Unit(benchmark::kMillisecond)
       ->Iterations(3);
   benchmark::RegisterBenchmark("csv/build", build_benchmark, trace)->Unit(benchmark::kMillisecond)->Iterations(3);
@@ -241,8 +200,6 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("replay/caching", replay_benchmark, trace)->Unit(benchmark::kMillisecond)->Iterations(3);
   benchmark::RegisterBenchmark("csv/load+replay/caching", load_and_replay_benchmark, csv.path(), events)
       ->Unit(benchmark::kMillisecond)
-      ->UseRealTime()  // its load is a parse on two threads
-      ->MeasureProcessCPUTime()
       ->Iterations(3);
   benchmark::RegisterBenchmark("csv/background+replay/caching", background_benchmark, csv.path(), events)
       ->Unit(benchmark::kMillisecond)
@@ -255,31 +212,21 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&recorder);
   benchmark::Shutdown();
 
-  const double parse = recorder.wall_seconds("csv/parse");  // on two threads
-  const double parse_cpu = recorder.seconds("csv/parse");    // of both threads
-  const double one_thread = recorder.seconds("csv/parse-one-thread");
+  const double parse = recorder.seconds("csv/parse");
   const double replay = recorder.seconds("replay/caching");
   const double replay_wall = recorder.wall_seconds("replay/caching");
   const double both = recorder.wall_seconds("csv/load+replay/caching");
   std::printf("\nCSV trace: %zu events, %.1f MiB (%.1f B/event)\n", events,
               static_cast<double>(std::filesystem::file_size(csv.path())) / (1 << 20),
               static_cast<double>(std::filesystem::file_size(csv.path())) / static_cast<double>(events));
-  if (parse > 0 && replay_wall > 0) {
-    std::printf("parse %.3f s wall on two threads (%.1f M events/s; %.3f s CPU), caching replay %.3f s wall: "
-                "replay / parse = %.2f (target >= 2)\n",
-                parse, static_cast<double>(events) / parse / 1e6, parse_cpu, replay_wall, replay_wall / parse);
+  if (parse > 0 && replay > 0) {
+    std::printf("parse %.3f s (%.1f M events/s), caching replay %.3f s: replay / parse = %.2f (target >= 2)\n", parse,
+                static_cast<double>(events) / parse / 1e6, replay, replay / parse);
   }
-  if (one_thread > 0 && replay > 0) {
-    std::printf("parse on one thread %.3f s (%.1f M events/s), caching replay %.3f s: replay / parse = %.2f\n",
-                one_thread, static_cast<double>(events) / one_thread / 1e6, replay, replay / one_thread);
-  }
-  // Two parts of a parse, each timed alone: together they bound what one thread can reach.
-  const double split = recorder.seconds("csv/split");
   const double build = recorder.seconds("csv/build");
-  if (split > 0 && build > 0 && replay > 0) {
-    std::printf("  of a parse, timed alone: the rows' text split %.3f s, the trace built from its events %.3f s:\n"
-                "  replay / (split + build) = %.2f, the most a one-thread parse reaches with every other step free\n",
-                split, build, replay / (split + build));
+  if (build > 0 && replay > 0) {
+    std::printf("  of a parse, timed alone: the trace built from its events %.3f s: replay / build = %.2f\n", build,
+                replay / build);
   }
   const double stream = recorder.seconds("csv/stream");
   if (stream > 0 && replay > 0) {

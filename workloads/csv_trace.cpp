@@ -3,27 +3,18 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
-#include <limits>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
-#include "workloads/block_ring.hpp"
-#include "workloads/byte_count.hpp"
-#include "workloads/csv_fields.hpp"
-#include "workloads/csv_plain_row.hpp"
 #include "workloads/id_renumbering.hpp"
-#include "workloads/line_windows.hpp"
 #include "workloads/mapped_file.hpp"
-#include "workloads/split_rows.hpp"
 #include "workloads/text_lines.hpp"
 
 namespace allocsim {
@@ -33,51 +24,25 @@ enum Column { kTime, kOp, kId, kBytes, kStream, kTag, kColumnCount };
 constexpr std::array<std::string_view, kColumnCount> kColumnNames{"time_ns", "op", "id", "bytes", "stream", "tag"};
 constexpr int kRequiredColumns = kStream;  // stream and tag are optional
 
-std::vector<std::string_view> split(std::string_view line) {
-  const char* const end = line.data() + line.size();
-  std::vector<std::string_view> fields(split_csv_fields(line, end, {}));
-  split_csv_fields(line, end, fields);
-  return fields;
-}
-
-// The op and tag of every row, looked up by their length and first byte: one comparison
-// with the name found there before, from_name's search only for a text not seen yet. Every
-// answer is from_name's.
-template <class Enum, std::optional<Enum> (*from_name)(std::string_view)>
-class NameCache {
- public:
-  std::optional<Enum> find(std::string_view text) {
-    Entry& entry = entries_[text.empty() ? 0 : (text.size() & 15) << 4 | (text.front() & 15)];
-    if (!entry.name.empty() && same_short_text(entry.name, text)) return entry.value;
-    const std::optional<Enum> found = from_name(text);
-    if (found && entry.name.empty()) entry = Entry{std::string(text), *found};
-    return found;
+// Splits `line` at its commas into `fields`, each trimmed as trim_line() does, and returns
+// how many fields the line has: at most fields.size() are stored, a longer line is counted.
+// No quoting: our trace CSV has none. A byte loop: fields are a few bytes long, shorter
+// than what a call to memchr pays for itself.
+std::size_t split_fields(std::string_view line, std::span<std::string_view> fields) {
+  const char* at = line.data();
+  const char* const end = at + line.size();
+  for (std::size_t count = 1;; ++count, ++at) {
+    const char* const start = at;
+    while (at != end && *at != ',') ++at;
+    if (count <= fields.size()) fields[count - 1] = trim_line(std::string_view(start, static_cast<std::size_t>(at - start)));
+    if (at == end) return count;
   }
-
- private:
-  struct Entry {
-    std::string name;  // empty: none yet
-    Enum value{};
-  };
-  std::array<Entry, 256> entries_;
-};
-
-// A header of ours, its columns in our order: its rows may take the plain path.
-bool plain_header(const std::vector<std::string_view>& fields) {
-  return std::equal(fields.begin(), fields.end(), kColumnNames.begin(), kColumnNames.end());
 }
 
-using TagCache = NameCache<Tag, tag_from_name>;
-
-// The plain path's judgement of the row at `at` (csv_plain_row.hpp), with its tag looked up:
-// false leaves the line to the general path. The same for both threads of a parse.
-[[gnu::always_inline]] inline bool accept_plain_row(const char* at, TagCache& tags, PlainRow& fields, Tag& tag) {
-  if (!split_plain_row(at, fields) || fields.stream > 0xffff) return false;
-  if (!fields.alloc) return true;
-  const std::optional<Tag> found = fields.tag.empty() ? std::optional<Tag>(Tag::other) : tags.find(fields.tag);
-  if (!fields.bytes || !found) return false;
-  tag = *found;
-  return true;
+std::vector<std::string_view> split(std::string_view line) {
+  std::vector<std::string_view> fields(split_fields(line, {}));
+  split_fields(line, fields);
+  return fields;
 }
 
 // The rows of one text, parsed into a Sink: a TraceBuilder (the whole trace) or a
@@ -85,19 +50,10 @@ using TagCache = NameCache<Tag, tag_from_name>;
 template <class Sink>
 class Reader {
  public:
-  // `text`: the whole input; rows are views into it.
-  Reader(Sink sink, std::string_view text)
-      : sink_(std::move(sink)), text_end_(text.data() + text.size()), copy_(text.data()), home_(text.data()) {}
+  explicit Reader(Sink sink) : sink_(std::move(sink)) {}
 
-  // The rows that follow are read from a copy of the text, `copy` (every byte of it
-  // readable), whose first byte is `home` in the text: ids are kept as views into the text.
-  void read_copy(std::string_view copy, const char* home) {
-    text_end_ = copy.data() + copy.size();
-    copy_ = copy.data();
-    home_ = home;
-  }
-
-  // A line for on_line (TextLines): a comment, the header, or a row the plain path left.
+  // A line as TextLines hands it out: a comment, the header, or a row. Ids are kept as
+  // views into the line's text, which must outlive the reader.
   void line(std::string_view line) {
     if (line.front() == '#') return;
     if (seen_header_) {
@@ -110,7 +66,18 @@ class Reader {
   bool seen_header() const { return seen_header_; }
   Sink& sink() { return sink_; }
   const Sink& sink() const { return sink_; }
+  // The lines that follow are read from `copy`, whose first byte is `home` in the text
+  // (the same where the text is read in place): ids are kept as views into the text.
+  void read_copy(const char* copy, const char* home) {
+    copy_ = copy;
+    home_ = home;
+  }
 
+  void reserve(std::size_t rows) { sink_.reserve(rows); }
+  void report_to(TraceProgress& progress, std::size_t rows) { sink_.report_to(progress, rows, rows); }
+  Trace finish() && { return std::move(sink_).finish(); }
+
+ private:
   void header(std::string_view line) {
     const auto fields = split(line);
     for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -125,7 +92,6 @@ class Reader {
       }
     }
     field_count_ = fields.size();
-    plain_ = plain_header(fields);
     // One slot past the row's fields stays empty: a column the header lacks reads it.
     fields_.assign(field_count_ + 1, std::string_view{});
     for (int& position : position_) {
@@ -133,55 +99,15 @@ class Reader {
     }
   }
 
-  // The row starting at `at` when it is an alloc or free of the plain shape our writer
-  // gives (csv_plain_row.hpp), under our own header: where the next line starts. nullptr
-  // leaves the line to row(), which judges it the same way and says what is wrong.
-  const char* plain_row(const char* at) {
-    if (!plain_ || text_end_ - at < static_cast<std::ptrdiff_t>(kPlainRowReach)) return nullptr;
-    PlainRow fields;
-    Tag tag = Tag::other;
-    if (!accept_plain_row(at, tags_, fields, tag)) return nullptr;
-    if (fields.alloc) {
-      open(fields.time, fields.id, *fields.bytes, static_cast<Stream>(fields.stream), tag);
-    } else {
-      close(fields.time, fields.id, ids_.take(fields.id), fields.bytes);
-    }
-    return fields.next;
-  }
-
-  // A row of `block` as RowSplitter split it: what plain_row() or line() does with it.
-  void split_row(const SplitBlock& block, const SplitRow& row) {
-    switch (static_cast<SplitRow::Kind>(row.kind)) {
-      case SplitRow::Kind::alloc: {
-        const std::string_view id = block.id_of(row);
-        ids_.open_as(id, std::string_view(block.home_of(row), id.size()), block.key_of(row), [&] {
-          return sink_.alloc(row.time, row.bytes, static_cast<Stream>(row.stream), static_cast<Tag>(row.tag));
-        });
-        break;
-      }
-      case SplitRow::Kind::free: {
-        const std::string_view id = block.id_of(row);
-        close(row.time, id, ids_.take(id, block.key_of(row)),
-              row.has_bytes ? std::optional<Bytes>(row.bytes) : std::nullopt);
-        break;
-      }
-      case SplitRow::Kind::line: {
-        read_copy(block.held_from(row), block.home_of(row));
-        line(block.line_of(row));
-        break;
-      }
-    }
-  }
-
   void row(std::string_view line) {
-    const std::size_t count = split_csv_fields(line, text_end_, std::span(fields_).first(field_count_));
+    const std::size_t count = split_fields(line, std::span(fields_).first(field_count_));
     if (count != field_count_) {
       throw Error(std::to_string(count) + " fields, the header has " + std::to_string(field_count_));
     }
     const auto field = [&](Column column) { return fields_[static_cast<std::size_t>(position_[column])]; };
     const Nanos time = number(field(kTime), "time_ns");
     const std::string_view op_text = field(kOp);
-    const auto op = ops_.find(op_text);
+    const auto op = op_from_name(op_text);
     if (!op) throw Error("unknown op '" + std::string(op_text) + "' (alloc, free, release, sync)");
     switch (*op) {
       case Op::alloc:
@@ -199,19 +125,20 @@ class Reader {
     }
   }
 
-  void reserve(std::size_t rows) { sink_.reserve(rows); }
-  void report_to(TraceProgress& progress, std::size_t rows) { sink_.report_to(progress, rows, rows); }
-  Trace finish() && { return std::move(sink_).finish(); }
-
- private:
-  // A number field: plain digits (every row's) the fast way, anything else through
+  // A number field: up to 19 plain digits (no overflow) read here, anything else by
   // parse_unsigned, which takes a 20-digit number and says what is wrong with a bad one.
-  std::uint64_t number(std::string_view text, std::string_view what) const {
-    if (const std::optional<std::uint64_t> value = csv_digits(text, text_end_)) return *value;
+  static std::uint64_t number(std::string_view text, std::string_view what) {
+    std::uint64_t value = 0;
+    bool digits = !text.empty() && text.size() <= 19;
+    for (const char c : text) {
+      digits &= c >= '0' && c <= '9';
+      value = value * 10 + static_cast<unsigned char>(c - '0');
+    }
+    if (digits) return value;
     return parse_unsigned(text, std::string(what) + " '" + std::string(text) + "'");
   }
 
-  Stream stream_number(std::string_view text) const {
+  static Stream stream_number(std::string_view text) {
     const std::uint64_t stream = text.empty() ? 0 : number(text, "stream");
     if (stream > 0xffff) throw Error("stream " + std::to_string(stream) + " is over 65535");
     return static_cast<Stream>(stream);
@@ -219,7 +146,7 @@ class Reader {
 
   // The id column of a sync names its kind: device, stream, event, or wait:S (the row's
   // stream waits for an event recorded on stream S).
-  Sync sync(std::string_view kind_text, std::string_view stream_text) const {
+  static Sync sync(std::string_view kind_text, std::string_view stream_text) {
     const auto colon = kind_text.find(':');
     const auto kind = sync_kind_from_name(kind_text.substr(0, colon));
     if (!kind || (*kind == SyncKind::wait) != (colon != std::string_view::npos)) {
@@ -235,44 +162,34 @@ class Reader {
     if (id.empty()) throw Error("alloc without an id");
     const Bytes bytes = number(bytes_text, "bytes");
     const Stream stream = stream_number(stream_text);
-    const auto tag = tag_text.empty() ? std::optional<Tag>(Tag::other) : tags_.find(tag_text);
+    const auto tag = tag_text.empty() ? std::optional<Tag>(Tag::other) : tag_from_name(tag_text);
     if (!tag) {
       throw Error("unknown tag '" + std::string(tag_text) + "' (" + tag_names() + ")");
     }
-    open(time, id, bytes, stream, *tag);
-  }
-
-  void open(Nanos time, std::string_view id, Bytes bytes, Stream stream, Tag tag) {
     const std::string_view kept(home_ + (id.data() - copy_), id.size());
-    ids_.open_as(id, kept, [&] { return sink_.alloc(time, bytes, stream, tag); });
+    ids_.open_as(id, kept, [&] { return sink_.alloc(time, bytes, stream, *tag); });
   }
 
   void free(Nanos time, std::string_view id, std::string_view bytes_text) {
     const AllocId dense = ids_.take(id);
-    close(time, id, dense, bytes_text.empty() ? std::nullopt : std::optional<Bytes>(number(bytes_text, "bytes")));
-  }
-
-  // The free of `id`, renumbered `dense`; `bytes`: what the row says it was, when it says.
-  void close(Nanos time, std::string_view id, AllocId dense, std::optional<Bytes> bytes) {
-    if (bytes && *bytes != sink_.bytes_of(dense)) {
-      throw Error("free of id " + std::string(id) + " says " + std::to_string(*bytes) + " bytes, its alloc said " +
-                  std::to_string(sink_.bytes_of(dense)));
+    if (!bytes_text.empty()) {
+      const Bytes bytes = number(bytes_text, "bytes");
+      if (bytes != sink_.bytes_of(dense)) {
+        throw Error("free of id " + std::string(id) + " says " + std::to_string(bytes) + " bytes, its alloc said " +
+                    std::to_string(sink_.bytes_of(dense)));
+      }
     }
     sink_.free(time, dense);
   }
 
   Sink sink_;
-  const char* text_end_;  // what may be read of the rows' buffer
-  const char* copy_;      // the buffer rows are read from (read_copy), or the text
-  const char* home_;      // where copy_ is in the text
+  const char* copy_ = nullptr;  // what lines are read from (read_copy)
+  const char* home_ = nullptr;  // where copy_ is in the text
   bool seen_header_ = false;
   std::array<int, kColumnCount> position_{-1, -1, -1, -1, -1, -1};
   std::size_t field_count_ = 0;
-  bool plain_ = false;  // the header is ours, in our order: rows may take the plain path
   std::vector<std::string_view> fields_;  // of the current row, and the empty one after them
   IdViewRenumbering ids_;                 // views into the text being parsed
-  NameCache<Op, op_from_name> ops_;
-  TagCache tags_;
 };
 
 // Rows to reserve events for: the lines of the first MiB scaled to the whole text, a tenth
@@ -281,7 +198,7 @@ class Reader {
 std::size_t estimated_rows(std::string_view text) {
   constexpr std::size_t kSample = std::size_t{1} << 20;
   const std::string_view sample = text.substr(0, kSample);
-  const auto lines = static_cast<double>(count_byte(sample, '\n') + 1);
+  const auto lines = static_cast<double>(std::count(sample.begin(), sample.end(), '\n') + 1);
   if (sample.size() == text.size()) return static_cast<std::size_t>(lines);
   return static_cast<std::size_t>(lines * 1.1 * static_cast<double>(text.size()) / static_cast<double>(sample.size()));
 }
@@ -289,216 +206,82 @@ std::size_t estimated_rows(std::string_view text) {
 // The lines of `text`; `file`, when the text is its mapping, counts them by reading the
 // file, so that the count neither faults the mapping's pages in nor holds them.
 std::size_t count_lines(std::string_view text, const MappedFile* file) {
-  return 1 + (file ? file->count('\n') : count_byte(text, '\n'));
+  return 1 + (file ? file->count('\n') : static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
 }
 
-// The second thread of a two-thread parse: it reads the text's lines (LineWindows), splits
-// every row the plain path takes (accept_plain_row) into a SplitRow and hands them on in
-// blocks, every other line as its text, for the first thread to renumber and build
-// (Reader::split_row). It judges nothing else: every error is the first thread's.
-class RowSplitter {
+// The lines of a text, a window at a time: a text in memory is one window, itself; a mapped
+// file is copied into a buffer (MappedFile::copy, within a core's L2 cache) a window of
+// whole lines at a time, and read there. On the VMs this project is measured on, reading
+// the mapping itself took a third more CPU time in a load, and a stream held the pages it
+// read. Lines are numbered from the text's first, so errors name the line in the file.
+class Windows {
  public:
-  static constexpr std::size_t kBlocks = 8;
+  Windows(std::string_view text, const MappedFile* file, const std::string& name)
+      : text_(text), file_(file && file->mapped() ? file : nullptr), name_(name),
+        buffer_(file_ ? std::min(kCopyWindow, text.size()) : 0), lines_(std::string_view(), name) {}
 
-  // `rows`: a block's rows, SplitBlock::kMostRows at most.
-  RowSplitter(BlockRing<SplitBlock>& ring, std::size_t rows) : ring_(ring), rows_(rows) {}
-
-  // The lines of `text`, until the last, until the ring stops, or until the header shows
-  // rows that cannot take the plain path (two threads would gain nothing); closes the ring.
-  void run(std::string_view text, const MappedFile* file, const std::string& name) {
-    try {
-      LineWindows lines(text, file, name);
-      PagesBehind behind(file);
-      while (block_ && lines.next()) {
-        copy_ = lines.held().data();
-        copy_end_ = copy_ + lines.held().size();
-        home_ = lines.home();
-        lines.part().read_while([&] { return block_ != nullptr; }, [&](const char* at) { return take_row(at); },
-                                [&](std::string_view line, std::size_t) { take_line(line); });
-        behind.read_to(lines.offset());
-      }
-      if (block_ && block_->count > 0) hand_over();
-      complete_ = block_ != nullptr;
-    } catch (...) {  // out of memory, a line of 4 GiB: the one-thread parse meets it again
+  // Moves to the next window, its lines in lines(): false at the text's end. Call it once
+  // lines() is done; the window's bytes stay valid until the next call.
+  bool next() {
+    const std::size_t lines_before = lines_.lines();
+    start_ += whole_;
+    if (start_ == text_.size()) {
+      whole_ = 0;
+      return false;
     }
-    ring_.close();
+    if (!file_) {
+      whole_ = text_.size();
+      lines_ = TextLines(text_, name_);
+      return true;
+    }
+    held_ -= whole_;
+    std::memmove(buffer_.data(), buffer_.data() + whole_, held_);  // the start of the line after the last
+    while (true) {
+      held_ += file_->copy(start_ + held_, std::span(buffer_).subspan(held_));
+      // The whole lines held: up to the last newline, or all of them at the text's end.
+      whole_ = start_ + held_ == text_.size() ? held_ : std::string_view(buffer_.data(), held_).rfind('\n') + 1;
+      if (whole_ != 0) break;
+      buffer_.resize(2 * buffer_.size());  // a line longer than the buffer
+    }
+    const std::string_view window(buffer_.data(), whole_);
+    lines_ = start_ == 0 ? TextLines(window, name_) : TextLines(window, name_, lines_before);
+    return true;
   }
-  // Every line handed over: false when run() stopped early, for whatever reason.
-  bool complete() const { return complete_; }
+
+  TextLines& lines() { return lines_; }
+  // Where the window's bytes are read from, and where the first of them is in the text.
+  const char* copy() const { return file_ ? buffer_.data() : text_.data(); }
+  const char* home() const { return text_.data() + start_; }
+  std::size_t offset() const { return start_; }
+  bool done() const { return lines_.done() && start_ + whole_ == text_.size(); }
 
  private:
-  const char* take_row(const char* at) {
-    if (!plain_ || copy_end_ - at < static_cast<std::ptrdiff_t>(kPlainRowReach)) return nullptr;
-    PlainRow fields;
-    Tag tag = Tag::other;
-    if (!accept_plain_row(at, tags_, fields, tag)) return nullptr;
-    SplitRow row{};
-    row.time = fields.time;
-    row.bytes = fields.bytes.value_or(0);
-    row.has_bytes = fields.bytes.has_value();
-    row.stream = static_cast<std::uint32_t>(fields.stream);
-    row.size = static_cast<std::uint32_t>(fields.id.size());
-    row.kind = static_cast<std::uint32_t>(fields.alloc ? SplitRow::Kind::alloc : SplitRow::Kind::free);
-    row.tag = static_cast<std::uint32_t>(tag);
-    if (!place(row, fields.id)) return fields.next;
-    if (fields.id.size() > 8) {
-      row.word = block_->text.size();
-      block_->text.append(fields.id);
-    } else {
-      row.word = short_id_word(fields.id);
-    }
-    add(row);
-    return fields.next;
-  }
-
-  void take_line(std::string_view line) {
-    if (!seen_header_ && line.front() != '#') {  // the header, as Reader::line finds it
-      seen_header_ = true;
-      plain_ = plain_header(split(line));
-      if (!plain_) block_ = nullptr;  // every row would be a line to parse on the other thread
-    }
-    if (!block_) return;
-    if (line.size() > std::numeric_limits<std::uint32_t>::max() - block_->text.size()) {
-      throw std::length_error("a line too long for a two-thread parse");
-    }
-    SplitRow row{};
-    row.kind = static_cast<std::uint32_t>(SplitRow::Kind::line);
-    if (!place(row, line)) return;
-    row.bytes = block_->text.size() | std::uint64_t{line.size()} << 32;
-    block_->text.append(line);
-    add(row);
-  }
-
-  // Sets where `text` (a view into the window) lies in the text, from the block's home;
-  // a block whose rows would lie too far apart for that (past a line of GiBs) is handed on
-  // first. False when the ring has stopped meanwhile: no block is left to put the row in.
-  bool place(SplitRow& row, std::string_view text) {
-    const char* const home = home_ + (text.data() - copy_);
-    if (block_->count > 0 && static_cast<std::size_t>(home - block_->home) > std::numeric_limits<std::uint32_t>::max()) {
-      hand_over();
-      block_ = next_block();
-      if (!block_) return false;
-    }
-    if (block_->count == 0) block_->home = home;
-    row.home = static_cast<std::uint32_t>(home - block_->home);
-    return true;
-  }
-
-  // Into the block; the block handed on once full.
-  void add(const SplitRow& row) {
-    put_split_row(&block_->rows[block_->count++], row);
-    if (!block_->full()) return;
-    hand_over();
-    block_ = next_block();
-  }
-  void hand_over() {
-    publish_split_rows();
-    ring_.filled();
-  }
-
-  SplitBlock* next_block() {
-    SplitBlock* const block = ring_.to_fill();
-    if (block) {
-      block->make_room(rows_);
-      block->count = 0;
-      block->text.clear();
-    }
-    return block;
-  }
-
-  BlockRing<SplitBlock>& ring_;
-  std::size_t rows_;
-  SplitBlock* block_ = next_block();  // null once the ring has stopped
-  const char* copy_ = nullptr;        // the window's bytes, as LineWindows holds them
-  const char* copy_end_ = nullptr;
-  const char* home_ = nullptr;  // where copy_ is in the text
-  bool seen_header_ = false;
-  bool plain_ = false;
-  bool complete_ = false;
-  TagCache tags_;
+  std::string_view text_;
+  const MappedFile* file_;  // null: the text is read in place
+  std::string name_;
+  std::vector<char> buffer_;
+  std::size_t start_ = 0;  // where the window's first byte is in the text
+  std::size_t held_ = 0;   // bytes in the buffer
+  std::size_t whole_ = 0;  // of them, the window's whole lines
+  TextLines lines_;
 };
 
-// Every block the splitter hands over, into `reader`: false at the first Error. Any
-// exception stops the ring, so that the splitter stops too.
-bool read_split_rows(BlockRing<SplitBlock>& ring, Reader<TraceBuilder>& reader) {
-  try {
-    while (const SplitBlock* block = ring.to_take()) {
-      for (const SplitRow& row : block->filled()) reader.split_row(*block, row);
-      ring.taken();
-    }
-    return true;
-  } catch (const Error&) {
-    ring.stop();
-    return false;
-  } catch (...) {
-    ring.stop();
-    throw;
-  }
-}
-
-// The whole parse of a text on two threads: this one renumbers and builds what the other
-// splits (RowSplitter). nullopt for a text with any error, and where the splitter stopped
-// early or could not start: the one-thread parse then reads it, and says what is wrong as
-// it always has.
-std::optional<Trace> parse_on_two_threads(std::string_view text, const std::string& name, const MappedFile* file) {
-  Reader<TraceBuilder> reader(TraceBuilder(TraceInfo{name, "csv"}), text);
-  reader.reserve(estimated_rows(text));
-  // The ring on the heap, the splitter on its own thread's stack: nothing either thread
-  // writes shares a cache line with what the other reads at every row (this thread's stack
-  // frames are written all the time).
-  const auto ring = std::make_unique<BlockRing<SplitBlock>>(RowSplitter::kBlocks);
-  bool complete = false;
-  bool read = false;
-  {
-    std::jthread splitting;
-    try {
-      splitting = std::jthread([&] {
-        RowSplitter splitter(*ring, std::clamp<std::size_t>(text.size() / 64, 16, SplitBlock::kMostRows));
-        splitter.run(text, file, name);
-        complete = splitter.complete();
-      });
-    } catch (const std::system_error&) {
-      return std::nullopt;  // no thread to be had
-    }
-    read = read_split_rows(*ring, reader);
-  }  // the splitter joined: what it wrote is ours to read
-  if (!read || !complete || !reader.seen_header()) return std::nullopt;
-  try {
-    return std::move(reader).finish();
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-}
-
-// Two threads only where both are worth having: a text of some MiB, a second core.
-bool two_threads_pay(std::string_view text, CsvThreads threads) {
-  constexpr std::size_t kTwoThreadText = std::size_t{4} << 20;
-  if (threads != CsvThreads::automatic) return threads == CsvThreads::two;
-  return text.size() >= kTwoThreadText && std::thread::hardware_concurrency() >= 2;
-}
-
-// `file`, when the text is its mapping, is parsed from copies of it (LineWindows). The ids
-// kept are views into the mapping, read again only where a long id is compared at its
-// free; the pages behind the rows parsed are handed back as the parse goes.
-Trace parse(std::string_view text, const std::string& name, const MappedFile* file, TraceProgress* progress,
-            CsvThreads threads) {
-  if (!progress && two_threads_pay(text, threads)) {
-    if (std::optional<Trace> trace = parse_on_two_threads(text, name, file)) return std::move(*trace);
-  }
-  Reader<TraceBuilder> reader(TraceBuilder(TraceInfo{name, "csv"}), text);
+// `file`, when the text is its mapping, is read from copies (Windows); the pages behind
+// the rows parsed are handed back.
+Trace parse(std::string_view text, const std::string& name, const MappedFile* file, TraceProgress* progress) {
+  Reader<TraceBuilder> reader(TraceBuilder(TraceInfo{name, "csv"}));
   if (progress) {
     // Every event is a line: the lines bound the events and allocations, as report_to needs.
     reader.report_to(*progress, count_lines(text, file));
   } else {
     reader.reserve(estimated_rows(text));
   }
-  LineWindows lines(text, file, name);
+  Windows windows(text, file, name);
   PagesBehind behind(file);
-  while (lines.next()) {
-    reader.read_copy(lines.held(), lines.home());
-    lines.part().read_while([] { return true; }, [&](const char* at) { return reader.plain_row(at); },
-                            [&](std::string_view line, std::size_t) { reader.line(line); });
-    behind.read_to(lines.offset());
+  while (windows.next()) {
+    reader.read_copy(windows.copy(), windows.home());
+    windows.lines().read_while([] { return true; }, [&](std::string_view line, std::size_t) { reader.line(line); });
+    behind.read_to(windows.offset());
   }
   if (!reader.seen_header()) throw Error(name + ": empty trace: no header and no events");
   try {
@@ -591,22 +374,22 @@ class CsvStream final : public EventSource {
  public:
   CsvStream(std::string_view text, std::string name, std::shared_ptr<const MappedFile> file)
       : text_(text), name_(std::move(name)), file_(std::move(file)), info_(name_, "csv"),
-        lines_(text, file_.get(), name_), reader_(SlotWindow{}, text), behind_(file_.get()) {}
+        windows_(text, file_.get(), name_), reader_(SlotWindow{}), behind_(file_.get()) {}
 
   EventWindow next() override {
     SlotWindow& window = reader_.sink();
     window.clear();
     if (finished_) return window.window();
-    while (!window.full() && !lines_.done()) {
-      if (lines_.part().done()) {
-        if (!lines_.next()) break;
-        reader_.read_copy(lines_.held(), lines_.home());
+    while (!window.full() && !windows_.done()) {
+      if (windows_.lines().done()) {
+        if (!windows_.next()) break;
+        reader_.read_copy(windows_.copy(), windows_.home());
       }
-      lines_.part().read_while([&] { return !window.full(); }, [&](const char* at) { return reader_.plain_row(at); },
-                               [&](std::string_view line, std::size_t) { reader_.line(line); });
+      windows_.lines().read_while([&] { return !window.full(); },
+                                  [&](std::string_view line, std::size_t) { reader_.line(line); });
     }
-    behind_.read_to(lines_.offset());
-    if (lines_.done()) {  // an empty text too: its errors are the whole read's
+    behind_.read_to(windows_.offset());
+    if (windows_.done()) {  // an empty text too: its errors are the whole read's
       if (!reader_.seen_header()) throw Error(name_ + ": empty trace: no header and no events");
       if (window.events() == 0) throw Error(name_ + ": empty trace: no events");
       finished_ = true;
@@ -634,7 +417,7 @@ class CsvStream final : public EventSource {
   std::string name_;
   std::shared_ptr<const MappedFile> file_;
   TraceInfo info_;
-  LineWindows lines_;
+  Windows windows_;
   Reader<SlotWindow> reader_;
   PagesBehind behind_;
   bool finished_ = false;  // every line read, and the trace found not empty
@@ -663,15 +446,13 @@ std::shared_ptr<const EventSourceFactory> csv_trace_file_stream(const std::files
   return std::make_shared<const CsvStreamFactory>(path);
 }
 
-Trace parse_csv_trace(std::string_view text, const std::string& name, CsvThreads threads) {
-  return parse(text, name, nullptr, nullptr, threads);
-}
+Trace parse_csv_trace(std::string_view text, const std::string& name) { return parse(text, name, nullptr, nullptr); }
 
 Trace read_csv_trace(std::istream& in, const std::string& name) { return parse_csv_trace(read_text(in, name), name); }
 
-Trace read_csv_trace_file(const std::filesystem::path& path, TraceProgress* progress, CsvThreads threads) {
+Trace read_csv_trace_file(const std::filesystem::path& path, TraceProgress* progress) {
   const MappedFile file(path);
-  return parse(file.bytes(), path.string(), &file, progress, threads);
+  return parse(file.bytes(), path.string(), &file, progress);
 }
 
 Claim claims_csv_trace(std::string_view spec, std::string_view head) {

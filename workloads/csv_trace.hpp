@@ -21,22 +21,14 @@
 
 namespace allocsim {
 
-// How many threads a whole read parses on. automatic: two for a text of 4 MiB or more on
-// a machine with two cores or more (one splits the rows, the other renumbers their ids and
-// builds the trace), else one. A text with an error is parsed again on one thread, which
-// says what is wrong: both give the same trace and the same error. A load in the
-// background (`progress`) takes one: the replay has the other core.
-enum class CsvThreads : std::uint8_t { automatic, one, two };
-
 // Throws Error "NAME:LINE: what" on the first bad line; NAME is `name` (the file path).
 // The whole text in one buffer: ids become views into it while parsing, no row allocates.
 // Fuzz targets call this one.
-Trace parse_csv_trace(std::string_view text, const std::string& name, CsvThreads threads = CsvThreads::automatic);
+Trace parse_csv_trace(std::string_view text, const std::string& name);
 Trace read_csv_trace(std::istream& in, const std::string& name);  // reads it all, then parses
 // Memory-mapped (a pipe or FIFO is read into memory instead). `progress`: told of the
 // events as they are built (a load in the background).
-Trace read_csv_trace_file(const std::filesystem::path& path, TraceProgress* progress = nullptr,
-                          CsvThreads threads = CsvThreads::automatic);
+Trace read_csv_trace_file(const std::filesystem::path& path, TraceProgress* progress = nullptr);
 
 // The rows of a CSV text as a stream of events (sim/event_source.hpp: ids become slots, a
 // freed one taken again first), checked as the whole read checks them, with the same

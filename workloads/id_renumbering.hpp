@@ -72,14 +72,6 @@ inline IdKey id_key(std::string_view text) {
   return key;
 }
 
-// IdKey::word of a text of at most 8 bytes, without its hash.
-inline std::uint64_t short_id_word(std::string_view text) { return detail::last_id_word(text.data(), text.size()); }
-
-// id_key of a text of `size` bytes, at most 8, from its IdKey::word alone (short_id_word).
-constexpr IdKey short_id_key(std::size_t size, std::uint64_t word) {
-  return IdKey{word, detail::finish_id_hash(size * detail::kIdMultiplier, word)};
-}
-
 // Contract: an external id is live from open() to close() (or take()); open() of a live id
 // and find()/close()/take() of one that is not live throw Error naming the id.
 // Key is std::string (the table owns each id's text) or std::string_view (the caller keeps
@@ -105,12 +97,8 @@ class BasicIdRenumbering {
   // reader parsing a copy of its text keeps views into the text itself.
   template <class MakeDense>
   void open_as(std::string_view external, std::string_view kept, MakeDense make_dense) {
-    open_as(external, kept, id_key(external), make_dense);
-  }
-  // The same with `key`, id_key(external), made beforehand (by a thread splitting rows ahead).
-  template <class MakeDense>
-  void open_as(std::string_view external, std::string_view kept, const IdKey& key, MakeDense make_dense) {
     if (kMaxLoad * (live_ + 1) > slots_.size()) grow();
+    const IdKey key = id_key(external);
     Slot& slot = slots_[probe(external, key)];
     if (slot.used()) already_live(external);
     const AllocId dense = make_dense();
@@ -123,10 +111,9 @@ class BasicIdRenumbering {
   }
   void close(std::string_view external) { erase(live_slot(external, id_key(external))); }
 
-  // find() and close() in one lookup; `key`, when given, is id_key(external).
-  AllocId take(std::string_view external) { return take(external, id_key(external)); }
-  AllocId take(std::string_view external, const IdKey& key) {
-    const std::size_t at = live_slot(external, key);
+  // find() and close() in one lookup.
+  AllocId take(std::string_view external) {
+    const std::size_t at = live_slot(external, id_key(external));
     const AllocId dense{slots_[at].dense};
     erase(at);
     return dense;

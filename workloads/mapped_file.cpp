@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "sim/error.hpp"
-#include "workloads/byte_count.hpp"
 
 namespace allocsim {
 namespace {
@@ -90,12 +89,12 @@ std::size_t MappedFile::copy(std::size_t offset, std::span<char> into) const {
 }
 
 std::size_t MappedFile::count(char byte) const {
-  if (mapping_ == nullptr) return count_byte(bytes(), byte);
+  if (mapping_ == nullptr) return static_cast<std::size_t>(std::count(data_, data_ + size_, byte));
   std::vector<char> buffer(kCopyWindow);
   std::size_t count = 0;
   for (std::size_t at = 0; at < size_;) {
     const std::size_t got = copy(at, buffer);
-    count += count_byte(std::string_view(buffer.data(), got), byte);
+    count += static_cast<std::size_t>(std::count(buffer.data(), buffer.data() + got, byte));
     at += got;
   }
   return count;

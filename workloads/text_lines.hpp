@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -33,30 +32,10 @@ inline std::string_view trim_line(std::string_view text) {
   return text;
 }
 
-// a == b, for the short texts of ids and names without a call to memcmp: two overlapping
-// loads from each, never outside either text.
-inline bool same_short_text(std::string_view a, std::string_view b) {
-  const std::size_t n = a.size();
-  if (n != b.size()) return false;
-  if (n > 16) return std::memcmp(a.data(), b.data(), n) == 0;
-  const auto same_at = [&](std::size_t at, auto word) {
-    decltype(word) left = 0;
-    decltype(word) right = 0;
-    std::memcpy(&left, a.data() + at, sizeof word);
-    std::memcpy(&right, b.data() + at, sizeof word);
-    return left == right;
-  };
-  if (n >= 8) return same_at(0, std::uint64_t{}) && same_at(n - 8, std::uint64_t{});
-  if (n >= 4) return same_at(0, std::uint32_t{}) && same_at(n - 4, std::uint32_t{});
-  return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
-}
-
 // The non-blank lines of `text`, trimmed, a leading byte order mark dropped, handed out
-// as views into `text`, never copied; a reader may stop between lines and go on later (a
-// stream parses a window of rows at a time). For each line, take_line(start) may first
-// parse the line beginning at `start` itself (a reader's fast path for its common rows):
-// it returns where the next line begins, or nullptr to leave the line to on_line(text,
-// line_number). An Error from either comes back as "name:LINE: message".
+// as views into `text`, never copied, to on_line(text, line_number); a reader may stop
+// between lines and go on later (a stream parses a window of rows at a time). An Error
+// from on_line comes back as "name:LINE: message".
 class TextLines {
  public:
   TextLines(std::string_view text, std::string name) : rest_(text), name_(std::move(name)) {
@@ -72,17 +51,13 @@ class TextLines {
   std::size_t lines() const { return line_number_; }     // read so far, blank ones too
 
   // Lines while more() says so and some are left.
-  template <class More, class TakeLine, class OnLine>
-  void read_while(More more, TakeLine take_line, OnLine on_line) {
+  template <class More, class OnLine>
+  void read_while(More more, OnLine on_line) {
     std::string_view text = rest_;  // a local, so that the loop keeps it in registers
     std::size_t line_number = line_number_;
     try {
       while (!text.empty() && more()) {
         ++line_number;
-        if (const char* const next = take_line(text.data())) {
-          text.remove_prefix(static_cast<std::size_t>(next - text.data()));
-          continue;
-        }
         const void* const newline = std::memchr(text.data(), '\n', text.size());
         const std::size_t length =
             newline ? static_cast<std::size_t>(static_cast<const char*>(newline) - text.data()) : text.size();
@@ -104,14 +79,9 @@ class TextLines {
 };
 
 // Every line of `text`, as TextLines hands them out.
-template <class TakeLine, class OnLine>
-void for_each_line(std::string_view text, const std::string& name, TakeLine take_line, OnLine on_line) {
-  TextLines(text, name).read_while([] { return true; }, take_line, on_line);
-}
-
 template <class OnLine>
 void for_each_line(std::string_view text, const std::string& name, OnLine on_line) {
-  for_each_line(text, name, [](const char*) -> const char* { return nullptr; }, on_line);
+  TextLines(text, name).read_while([] { return true; }, on_line);
 }
 
 // The whole of `in`, for the readers that parse a buffer; "name: read error" when reading fails.

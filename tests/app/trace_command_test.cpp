@@ -136,6 +136,10 @@ TEST_CASE("trace --help teaches each subcommand", "[cli][trace]") {
   const Outcome slice = cli({"trace", "slice", "--help"});
   CHECK(slice.status == 0);
   CHECK_THAT(slice.out, Contains("--events A:B"));
+  const Outcome convert = cli({"trace", "convert", "--help"});
+  CHECK(convert.status == 0);
+  CHECK_THAT(convert.out, Contains(".atrace is the fast format"));
+  CHECK_THAT(convert.out, Contains("allocsim trace convert big.csv big.atrace"));
   CHECK_THAT(cli({"--help"}).out, Contains("allocsim trace info|convert|slice"));
 }
 

@@ -1,7 +1,6 @@
-// The libFuzzer target of our CSV reader, read four ways: whole (parse_csv_trace), whole on
-// two threads (one splitting rows, one building), as a stream (csv_trace_stream, read back
-// whole) and from a file (read_csv_trace_file, which parses a mapped file from copies of
-// it). A bad input must be the same Error from all; a good one the same trace. Anything
+// The libFuzzer target of our CSV reader, read three ways: whole (parse_csv_trace), as a
+// stream (csv_trace_stream, read back whole) and from a file (read_csv_trace_file, which
+// parses the file's mapping). A bad input must be the same Error from all; a good one the same trace. Anything
 // else (a difference, another exception, a sanitizer report) is a finding.
 #include <unistd.h>
 
@@ -70,16 +69,13 @@ bool agree(const Read& a, const Read& b) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using allocsim::CsvThreads;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const std::string& path = input_path();
-  const Read whole = attempt([&] { return allocsim::parse_csv_trace(text, path, CsvThreads::one); });
-  const Read on_two_threads = attempt([&] { return allocsim::parse_csv_trace(text, path, CsvThreads::two); });
+  const Read whole = attempt([&] { return allocsim::parse_csv_trace(text, path); });
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(text.data(), static_cast<std::streamsize>(size));
-  const Read from_file = attempt([&] { return allocsim::read_csv_trace_file(path, nullptr, CsvThreads::one); });
+  const Read from_file = attempt([&] { return allocsim::read_csv_trace_file(path); });
   const Read streamed = attempt([&] { return allocsim::materialise(*allocsim::csv_trace_stream(text, path)); });
-  if (!agree(whole, on_two_threads)) std::abort();  // one thread and two disagree
-  if (!agree(whole, streamed)) std::abort();        // the whole read and the stream disagree
-  if (!agree(whole, from_file)) std::abort();       // the text and its file disagree
+  if (!agree(whole, streamed)) std::abort();   // the whole read and the stream disagree
+  if (!agree(whole, from_file)) std::abort();  // the text and its file disagree
   return 0;
 }

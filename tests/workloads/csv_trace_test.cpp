@@ -194,11 +194,10 @@ TEST_CASE("a CSV trace parses the same from a buffer, a stream, a mapped file an
   CHECK_THROWS_WITH(read_csv_trace_file(dir.path), Catch::StartsWith(dir.path.string() + ": read error"));
 }
 
-// What a mapped file's parse (copied into a buffer a window at a time) must read as the
-// same text in memory does: rows across many windows, comments, blank and CRLF lines, a
-// line longer than the buffer twice over, short ids and long ones (compared, at their
-// free, with the text kept in the mapping), one live from the first window to the end, no
-// newline at the end. Every time is 0, so that any line may become another row.
+// What a mapped file's parse must read as the same text in memory does: a MiB of rows,
+// comments, blank and CRLF lines, a line of 600 KB, short ids and long ones (compared, at
+// their free, with the text kept in the mapping), one live from the first row to the end,
+// no newline at the end. Every time is 0, so that any line may become another row.
 const std::string kLongLived = "long_lived_" + std::string(20, 'l');
 
 std::vector<std::string> many_windows_of_rows() {
@@ -235,25 +234,22 @@ std::string stream_file(const std::string& path, std::optional<Trace>& trace) {
   return "none";
 }
 
-TEST_CASE("a mapped CSV file parsed a buffer at a time, on one thread or two, reads as its text in memory, with "
-          "the same errors",
+TEST_CASE("a mapped CSV file, read whole or streamed, reads as its text in memory, with the same errors",
           "[csv][stream]") {
   const test::TempDir dir;
   std::vector<std::string> lines = many_windows_of_rows();
   const std::string text = joined(lines);
   REQUIRE(text.size() > 4 * kCopyWindow);
   const std::string path = dir.file("t.csv", text);
-  const Trace in_memory = parse_csv_trace(text, path, CsvThreads::one);
-  check_same(in_memory, read_csv_trace_file(path, nullptr, CsvThreads::one));
-  check_same(in_memory, parse_csv_trace(text, path, CsvThreads::two));
-  check_same(in_memory, read_csv_trace_file(path, nullptr, CsvThreads::two));
+  const Trace in_memory = parse_csv_trace(text, path);
+  check_same(in_memory, read_csv_trace_file(path));
   std::optional<Trace> streamed;
   CHECK(stream_file(path, streamed) == "none");
   REQUIRE(streamed.has_value());
   check_same(in_memory, *streamed);
 
-  // A bad line on either side of the first windows' ends, after the long line, and last:
-  // a bad time, or an alloc of the id live since the first window.
+  // A bad line on either side of the first few 256 KiB boundaries, after the long line, and
+  // last: a bad time, or an alloc of the id live since the first row.
   std::vector<std::size_t> bad;
   std::size_t offset = 0;
   for (std::size_t line = 0, window = 1; line < lines.size() && window <= 3; offset += lines[line++].size() + 1) {
@@ -272,7 +268,7 @@ TEST_CASE("a mapped CSV file parsed a buffer at a time, on one thread or two, re
       INFO("line " << line + 1 << ": " << wrong);
       std::string expected = "none";
       try {
-        parse_csv_trace(changed_text, path, CsvThreads::one);
+        parse_csv_trace(changed_text, path);
       } catch (const Error& error) {
         expected = error.what();
       }
@@ -281,8 +277,7 @@ TEST_CASE("a mapped CSV file parsed a buffer at a time, on one thread or two, re
         CHECK_THAT(expected, Catch::Contains(kLongLived + ", which is already live"));
       }
       dir.file("t.csv", changed_text);
-      CHECK_THROWS_WITH(read_csv_trace_file(path, nullptr, CsvThreads::one), expected);
-      CHECK_THROWS_WITH(read_csv_trace_file(path, nullptr, CsvThreads::two), expected);
+      CHECK_THROWS_WITH(read_csv_trace_file(path), expected);
       CHECK(stream_file(path, streamed) == expected);
     }
   }
@@ -301,8 +296,8 @@ TEST_CASE("a CSV trace's ids are texts: an id as long as a line, ids alike but f
 }
 
 
-// The whole read on one thread, the whole read on two, and the stream (read back whole:
-// materialise renumbers its slots dense) give the same trace, or the same error.
+// The whole read and the stream (read back whole: materialise renumbers its slots dense)
+// give the same trace, or the same error.
 void check_reads_alike(const std::string& text) {
   INFO(text);
   const auto read = [&](const auto& how, std::optional<Trace>& trace) -> std::string {
@@ -314,20 +309,16 @@ void check_reads_alike(const std::string& text) {
     return "none";
   };
   std::optional<Trace> whole;
-  std::optional<Trace> on_two_threads;
   std::optional<Trace> streamed;
-  const std::string whole_error = read([&] { return parse_csv_trace(text, "t.csv", CsvThreads::one); }, whole);
-  CHECK(read([&] { return parse_csv_trace(text, "t.csv", CsvThreads::two); }, on_two_threads) == whole_error);
+  const std::string whole_error = read([&] { return parse_csv_trace(text, "t.csv"); }, whole);
   CHECK(read([&] { return materialise(*csv_trace_stream(text, "t.csv")); }, streamed) == whole_error);
-  REQUIRE(whole.has_value() == on_two_threads.has_value());
   REQUIRE(whole.has_value() == streamed.has_value());
   if (whole) {
-    check_same(*whole, *on_two_threads);
     check_same(*whole, *streamed);
   }
 }
 
-TEST_CASE("a streamed CSV trace, and one read on two threads, is the trace read whole, with the same errors",
+TEST_CASE("a streamed CSV trace is the trace read whole, with the same errors",
           "[csv][stream]") {
   const std::string header = "time_ns,op,id,bytes,stream,tag\n";
   check_reads_alike("\xEF\xBB\xBF# bom, a comment\n" + header +

@@ -79,22 +79,5 @@ TEST_CASE("ids that differ only in a byte past the first eight are different ids
   CHECK_THROWS_AS(ids.find("allocation_0003"), Error);
 }
 
-TEST_CASE("an id of up to eight bytes has the key its word alone gives", "[ids]") {
-  std::mt19937_64 random(5);
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (std::size_t size = 0; size <= 8; ++size) {
-    for (int trial = 0; trial < 2000; ++trial) {
-      std::string text(size, '\0');
-      for (char& c : text) c = static_cast<char>(byte(random));
-      INFO("size " << size);
-      const IdKey key = id_key(text);
-      CHECK(short_id_word(text) == key.word);
-      const IdKey from_word = short_id_key(size, short_id_word(text));
-      CHECK(from_word.word == key.word);
-      CHECK(from_word.hash == key.hash);
-    }
-  }
-}
-
 }  // namespace
 }  // namespace allocsim
