@@ -13,6 +13,7 @@
 
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
+#include "sim/slot_numbers.hpp"
 #include "workloads/id_renumbering.hpp"
 #include "workloads/mapped_file.hpp"
 #include "workloads/text_lines.hpp"
@@ -301,14 +302,8 @@ class SlotWindow {
   AllocId alloc(Nanos time, Bytes bytes, Stream stream, Tag tag) {
     check_time(time);
     check_request(events_, bytes, live_bytes_);
-    std::uint32_t slot = 0;
-    if (free_slots_.empty()) {
-      slot = static_cast<std::uint32_t>(by_slot_.size());
-      by_slot_.emplace_back();
-    } else {
-      slot = free_slots_.back();
-      free_slots_.pop_back();
-    }
+    const std::uint32_t slot = slots_.take();
+    if (slot == by_slot_.size()) by_slot_.emplace_back();
     by_slot_[slot] = Live{bytes, stream, tag};
     live_bytes_ += bytes;
     live_lower_bound_ = std::max(live_lower_bound_, live_bytes_);
@@ -320,7 +315,7 @@ class SlotWindow {
     check_time(time);
     const Live& live = by_slot_[index_of(slot)];
     live_bytes_ -= live.bytes;
-    free_slots_.push_back(index_of(slot));
+    slots_.give_back(index_of(slot));
     append(Event{time, slot, live.stream, Op::free, live.tag}, live.bytes);
   }
   void release(Nanos time) {
@@ -358,7 +353,7 @@ class SlotWindow {
   }
 
   std::vector<Live> by_slot_;
-  std::vector<std::uint32_t> free_slots_;
+  SlotNumbers slots_;
   Bytes live_bytes_ = 0;
   Bytes live_lower_bound_ = 0;
   std::uint64_t events_ = 0;
