@@ -47,6 +47,9 @@ std::unique_ptr<EventSource> open_source(const TenantSpec& spec) {
   throw Error("tenant without a trace");
 }
 
+}  // namespace
+
+// The engine: every tenant's replay, merged in time order.
 class Replay final : ReplayHooks {
  public:
   Replay(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
@@ -327,8 +330,6 @@ class Replay final : ReplayHooks {
   Bytes peak_used_;
   Bytes contexts_ = 0;  // the contexts of the running tenants
 };
-
-}  // namespace
 
 TenantReplay::TenantReplay(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
     : spec(tenant_spec),

@@ -60,6 +60,9 @@ class ReplayHooks {
   ~ReplayHooks() = default;
 };
 
+class Replay;  // sim/engine.cpp: the engine, the one reader and writer of a tenant's state
+
+// One tenant's state, private to the engine (Replay) and its plain loop (PlainReplay).
 class TenantReplay final : public MoveListener, public DeviceCallListener {
  public:
   TenantReplay(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used);
@@ -68,6 +71,11 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   void moved(const Move& move) override;
   // Observers hear of blocks and device calls with the tenant's current request.
   void device_call(SegmentAction action, Addr addr, Bytes bytes) override;
+
+ private:
+  friend class Replay;
+  friend class PlainReplay;
+
   void tell_block(BlockAction action, AllocId id, Addr addr, Bytes size, Stream block_stream, Addr from = 0);
   void serving(Nanos time, std::size_t event, Stream event_stream) {
     now = time;
@@ -159,7 +167,6 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
   std::size_t at_event = 0;
   Stream stream = 0;
 
- private:
   template <typename P, bool kCheck, bool kObserve>
   [[gnu::always_inline]] void allocate(P& policy, ReplayHooks& hooks, std::size_t tenant, std::size_t index,
                                        const Event& event, Bytes bytes, Nanos now, Cursor& cursor);
