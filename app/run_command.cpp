@@ -151,7 +151,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
       set_model_token(*model, model_token("b"), options.batch, workload);
       workload = to_string(*model);
     }
-    if (names_a_file(workload) && find_reader(workload).name == "torch-snapshot" &&
+    if (names_a_file(workload) && find_reader(workload).holds == Holds::allocator_state &&
         std::find(recordings.begin(), recordings.end(), workload) == recordings.end()) {
       recordings.push_back(workload);
     }

@@ -8,6 +8,7 @@
 
 #include "policies/recording_replay.hpp"
 #include "sim/device.hpp"
+#include "sim/framework.hpp"
 #include "sim/made_policy.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -17,6 +18,9 @@ namespace allocsim {
 struct PolicyInfo {
   std::string_view name;
   std::string_view alias;    // another name users type for it, or empty
+  // Whose allocator it is: the framework whose own code `models` names (cuda: CUDA's own
+  // calls, cudaMalloc or its stream-ordered pool, whichever framework turns them on).
+  Framework framework;
   std::string_view models;   // the real allocator it reproduces
   std::string_view summary;
   std::span<const ParamInfo> params;

@@ -64,24 +64,24 @@ const std::array kReaders{
     ReaderInfo{"csv", "our trace CSV: header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, "
                "free, release or sync (id column: device, stream, event or wait:S); a free may leave bytes empty; ids "
                "are any text and may be reused after their free; '#' starts a comment; streams (--stream) without loading it",
-               claims_csv_trace, read_csv, csv_trace_file_stream},
+               Framework::none, Holds::requests, claims_csv_trace, read_csv, csv_trace_file_stream},
     ReaderInfo{"atrace", "allocsim's binary trace (header magic \\x89ATRACE): 16 bytes per event, memory-mapped, "
                "checksummed; streams (--stream) without loading it, faster than CSV",
-               claims_atrace, read_atrace, atrace_stream},
+               Framework::none, Holds::requests, claims_atrace, read_atrace, atrace_stream},
     ReaderInfo{"torch-snapshot", "a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot pickle), converted "
                "by an unpickler that refuses every global",
-               claims_torch_snapshot, read_snapshot, nullptr},
+               Framework::torch, Holds::allocator_state, claims_torch_snapshot, read_snapshot, nullptr},
     ReaderInfo{"rmm-log", "a RAPIDS RMM logging_resource_adaptor CSV (Thread,Time,Action,Pointer,Size,Stream), any "
                "version; per-thread default streams become one stream per thread; a failed allocate is a request "
                "freed at once",
-               claims_rmm_log, read_rmm, nullptr},
+               Framework::rmm, Holds::failures, claims_rmm_log, read_rmm, nullptr},
     ReaderInfo{"kineto", "a PyTorch profiler (Kineto) Chrome trace, profile_memory=True: its [memory] events of one "
                "CUDA device (--cuda-device N), paired by address; Total Allocated checked; block sizes, no streams",
-               claims_kineto_trace, read_kineto, nullptr},
+               Framework::torch, Holds::requests, claims_kineto_trace, read_kineto, nullptr},
     ReaderInfo{"tf-memory-log", "TensorFlow's TF_CPP_VMODULE=log_memory=2 log: __LOG_MEMORY__ tensor and raw "
                "allocations of one GPU's allocator (--cuda-device N), paired by allocation id; requested sizes, "
                "kernel names as layers, steps",
-               claims_tf_memory_log, read_tf_log, nullptr},
+               Framework::tf, Holds::requests, claims_tf_memory_log, read_tf_log, nullptr},
 };
 
 const std::array kWriters{
