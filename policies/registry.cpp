@@ -155,19 +155,23 @@ const PolicyInfo& find_policy(std::string_view name) {
   throw Error("unknown policy '" + std::string(name) + "'; valid policies: " + valid);
 }
 
-MadePolicy build_policy(std::string_view spec_text, Device& device) {
-  const Spec spec = parse_spec(spec_text);
+PolicySpec parse_policy_spec(std::string_view text) {
+  const Spec spec = parse_spec(text);
   const PolicyInfo& info = find_policy(spec.name);
-  return info.make(Params(spec, info.params, "policy " + std::string(info.name)), device);
+  return PolicySpec{&info, Params(spec, info.params, "policy " + std::string(info.name)), std::string(text)};
 }
+
+MadePolicy build_policy(std::string_view spec_text, Device& device) { return parse_policy_spec(spec_text).build(device); }
 
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device) {
   return std::move(build_policy(spec, device).policy);
 }
 
-void check_policy_spec(std::string_view spec) {
+void check_policy_spec(const PolicySpec& spec) {
   SimDevice idle{DeviceSpec{}};
-  make_policy(spec, idle);
+  spec.build(idle);
 }
+
+void check_policy_spec(std::string_view text) { check_policy_spec(parse_policy_spec(text)); }
 
 }  // namespace allocsim

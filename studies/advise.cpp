@@ -39,7 +39,7 @@ std::string_view policy_name(const std::string& policy) { return find_policy(par
 // Which framework's settings a policy takes: its row's, when advise knows that framework's
 // settings (PyTorch's, TensorFlow's).
 std::optional<Framework> framework_of_policy(const std::string& policy) {
-  const Framework framework = find_policy(parse_spec(policy).name).framework;
+  const Framework framework = parse_policy_spec(policy).row->framework;
   if (framework == Framework::tf || framework == Framework::torch) return framework;
   return std::nullopt;
 }
