@@ -221,7 +221,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   if (!parse_snapshot_arguments(args, description, snapshot, kReplayUsage, "replay needs a snapshot: allocsim replay FILE.pickle --policy SPECS", out)) return 0;
   const std::string& file = snapshot.file;
   const std::optional<int>& cuda_device = snapshot.cuda_device;
-  const bool is_recording = find_reader(file).name == "torch-snapshot";
+  const bool is_recording = find_reader(file).holds == Holds::allocator_state;
   std::vector<std::string> policies;
   for (const std::string& list : policy_lists.empty() ? std::vector<std::string>{"caching,expandable"} : policy_lists) {
     for (std::string& item : split_list(list, "--policy")) policies.push_back(std::move(item));

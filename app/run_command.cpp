@@ -144,30 +144,34 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   std::map<std::string, std::shared_ptr<const BackgroundTrace>> loading;
   for (const TenantChoice& tenant : tenants) check_policy_spec(tenant.policy);  // before any long trace load
   std::vector<std::string> recordings;  // PyTorch snapshots among the workloads, said so above the table
-  for (auto [workload, policy, start] : tenants) {
+  for (const auto& [workload, policy, start] : tenants) {
+    std::optional<ModelSpec> batched;  // the model workload at --batch
     if (values.count("batch")) {
-      std::optional<ModelSpec> model = parse_model_spec(workload);
-      if (options.batch < 1 || !model) throw Error("--batch needs a batch of 1 or more and a model workload");
-      set_model_token(*model, model_token("b"), options.batch, workload);
-      workload = to_string(*model);
+      batched = parse_model_spec(workload);
+      if (options.batch < 1 || !batched) throw Error("--batch needs a batch of 1 or more and a model workload");
+      set_model_token(*batched, model_token("b"), options.batch, workload);
     }
-    if (names_a_file(workload) && find_reader(workload).name == "torch-snapshot" &&
+    if (!batched && names_a_file(workload) && find_reader(workload).holds == Holds::allocator_state &&
         std::find(recordings.begin(), recordings.end(), workload) == recordings.end()) {
       recordings.push_back(workload);
     }
     if (options.stream) {
-      scenario.tenants.push_back(TenantSpec::from_source(stream_workload(workload), policy, start));
+      scenario.tenants.push_back(
+          TenantSpec::from_source(batched ? stream_workload(*batched) : stream_workload(workload), policy, start));
       continue;
     }
     const LoadOptions load_options{options.cuda_device, scenario.device.compute_capability};
-    if (overlap_load && names_a_file(workload)) {
+    if (overlap_load && !batched && names_a_file(workload)) {
       auto& load = loading[workload];
       if (!load) load = load_in_background(workload, load_options);
       scenario.tenants.push_back(TenantSpec::from_source(load, policy, start));
       continue;
     }
     auto& trace = traces[workload];
-    if (!trace) trace = std::make_shared<const Trace>(load_workload(workload, load_options));
+    if (!trace) {
+      trace = std::make_shared<const Trace>(batched ? load_workload(*batched, load_options)
+                                                    : load_workload(workload, load_options));
+    }
     scenario.tenants.push_back(TenantSpec{trace, policy, start});
   }
 

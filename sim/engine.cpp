@@ -69,15 +69,6 @@ class Replay final : ReplayHooks {
   }
 
   RunResult run() {
-    // A policy made late, after other tenants ran, could not say its spec is bad before
-    // anything runs: with several tenants, each is tried first on a device of its own. A
-    // lone tenant's policy is made before its first event anyway.
-    if (tenants_.size() > 1) {
-      for (TenantReplay& run : tenants_) {
-        SimDevice trial(scenario_.device);
-        make_policy_(run.spec.policy, trial);
-      }
-    }
     const auto wall_start = std::chrono::steady_clock::now();
     if (tenants_.size() == 1) {
       replay_alone();  // no merging to do

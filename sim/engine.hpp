@@ -35,7 +35,10 @@ struct TenantSpec {
   }
 
   std::shared_ptr<const Trace> trace;
-  std::string policy;  // a policy spec, built by the scenario's factory
+  // A policy spec, built by the scenario's factory when the tenant starts. Contract: the
+  // command checked it where it read it (policies/registry's check_policy_spec): a bad spec
+  // met here is an Error only when its tenant starts, after the tenants before it ran.
+  std::string policy;
   Nanos start = 0;     // added to every event time
   std::shared_ptr<const EventSourceFactory> source;  // used when trace is null
 };

@@ -36,11 +36,11 @@ std::string default_policy(Framework framework) { return framework == Framework:
 // The registry name of a spec's policy, aliases resolved: "prealloc:limit=1GiB" -> "bfc".
 std::string_view policy_name(const std::string& policy) { return find_policy(parse_spec(policy).name).name; }
 
-// Which framework's settings a policy takes, from its registry name.
+// Which framework's settings a policy takes: its row's, when advise knows that framework's
+// settings (PyTorch's, TensorFlow's).
 std::optional<Framework> framework_of_policy(const std::string& policy) {
-  const std::string_view name = policy_name(policy);
-  if (name == "bfc" || name == "growth") return Framework::tf;
-  if (name == "caching" || name == "expandable") return Framework::torch;
+  const Framework framework = parse_policy_spec(policy).row->framework;
+  if (framework == Framework::tf || framework == Framework::torch) return framework;
   return std::nullopt;
 }
 

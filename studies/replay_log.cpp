@@ -67,7 +67,7 @@ LogReplay replay_log_file(const std::string& path, std::span<const std::string> 
                           const LoadOptions& options, const ExportFiles& exports, bool record) {
   const ReaderInfo& reader = find_reader(path);
   LogReplay replay;
-  if (reader.name == "rmm-log" && !options.cuda_device) {
+  if (reader.holds == Holds::failures && !options.cuda_device) {
     const RmmLog log = read_rmm_log_file(path);
     std::vector<std::size_t> failures;
     for (const RmmFailure& failure : log.failures) failures.push_back(failure.event);

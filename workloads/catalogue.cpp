@@ -5,6 +5,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "sim/error.hpp"
 #include "workloads/atrace.hpp"
@@ -64,24 +65,24 @@ const std::array kReaders{
     ReaderInfo{"csv", "our trace CSV: header time_ns,op,id,bytes,stream,tag (stream and tag optional); op is alloc, "
                "free, release or sync (id column: device, stream, event or wait:S); a free may leave bytes empty; ids "
                "are any text and may be reused after their free; '#' starts a comment; streams (--stream) without loading it",
-               claims_csv_trace, read_csv, csv_trace_file_stream},
+               Framework::none, Holds::requests, claims_csv_trace, read_csv, csv_trace_file_stream},
     ReaderInfo{"atrace", "allocsim's binary trace (header magic \\x89ATRACE): 16 bytes per event, memory-mapped, "
                "checksummed; streams (--stream) without loading it, faster than CSV",
-               claims_atrace, read_atrace, atrace_stream},
+               Framework::none, Holds::requests, claims_atrace, read_atrace, atrace_stream},
     ReaderInfo{"torch-snapshot", "a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot pickle), converted "
                "by an unpickler that refuses every global",
-               claims_torch_snapshot, read_snapshot, nullptr},
+               Framework::torch, Holds::allocator_state, claims_torch_snapshot, read_snapshot, nullptr},
     ReaderInfo{"rmm-log", "a RAPIDS RMM logging_resource_adaptor CSV (Thread,Time,Action,Pointer,Size,Stream), any "
                "version; per-thread default streams become one stream per thread; a failed allocate is a request "
                "freed at once",
-               claims_rmm_log, read_rmm, nullptr},
+               Framework::rmm, Holds::failures, claims_rmm_log, read_rmm, nullptr},
     ReaderInfo{"kineto", "a PyTorch profiler (Kineto) Chrome trace, profile_memory=True: its [memory] events of one "
                "CUDA device (--cuda-device N), paired by address; Total Allocated checked; block sizes, no streams",
-               claims_kineto_trace, read_kineto, nullptr},
+               Framework::torch, Holds::requests, claims_kineto_trace, read_kineto, nullptr},
     ReaderInfo{"tf-memory-log", "TensorFlow's TF_CPP_VMODULE=log_memory=2 log: __LOG_MEMORY__ tensor and raw "
                "allocations of one GPU's allocator (--cuda-device N), paired by allocation id; requested sizes, "
                "kernel names as layers, steps",
-               claims_tf_memory_log, read_tf_log, nullptr},
+               Framework::tf, Holds::requests, claims_tf_memory_log, read_tf_log, nullptr},
 };
 
 const std::array kWriters{
@@ -141,13 +142,29 @@ const ReaderInfo& find_reader(std::string_view path) {
   throw Error(std::string(path) + ": no reader knows this file (readers: " + valid + "; see `allocsim workloads`)");
 }
 
+namespace {
+
+void refuse_cuda_device(const LoadOptions& options, std::string_view spec_text) {
+  if (options.cuda_device) throw Error("--cuda-device is for PyTorch snapshots, profiler traces and TensorFlow logs, not the workload '" + std::string(spec_text) + "'");
+}
+
+Trace lower_model(ModelSpec model, const LoadOptions& options, std::string name) {
+  model.options.compute_capability = options.compute_capability;
+  return lower_spec(model, std::move(name));
+}
+
+}  // namespace
+
+Trace load_workload(const ModelSpec& model, const LoadOptions& options) {
+  std::string text = to_string(model);
+  refuse_cuda_device(options, text);
+  return lower_model(model, options, std::move(text));
+}
+
 Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
   if (names_a_file(spec_text)) return find_reader(spec_text).load(std::string(spec_text), options);
-  if (options.cuda_device) throw Error("--cuda-device is for PyTorch snapshots, profiler traces and TensorFlow logs, not the workload '" + std::string(spec_text) + "'");
-  if (auto model = parse_model_spec(spec_text)) {
-    model->options.compute_capability = options.compute_capability;
-    return lower_spec(*model, std::string(spec_text));
-  }
+  refuse_cuda_device(options, spec_text);
+  if (auto model = parse_model_spec(spec_text)) return lower_model(*model, options, std::string(spec_text));
   const Spec spec = parse_spec(spec_text);
   for (const WorkloadInfo& info : kWorkloads) {
     if (info.name == spec.name) return info.make(Params(spec, info.params, "workload " + spec.name), spec_text);
@@ -168,7 +185,9 @@ std::shared_ptr<const BackgroundTrace> load_in_background(std::string_view path,
       });
 }
 
-std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec_text) {
+namespace {
+
+std::string what_streams() {
   std::string streamable;
   for (const ReaderInfo& reader : kReaders) {
     if (reader.stream) streamable += std::string(streamable.empty() ? "" : ", ") + std::string(reader.name) + " files";
@@ -176,6 +195,17 @@ std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec_
   for (const WorkloadInfo& info : kWorkloads) {
     if (info.stream) streamable += ", " + std::string(info.name) + ":...";
   }
+  return streamable;
+}
+
+}  // namespace
+
+std::shared_ptr<const EventSourceFactory> stream_workload(const ModelSpec& model) {
+  throw Error("workload '" + to_string(model) + "' cannot stream; what streams: " + what_streams());
+}
+
+std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec_text) {
+  const std::string streamable = what_streams();
   if (names_a_file(spec_text)) {
     const ReaderInfo& reader = find_reader(spec_text);
     if (!reader.stream) {

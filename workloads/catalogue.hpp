@@ -11,6 +11,7 @@
 #include "sim/event_source.hpp"
 #include "sim/spec.hpp"
 #include "sim/trace.hpp"
+#include "workloads/model/model_spec.hpp"
 #include "workloads/reader.hpp"
 #include "workloads/writer.hpp"
 
@@ -46,6 +47,9 @@ const WriterInfo& find_writer(std::string_view path);
 // file (see names_a_file). Throws Error naming the bad part. `options` go to a file's reader.
 Trace load_workload(std::string_view spec, const LoadOptions& options = {});
 
+// A model spec already parsed (and changed: a command's --batch), loaded as its text would be.
+Trace load_workload(const ModelSpec& model, const LoadOptions& options = {});
+
 // A trace file read on a thread of its own while a replay runs the events read so far
 // (sim/background_trace.hpp): the same trace and errors as load_workload's. The reader is
 // found, or the file refused, at once.
@@ -54,5 +58,6 @@ std::shared_ptr<const BackgroundTrace> load_in_background(std::string_view path,
 // The same workload as a stream (a .atrace or CSV file, the random generator), for a replay that
 // holds only the live allocations. Throws Error naming what can stream when it cannot.
 std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec);
+std::shared_ptr<const EventSourceFactory> stream_workload(const ModelSpec& model);  // no model streams: Error
 
 }  // namespace allocsim

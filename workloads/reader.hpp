@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "sim/event_source.hpp"
+#include "sim/framework.hpp"
 #include "sim/trace.hpp"
 
 namespace allocsim {
@@ -27,9 +28,18 @@ struct LoadOptions {
   TraceProgress* progress = nullptr;
 };
 
+// What a file holds beside its requests, where a command treats it apart.
+enum class Holds : std::uint8_t {
+  requests,        // a trace and nothing more
+  allocator_state,  // a recording of the allocator's own state (a PyTorch snapshot): a replay can start from it
+  failures,        // the requests the recorded allocator failed (an RMM log): a replay counts those it reproduces
+};
+
 struct ReaderInfo {
   std::string_view name;
   std::string_view summary;
+  Framework framework;  // whose program writes the format; none: ours
+  Holds holds;
   // `spec`: the path as written; `head`: the file's first bytes (empty when it cannot be read).
   Claim (*claims)(std::string_view spec, std::string_view head);
   Trace (*load)(const std::filesystem::path& path, const LoadOptions& options);

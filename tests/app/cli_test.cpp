@@ -112,6 +112,9 @@ TEST_CASE("cli: bad input is one line, exit status 2, and no output file", "[cli
   // The whole policy spec is checked before any trace loads: the policy is named, not the file.
   expect_error({"--workload", "/nonexistent.csv", "--policy", "bfc:bogus=1"}, "unknown key 'bogus'");
   expect_error({"--workload", "/nonexistent.csv", "--policy", "bfc:frag_fraction=2"}, "frag_fraction");
+  // A later tenant's spec too, though the engine builds its policy only when it starts.
+  expect_error({"--workload", "random:n=10", "--policy", "bfc", "--tenant", "random:n=10@buddy:min_block=3"},
+               "policy buddy: min_block=3 B is not a power of two");
   expect_error({"--workload", "random:n=10", "--policy", "direct", "--capacity", "16GB!"}, "unknown unit");
   expect_error({"--workload", "nosuch", "--policy", "direct"}, "unknown workload 'nosuch'");
   expect_error({"--workload", "random:n=10", "--policy", "direct", "--on-oom", "retry"}, "is not stop or continue");

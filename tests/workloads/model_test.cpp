@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -690,6 +691,22 @@ TEST_CASE("tf style: gradients die after apply_gradients, with no foreach tempor
   CHECK(count_allocs(tf, Tag::temp) < 2 * kResNet50Tensors);
   // Both create Adam's two slots once.
   CHECK(count_allocs(tf, Tag::optimizer) == 2 * kResNet50Tensors);
+}
+
+
+TEST_CASE("a parsed model spec loads as its text would, and says so in its errors", "[model]") {
+  std::optional<ModelSpec> model = parse_model_spec("resnet18_b8");
+  REQUIRE(model);
+  set_model_token(*model, model_token("b"), 2, "resnet18_b8");  // --batch 2
+  const Trace typed = load_workload(*model);
+  const Trace text = load_workload("resnet18_b2");
+  CHECK(typed.info.name == "resnet18_b2");
+  CHECK(typed.events.size() == text.events.size());
+  CHECK(typed.live_lower_bound == text.live_lower_bound);
+  CHECK_THROWS_WITH(load_workload(*model, LoadOptions{1}),
+                    "--cuda-device is for PyTorch snapshots, profiler traces and TensorFlow logs, not the workload "
+                    "'resnet18_b2'");
+  CHECK_THROWS_WITH(stream_workload(*model), Catch::StartsWith("workload 'resnet18_b2' cannot stream; what streams: "));
 }
 
 }  // namespace

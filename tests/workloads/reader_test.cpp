@@ -23,6 +23,17 @@ TEST_CASE("readers: every reader is listed and claims its own files", "[reader]"
   CHECK(find_reader(dir.file("t.csv", kTrace)).name == "csv");
 }
 
+TEST_CASE("readers: a row says whose format it reads and what its file holds beside requests", "[reader]") {
+  const std::string data = ALLOCSIM_TEST_DATA;
+  const ReaderInfo& snapshot = find_reader(data + "/tiny.snapshot.pickle");
+  CHECK((snapshot.framework == Framework::torch && snapshot.holds == Holds::allocator_state));
+  const ReaderInfo& rmm = find_reader(data + "/rmm_pool_oom.dev0.csv");
+  CHECK((rmm.framework == Framework::rmm && rmm.holds == Holds::failures));
+  TempDir dir;
+  const ReaderInfo& csv = find_reader(dir.file("t.csv", kTrace));
+  CHECK((csv.framework == Framework::none && csv.holds == Holds::requests));
+}
+
 TEST_CASE("readers: a CSV trace is recognised by its header, whatever its name", "[reader]") {
   TempDir dir;
   const std::string path = dir.file("trace.txt", kTrace);  // a '/', no .csv

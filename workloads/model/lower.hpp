@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "sim/framework.hpp"
 #include "sim/trace.hpp"
 #include "workloads/model/graph.hpp"
 #include "workloads/model/sharding.hpp"
@@ -23,12 +24,12 @@ enum class Precision : std::uint8_t { fp32, amp, bf16 };  // amp: fp16 activatio
 // (fp32 state), fused kernels without temporaries, and their paged versions (the state of
 // large tensors in unified memory; bitsandbytes.hpp).
 enum class Optimizer : std::uint8_t { sgd, momentum, adam, adamw, adamw8bit, adamw32bit, paged_adamw8bit, paged_adamw32bit };
-// torch: PyTorch 2.x eager. tf: TensorFlow 2 / Keras graph mode, which differs where its
-// kernels do: no in-place ops (ReLU and residual adds write new tensors), MaxPool's
-// gradient reads its input and output (no int64 indices), gradients are tape outputs
-// that apply_gradients consumes (freed after each step, no zero_grad), and the Keras
-// optimizers' update kernels are fused (no foreach temporaries). Liveness is the same.
-enum class Framework : std::uint8_t { torch, tf };
+// A model's Framework (sim/framework.hpp) is torch or tf. torch: PyTorch 2.x eager.
+// tf: TensorFlow 2 / Keras graph mode, which differs where its kernels do: no in-place
+// ops (ReLU and residual adds write new tensors), MaxPool's gradient reads its input and
+// output (no int64 indices), gradients are tape outputs that apply_gradients consumes
+// (freed after each step, no zero_grad), and the Keras optimizers' update kernels are
+// fused (no foreach temporaries). Liveness is the same.
 
 struct LoweringOptions {
   std::int64_t batch = 32;        // per micro-batch: a step of accN runs N of them
