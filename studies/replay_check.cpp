@@ -210,9 +210,10 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   LoggingDevice device(placed);
   // Never native segments where PyTorch's were expandable: the one VMM model replays them
   // (recorded_spec names the expandable policy then).
-  const std::unique_ptr<Policy> made = make_policy(check.policy, device);
+  const PolicySpec policy_spec = parse_policy_spec(check.policy);
+  const std::unique_ptr<Policy> made = std::move(policy_spec.build(device).policy);
   Policy& policy = *made;
-  const std::unique_ptr<RecordingReplay> recorded = find_policy(parse_spec(check.policy).name).recording(policy);
+  const std::unique_ptr<RecordingReplay> recorded = policy_spec.row->recording(policy);
   const Trace& trace = recording.trace;
   policy.prepare(ReplaySetup{.allocations = trace.allocations() + recording.ooms.size()});
   const RoundupDivisions divisions = recorded_divisions(recording.settings);

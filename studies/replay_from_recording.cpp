@@ -130,8 +130,8 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
                          std::span<Observer* const> recorders = {}) {
   check_policy_spec(text);
   Spec spec = parse_spec(text);
-  const bool caching_family = find_policy(spec.name).recording != nullptr;  // PyTorch's own allocator
-  if (caching_family) spec = with_recorded_settings(spec, recording);
+  const PolicyInfo& row = find_policy(spec.name);
+  if (row.recording) spec = with_recorded_settings(spec, recording);  // PyTorch's own allocator
   WhatIfOutcome outcome;
   outcome.policy = to_string(spec);
 
@@ -147,7 +147,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   const std::unique_ptr<Policy> policy = make_policy(outcome.policy, device);
   // Adopted where the policy's segments are of the recording's kind (refuse_unrebuildable
   // leaves no mixed start); the other kind places the live blocks, as any policy does.
-  std::unique_ptr<RecordingReplay> adopting = caching_family ? find_policy(spec.name).recording(*policy) : nullptr;
+  std::unique_ptr<RecordingReplay> adopting = row.recording ? row.recording(*policy) : nullptr;
   if (adopting && adopting->expandable() != recorded_expandable(recording)) adopting.reset();
   account.watch(*policy, device);
   const Trace& trace = recording.trace;
