@@ -141,11 +141,11 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
   AdviseStudy study;
   study.workload = o.workload;
   study.framework = parse_framework(o.framework);
-  if (!o.policy.empty()) check_policy_spec(o.policy);
+  if (!o.policy.empty()) parse_policy_spec(o.policy);
   study.policy = o.policy;
   for (const std::string& tenant : o.tenants) {
     study.tenants.push_back(parse_tenant(tenant));
-    check_policy_spec(study.tenants.back().policy);
+    parse_policy_spec(study.tenants.back().policy);
   }
   study.device = chosen_device(o.device);
   study.threads = threads_option(o.threads);

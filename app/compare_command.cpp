@@ -85,7 +85,7 @@ int compare_command(std::span<const std::string> args, std::ostream& out) {
   paths.output("--report", options.report);
   paths.check();
   const DeviceSpec device = chosen_device(options.device);
-  for (const std::string& policy : policies) check_policy_spec(policy);  // before a long trace load
+  for (const std::string& policy : policies) parse_policy_spec(policy);  // before a long trace load
   const auto trace = std::make_shared<const Trace>(load_workload(options.workload, LoadOptions{std::nullopt, device.compute_capability}));
   const Comparison comparison = compare_policies(trace, device, policies, on_oom, !options.report.empty());
 

@@ -142,7 +142,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   const bool overlap_load = options.save_trace.empty() && options.report.empty() && options.memory_viz.empty() &&
                             options.chrome_trace.empty();
   std::map<std::string, std::shared_ptr<const BackgroundTrace>> loading;
-  for (const TenantChoice& tenant : tenants) check_policy_spec(tenant.policy);  // before any long trace load
+  for (const TenantChoice& tenant : tenants) parse_policy_spec(tenant.policy);  // before any long trace load
   std::vector<std::string> recordings;  // PyTorch snapshots among the workloads, said so above the table
   for (const auto& [workload, policy, start] : tenants) {
     std::optional<ModelSpec> batched;  // the model workload at --batch

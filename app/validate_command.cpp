@@ -119,7 +119,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   if (!profile.empty()) options.cost = load_cost_profile(profile).cost;
   choice.host_memory = parse_bytes(host_memory);
   // Cheap input first: a typo fails before the GPU is opened or a model is lowered.
-  check_policy_spec(policy);
+  parse_policy_spec(policy);
   if (out_dir.empty()) out_dir = choice.backend == "host" ? make_temporary_folder("allocsim-validate-") : "results/validation";
   std::filesystem::create_directories(out_dir);
   const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, segments, choice.backend);

@@ -48,11 +48,28 @@ AsyncPoolPolicy::AsyncPoolPolicy(const Params& params, Device& device)
       cap_(MemoryCap::fraction_of_total(params.number("fraction"), device, "policy async")),
       prealloc_(params.text("prealloc") == "threshold" ? threshold_ : params.bytes("prealloc")),
       oom_sync_(oom_sync_of(params)),
-      one_stream_(params.boolean("one_stream")) {
-  if (granularity_ < kBlockAlignment || granularity_ % kBlockAlignment != 0) {
-    throw Error("policy async: granularity must be a multiple of 256 B, not " + format_bytes_exact(granularity_));
+      one_stream_(params.boolean("one_stream")) {}
+
+void AsyncPoolPolicy::check_params(const Params& params) {
+  const Bytes granularity = params.bytes("granularity");
+  if (granularity < kBlockAlignment || granularity % kBlockAlignment != 0) {
+    throw Error("policy async: granularity must be a multiple of 256 B, not " + format_bytes_exact(granularity));
   }
-  if (prealloc_ == kNoTrim) throw Error("policy async: prealloc=threshold needs a finite release_threshold");
+  const std::string_view threshold = params.text("release_threshold");
+  if (threshold != "max" && threshold != "tf") params.bytes("release_threshold");
+  if (params.text("prealloc") != "threshold") {
+    params.bytes("prealloc");
+  } else if (threshold == "max") {
+    throw Error("policy async: prealloc=threshold needs a finite release_threshold");
+  }
+  for (const std::string_view key : {"follow_event_dependencies", "opportunistic", "deterministic",
+                                     "internal_dependencies", "one_stream"}) {
+    params.boolean(key);
+  }
+  params.count("completion_ns");
+  params.bytes("trim_to");
+  MemoryCap::check_fraction(params.number("fraction"), "policy async");
+  oom_sync_of(params);
 }
 
 AsyncPoolPolicy::~AsyncPoolPolicy() {

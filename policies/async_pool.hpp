@@ -96,6 +96,7 @@ class AsyncPoolPolicy final : public Policy {
   static constexpr auto kTensorFlowParams = async_params("tf", "true", "stream", "true");
 
   AsyncPoolPolicy(const Params& params, Device& device);
+  static void check_params(const Params& params);  // every value, without a device
   ~AsyncPoolPolicy() override;
 
   Allocation allocate(const Request& request) override;

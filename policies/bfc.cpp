@@ -18,17 +18,7 @@ Bytes rounded_bytes(Bytes bytes) { return align_up(bytes, kMinAllocation); }
 
 // gpu_device.cc's SingleVirtualDeviceMemoryLimit, and gpu_helpers.cc's fraction of total.
 BfcPolicy::Limit compute_limit(const Params& params, const Device& device) {
-  if (const std::string_view text = params.text("limit"); text != "auto") {
-    const Bytes limit = params.bytes("limit");
-    if (limit == 0) throw Error("policy bfc: limit=0 leaves no memory to allocate (auto is TensorFlow's own rule)");
-    // TensorFlow's memory_limit counts MB: a bare 4096 meant as that is 4 KiB here.
-    if (limit < 1_MiB && text.find_first_not_of("0123456789") == std::string_view::npos) {
-      throw Error("policy bfc: limit=" + std::string(text) + " is " + format_bytes(limit) +
-                  "; with a unit it is clear (limit=" + std::string(text) + "MiB), or give TensorFlow's MB as memory_limit_mb=" +
-                  std::string(text));
-    }
-    return {limit, LimitKind::memory_limit, 0};
-  }
+  if (params.text("limit") != "auto") return {params.bytes("limit"), LimitKind::memory_limit, 0};
   const MemoryCap fraction = MemoryCap::fraction_of_total(params.number("fraction"), device, "policy bfc");
   const Bytes available = device.available();
   BfcPolicy::Limit limit{available, LimitKind::device, 0};
@@ -74,21 +64,38 @@ BfcPolicy::BfcPolicy(const Params& params, Device& device)
       growth_(params.boolean("growth")),
       gc_(params.boolean("gc")) {
   const double frag_fraction = params.number("frag_fraction");
-  if (frag_fraction < 0 || frag_fraction > 1) throw Error("policy bfc: frag_fraction must be between 0 and 1");
   max_internal_fragmentation_ = frag_fraction > 0
                                     ? static_cast<Bytes>(frag_fraction * static_cast<double>(limit_))
                                     : kDefaultMaxInternalFragmentation;
-  const std::string_view version = params.text("version");
-  if (version == "2023") {
-    version_ = Version::v2023;
-  } else if (version == "2024-02") {
-    version_ = Version::v2024_02;
-  } else if (version == "2025-10") {
-    version_ = Version::v2025_10;
-  } else {
-    throw Error("policy bfc: version=" + std::string(version) + " is not 2023, 2024-02 or 2025-10");
-  }
+  version_ = version_of(params.text("version"));
   region_target_ = growth_ ? rounded_bytes(std::min(limit_, kInitialGrowthRegion)) : rounded_bytes(limit_);
+}
+
+BfcPolicy::Version BfcPolicy::version_of(std::string_view version) {
+  if (version == "2023") return Version::v2023;
+  if (version == "2024-02") return Version::v2024_02;
+  if (version == "2025-10") return Version::v2025_10;
+  throw Error("policy bfc: version=" + std::string(version) + " is not 2023, 2024-02 or 2025-10");
+}
+
+void BfcPolicy::check_params(const Params& params) {
+  if (const std::string_view text = params.text("limit"); text != "auto") {
+    const Bytes limit = params.bytes("limit");
+    if (limit == 0) throw Error("policy bfc: limit=0 leaves no memory to allocate (auto is TensorFlow's own rule)");
+    // TensorFlow's memory_limit counts MB: a bare 4096 meant as that is 4 KiB here.
+    if (limit < 1_MiB && text.find_first_not_of("0123456789") == std::string_view::npos) {
+      throw Error("policy bfc: limit=" + std::string(text) + " is " + format_bytes(limit) +
+                  "; with a unit it is clear (limit=" + std::string(text) + "MiB), or give TensorFlow's MB as memory_limit_mb=" +
+                  std::string(text));
+    }
+  }
+  MemoryCap::check_fraction(params.number("fraction"), "policy bfc");
+  const double frag_fraction = params.number("frag_fraction");
+  if (frag_fraction < 0 || frag_fraction > 1) throw Error("policy bfc: frag_fraction must be between 0 and 1");
+  version_of(params.text("version"));
+  if (params.text("reserve") != "auto") params.bytes("reserve");
+  params.boolean("growth");
+  params.boolean("gc");
 }
 
 BfcPolicy::~BfcPolicy() {

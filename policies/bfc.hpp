@@ -74,6 +74,7 @@ class BfcPolicy final : public Policy {
 
   BfcPolicy(const Params& params, Device& device);
   ~BfcPolicy() override;
+  static void check_params(const Params& params);
 
   Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
@@ -89,6 +90,7 @@ class BfcPolicy final : public Policy {
   std::string describe_state() const;
 
   enum class Version : std::uint8_t { v2023, v2024_02, v2025_10 };
+  static Version version_of(std::string_view version);
   static constexpr std::uint32_t kNone = kNoNeighbour;
   static constexpr std::size_t kBins = 21;
 

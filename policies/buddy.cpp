@@ -10,9 +10,13 @@
 namespace allocsim {
 
 BuddyPolicy::BuddyPolicy(const Params& params, Device& device)
-    : device_(device), region_bytes_(params.bytes("region")), min_block_(params.bytes("min_block")) {
-  if (min_block_ < kBlockAlignment || !std::has_single_bit(min_block_)) {
-    throw Error("policy buddy: min_block=" + format_bytes(min_block_) + " is not a power of two >= 256 B");
+    : device_(device), region_bytes_(params.bytes("region")), min_block_(params.bytes("min_block")) {}
+
+void BuddyPolicy::check_params(const Params& params) {
+  params.bytes("region");
+  const Bytes min_block = params.bytes("min_block");
+  if (min_block < kBlockAlignment || !std::has_single_bit(min_block)) {
+    throw Error("policy buddy: min_block=" + format_bytes(min_block) + " is not a power of two >= 256 B");
   }
 }
 

@@ -29,6 +29,7 @@ class BuddyPolicy final : public Policy {
   };
 
   BuddyPolicy(const Params& params, Device& device);
+  static void check_params(const Params& params);  // every value, without a device
   ~BuddyPolicy() override;
 
   Allocation allocate(const Request& request) override;

@@ -91,20 +91,13 @@ Bytes torch_allocation_size(Bytes rounded) {
 }
 
 CachingPolicy::CachingPolicy(const Params& params, Device& device) : device_(device) {
-  const auto megabytes_at_least_20 = [&](std::string_view key, Bytes fallback) {
-    if (params.text(key) == "unlimited") return fallback;
-    const Bytes bytes = params.bytes(key);
-    if (bytes < kLargeBuffer) throw Error("policy caching: " + std::string(key) + " must be at least 20 MiB");
-    return bytes;
-  };
-  max_split_size_ = megabytes_at_least_20("max_split_size", kUnlimited);
-  max_non_split_rounding_ = megabytes_at_least_20("max_non_split_rounding", kLargeBuffer);
-  divisions_ = parse_roundup_divisions(params.text("roundup_power2_divisions"));
-  gc_threshold_ = params.number("gc_threshold");
-  if (gc_threshold_ < 0 || gc_threshold_ >= 1) throw Error("policy caching: gc_threshold must be in [0, 1)");
-  cap_ = MemoryCap::fraction_of_total(params.number("fraction"), device, "policy caching");
-  expandable_ = params.boolean("expandable_segments");
-  apply_conf(params.text("conf"));
+  const CachingSettings settings = caching_settings(params);
+  max_split_size_ = settings.max_split_size;
+  max_non_split_rounding_ = settings.max_non_split_rounding;
+  divisions_ = settings.divisions;
+  gc_threshold_ = settings.gc_threshold;
+  cap_ = MemoryCap::fraction_of_total(settings.fraction, device, "policy caching");
+  expandable_ = settings.expandable;
   plain_rounding_ = std::all_of(divisions_.begin(), divisions_.end(), [](std::uint64_t d) { return d <= 1; });
 }
 
@@ -117,8 +110,10 @@ inline Bytes CachingPolicy::round_size(Bytes size) const {
 
 Bytes CachingPolicy::rounded_size(Bytes requested) const { return requested == 0 ? 0 : round_size(requested); }
 
+namespace {
+
 // PYTORCH_CUDA_ALLOC_CONF, as c10/core/AllocatorConfig.cpp reads it.
-void CachingPolicy::apply_conf(std::string_view conf) {
+void apply_conf(std::string_view conf, CachingSettings& settings) {
   while (!conf.empty()) {
     const std::size_t end = conf.find_first_of("+;");
     const std::string_view entry = conf.substr(0, end);
@@ -134,27 +129,51 @@ void CachingPolicy::apply_conf(std::string_view conf) {
       return bytes;
     };
     if (key == "max_split_size_mb") {
-      max_split_size_ = megabytes();
+      settings.max_split_size = megabytes();
     } else if (key == "max_non_split_rounding_mb") {
-      max_non_split_rounding_ = megabytes();
+      settings.max_non_split_rounding = megabytes();
     } else if (key == "roundup_power2_divisions") {
-      divisions_ = parse_roundup_divisions(value);
+      settings.divisions = parse_roundup_divisions(value);
     } else if (key == "garbage_collection_threshold") {
-      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), gc_threshold_);
-      if (error != std::errc{} || end != value.data() + value.size() || !(gc_threshold_ > 0 && gc_threshold_ < 1)) {
+      double& threshold = settings.gc_threshold;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), threshold);
+      if (error != std::errc{} || end != value.data() + value.size() || !(threshold > 0 && threshold < 1)) {
         throw Error("policy caching: garbage_collection_threshold must be a number in (0, 1)");
       }
     } else if (key == "backend" && value == "native") {
     } else if (key == "release_lock_on_cudamalloc" || key.starts_with("pinned_")) {
       // no effect on what a single-threaded replay allocates
     } else if (key == "expandable_segments" && (value == "True" || value == "False")) {
-      expandable_ = value == "True";
+      settings.expandable = value == "True";
     } else {
       throw Error("policy caching: conf " + key + ":" + std::string(value) +
                   " is not modelled (max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, "
                   "garbage_collection_threshold, expandable_segments, backend:native)");
     }
   }
+}
+
+}  // namespace
+
+CachingSettings caching_settings(const Params& params) {
+  const auto megabytes_at_least_20 = [&](std::string_view key, Bytes fallback) {
+    if (params.text(key) == "unlimited") return fallback;
+    const Bytes bytes = params.bytes(key);
+    if (bytes < kLargeBuffer) throw Error("policy caching: " + std::string(key) + " must be at least 20 MiB");
+    return bytes;
+  };
+  CachingSettings settings{
+      .max_split_size = megabytes_at_least_20("max_split_size", kUnlimited),
+      .max_non_split_rounding = megabytes_at_least_20("max_non_split_rounding", kLargeBuffer),
+      .divisions = parse_roundup_divisions(params.text("roundup_power2_divisions")),
+      .gc_threshold = params.number("gc_threshold"),
+      .fraction = params.number("fraction"),
+      .expandable = params.boolean("expandable_segments"),
+  };
+  if (settings.gc_threshold < 0 || settings.gc_threshold >= 1) throw Error("policy caching: gc_threshold must be in [0, 1)");
+  MemoryCap::check_fraction(settings.fraction, "policy caching");
+  apply_conf(params.text("conf"), settings);
+  return settings;
 }
 
 CachingPolicy::~CachingPolicy() {

@@ -77,6 +77,17 @@ constexpr std::array<ParamInfo, 7> caching_params(std::string_view expandable_de
   };
 }
 
+// What a spec sets, read and checked without a device: its keys, then its conf.
+struct CachingSettings {
+  Bytes max_split_size;
+  Bytes max_non_split_rounding;
+  RoundupDivisions divisions{};
+  double gc_threshold;
+  double fraction;
+  bool expandable;
+};
+CachingSettings caching_settings(const Params& params);  // throws Error naming a bad value
+
 class CachingPolicy final : public Policy {
  public:
   static constexpr auto kParams = caching_params("false");
@@ -84,6 +95,7 @@ class CachingPolicy final : public Policy {
 
   CachingPolicy(const Params& params, Device& device);
   ~CachingPolicy() override;
+  static void check_params(const Params& params) { caching_settings(params); }
 
   Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
@@ -163,7 +175,6 @@ class CachingPolicy final : public Policy {
     Bytes reserved_bytes;
   };
 
-  void apply_conf(std::string_view conf);
   Bytes round_size(Bytes size) const;  // torch_round_size with divisions_, quicker without them
   Pool& pool_of(bool small) { return small ? small_ : large_; }
   const Pool& pool_of_const(bool small) const { return small ? small_ : large_; }

@@ -11,11 +11,16 @@ namespace allocsim {
 
 CompactPolicy::CompactPolicy(const Params& params, Device& device)
     : device_(device),
+      on_threshold_(params.text("trigger") == "threshold"),
       threshold_(params.number("threshold")),
+      gap_(params.text("strategy") == "gap"),
+      merge_(params.text("grow") == "merge"),
       segment_bytes_(align_up(params.bytes("segment"), kBlockAlignment)),
       region_bytes_(params.bytes("region")),
       prealloc_(params.boolean("prealloc")),
-      pool_(device) {
+      pool_(device) {}
+
+void CompactPolicy::check_params(const Params& params) {
   const std::string_view trigger = params.text("trigger");
   const std::string_view strategy = params.text("strategy");
   if (trigger != "failure" && trigger != "threshold") {
@@ -24,15 +29,16 @@ CompactPolicy::CompactPolicy(const Params& params, Device& device)
   if (strategy != "slide" && strategy != "gap") {
     throw Error(std::string("policy compact: strategy=").append(strategy).append(" is not slide or gap"));
   }
-  if (threshold_ < 0 || threshold_ > 1) throw Error("policy compact: threshold must lie in [0, 1]");
-  if (region_bytes_ % kBlockAlignment != 0) {
-    throw Error("policy compact: region=" + format_bytes(region_bytes_) + " is not a multiple of 256 B");
+  const double threshold = params.number("threshold");
+  if (threshold < 0 || threshold > 1) throw Error("policy compact: threshold must lie in [0, 1]");
+  const Bytes region = params.bytes("region");
+  if (region % kBlockAlignment != 0) {
+    throw Error("policy compact: region=" + format_bytes(region) + " is not a multiple of 256 B");
   }
   const std::string_view grow = params.text("grow");
   if (grow != "merge" && grow != "add") throw Error(std::string("policy compact: grow=").append(grow).append(" is not merge or add"));
-  merge_ = grow == "merge";
-  on_threshold_ = trigger == "threshold";
-  gap_ = strategy == "gap";
+  params.bytes("segment");
+  params.boolean("prealloc");
 }
 
 CompactPolicy::~CompactPolicy() = default;

@@ -50,6 +50,7 @@ class CompactPolicy final : public Policy {
   };
 
   CompactPolicy(const Params& params, Device& device);
+  static void check_params(const Params& params);  // every value, without a device
   ~CompactPolicy() override;
 
   Allocation allocate(const Request& request) override;

@@ -13,8 +13,14 @@ LimitingPolicy::LimitingPolicy(const Params& params, Device& device)
       limit_(params.bytes("limit")),
       alignment_(params.bytes("alignment")) {
   if (!upstream_) upstream_ = make_policy("direct", device);  // cuda_memory_resource
-  if (alignment_ == 0 || !std::has_single_bit(alignment_)) {
-    throw Error("policy limiting: alignment must be a power of two, not " + format_bytes_exact(alignment_));
+}
+
+void LimitingPolicy::check_params(const Params& params) {
+  check_upstream(params.text("upstream"));
+  params.bytes("limit");
+  const Bytes alignment = params.bytes("alignment");
+  if (alignment == 0 || !std::has_single_bit(alignment)) {
+    throw Error("policy limiting: alignment must be a power of two, not " + format_bytes_exact(alignment));
   }
 }
 

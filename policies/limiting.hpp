@@ -25,6 +25,7 @@ class LimitingPolicy final : public Policy {
   };
 
   LimitingPolicy(const Params& params, Device& device);
+  static void check_params(const Params& params);  // every value, without a device
 
   Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;

@@ -7,6 +7,8 @@
 
 namespace allocsim {
 
+void OptimalPolicy::check_params(const Params& params) { params.count("max_pairs"); }
+
 OptimalPolicy::OptimalPolicy(const Params& params, Device& device) : device_(device) {
   options_.max_pairs = params.count("max_pairs");
   unplanned_ = std::make_unique<SizeFitPolicy>(Fit::best, Params(Spec{"bestfit", {}}, kPlacementParams, "policy optimal"),

@@ -33,6 +33,7 @@ class OptimalPolicy final : public Policy {
   };
 
   OptimalPolicy(const Params& params, Device& device);
+  static void check_params(const Params& params);  // every value, without a device
   ~OptimalPolicy() override;
 
   void prepare(const ReplaySetup& setup) override;

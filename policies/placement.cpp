@@ -21,17 +21,23 @@ Pool pool_for(Fit fit, Device& device) {
 
 }  // namespace
 
+void check_placement_params(const Params& params) {
+  params.bytes("grow");
+  const Bytes alignment = params.bytes("alignment");
+  if (alignment < kBlockAlignment || !std::has_single_bit(alignment)) {
+    throw Error(params.owner() + ": alignment=" + std::to_string(alignment) + " is not a power of two >= 256");
+  }
+  const Bytes region = params.bytes("region");
+  if (region % alignment != 0) {
+    throw Error(params.owner() + ": region=" + format_bytes(region) + " is not a multiple of the alignment");
+  }
+}
+
 template <typename Pool>
 PlacementPolicy<Pool>::PlacementPolicy(Fit fit, const Params& params, Device& device)
     : fit_(fit),
       device_(device), region_bytes_(params.bytes("region")), alignment_(params.bytes("alignment")),
       grow_bytes_(params.bytes("grow")), pool_(pool_for<Pool>(fit, device)) {
-  if (alignment_ < kBlockAlignment || !std::has_single_bit(alignment_)) {
-    throw Error(std::string("policy ") + name() + ": alignment=" + std::to_string(alignment_) + " is not a power of two >= 256");
-  }
-  if (region_bytes_ % alignment_ != 0) {
-    throw Error(std::string("policy ") + name() + ": region=" + format_bytes(region_bytes_) + " is not a multiple of the alignment");
-  }
   if (kTiled && searches_by_address(fit)) throw Error(std::string("policy ") + name() + " searches by address");
 }
 

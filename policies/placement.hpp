@@ -46,6 +46,7 @@ inline constexpr std::array kPlacementParams{
     ParamInfo{"alignment", "256", "every block's size and address are multiples of this (a power of two >= 256)"},
     ParamInfo{"grow", "0", "0 = one region; else grow on demand by segments of at least this many bytes"},
 };
+void check_placement_params(const Params& params);  // every value, without a device
 
 // Pool: TiledSegments (best and worst fit only) or SegmentPool (every fit).
 template <typename Pool>

@@ -21,7 +21,6 @@
 #include "policies/vmm.hpp"
 #include "sim/direct_loop.hpp"
 #include "sim/error.hpp"
-#include "sim/sim_device.hpp"
 
 namespace allocsim {
 namespace {
@@ -47,6 +46,12 @@ MadePolicy make_over_upstream(const Params& params, Device& device) {
                              [&](Device& over) { return std::make_unique<P>(params, over); });
 }
 
+template <typename P>
+void check_over_upstream(const Params& params) {
+  check_upstream(params.text("upstream"));
+  P::check_params(params);
+}
+
 // Best and worst fit search by size only, so they take the pool without an address index.
 template <Fit fit>
 MadePolicy make_placement(const Params& params, Device& device) {
@@ -62,84 +67,84 @@ const std::array kPolicies{
                "TensorFlow's GPU default: BFC (tsl/framework/bfc_allocator.cc) preallocating "
                "free memory minus MinSystemMemory",
                "binned best fit with coalescing in one region of the whole limit, taken at the first request",
-               BfcPolicy::kTensorFlowParams, make<BfcPolicy>},
+               BfcPolicy::kTensorFlowParams, make<BfcPolicy>, &BfcPolicy::check_params},
     PolicyInfo{"growth", "", Framework::tf, "TensorFlow with allow_growth / set_memory_growth(True)",
                "BFC growing on demand: regions of 2 MiB doubling, garbage collection of free regions",
-               BfcPolicy::kGrowthParams, make<BfcPolicy>},
+               BfcPolicy::kGrowthParams, make<BfcPolicy>, &BfcPolicy::check_params},
     PolicyInfo{"jax", "", Framework::jax, "JAX/XLA's GPU default (XLA_PYTHON_CLIENT_PREALLOCATE unset)",
                "BFC preallocating 75% of total memory, no garbage collection", BfcPolicy::kJaxParams,
-               make<BfcPolicy>},
+               make<BfcPolicy>, &BfcPolicy::check_params},
     PolicyInfo{"jax-growth", "", Framework::jax, "JAX with XLA_PYTHON_CLIENT_PREALLOCATE=false",
                "BFC up to 75% of total memory, growing from 2 MiB, no garbage collection", BfcPolicy::kJaxGrowthParams,
-               make<BfcPolicy>},
+               make<BfcPolicy>, &BfcPolicy::check_params},
     PolicyInfo{"caching", "torch", Framework::torch,
                "PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), native backend",
                "per-stream best fit in small (2 MiB) and large segments, cached until empty_cache or an OOM",
-               CachingPolicy::kParams, make<CachingPolicy>, caching_recording},
+               CachingPolicy::kParams, make<CachingPolicy>, &CachingPolicy::check_params, caching_recording},
     PolicyInfo{"expandable", "", Framework::torch,
                "PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
                "the same, in one address range per stream and pool mapped in 2 MiB / 20 MiB pages on demand; "
                "empty_cache unmaps whole free pages",
-               CachingPolicy::kExpandableParams, make<CachingPolicy>, caching_recording},
+               CachingPolicy::kExpandableParams, make<CachingPolicy>, &CachingPolicy::check_params, caching_recording},
     PolicyInfo{"direct", "platform", Framework::cuda,
                "cudaMalloc/cudaFree per request: TensorFlow's cuda_malloc, JAX's platform, "
                "PyTorch with PYTORCH_NO_CUDA_MEMORY_CACHING=1",
                "every request is its own device allocation, rounded to the device granularity",
-               DirectPolicy::kParams, make<DirectPolicy>},
+               DirectPolicy::kParams, make<DirectPolicy>, nullptr},
     PolicyInfo{"bestfit", "", Framework::none, "textbook best fit with coalescing (BFC's placement without bins)",
                "one region of all free device memory: the smallest free range that fits, lowest address first",
-               kPlacementParams, make_placement<Fit::best>},
+               kPlacementParams, make_placement<Fit::best>, check_placement_params},
     PolicyInfo{"firstfit", "", Framework::none, "textbook address-ordered first fit with coalescing",
                "one region of all free device memory: the lowest-addressed free range that fits",
-               kPlacementParams, make_placement<Fit::first>},
+               kPlacementParams, make_placement<Fit::first>, check_placement_params},
     PolicyInfo{"nextfit", "", Framework::none, "textbook next fit with coalescing",
                "one region: the first free range that fits at or after where the last block ended, wrapping",
-               kPlacementParams, make_placement<Fit::next>},
+               kPlacementParams, make_placement<Fit::next>, check_placement_params},
     PolicyInfo{"buddy", "", Framework::none, "the binary buddy system (Knowlton 1965)",
                "one power-of-two region: blocks halved to the request's power of two, buddies merged on free",
-               BuddyPolicy::kParams, make<BuddyPolicy>},
+               BuddyPolicy::kParams, make<BuddyPolicy>, &BuddyPolicy::check_params},
     PolicyInfo{"worstfit", "", Framework::none, "textbook worst fit with coalescing",
                "one region: the largest free range, lowest address among equals", kPlacementParams,
-               make_placement<Fit::worst>},
+               make_placement<Fit::worst>, check_placement_params},
     PolicyInfo{"compact", "defrag", Framework::none,
                "no shipping GPU allocator: a moving allocator, as runtimes with handles could be",
                "best fit over segments; when fragmentation fails a request, live blocks move (device copies) to open room",
-               CompactPolicy::kParams, make<CompactPolicy>},
+               CompactPolicy::kParams, make<CompactPolicy>, &CompactPolicy::check_params},
     PolicyInfo{"optimal", "", Framework::none,
                "no real allocator: the offline yardstick of static planners (TFLite, XLA)",
                "sees the whole trace ahead; fixed offsets in one arena from the best of several greedy heuristics",
-               OptimalPolicy::kParams, make<OptimalPolicy>},
+               OptimalPolicy::kParams, make<OptimalPolicy>, &OptimalPolicy::check_params},
     PolicyInfo{"vmm", "", Framework::none, "GMLake (ASPLOS'24): CUDA VMM page stitching",
                "a pool of 2 MiB pages; large requests map any free pages into one new virtual range, small ones share pages",
-               VmmPolicy::kParams, make<VmmPolicy>},
+               VmmPolicy::kParams, make<VmmPolicy>, &VmmPolicy::check_params},
     PolicyInfo{"async", "cudamallocasync", Framework::cuda,
                "CUDA's stream-ordered allocator: cudaMallocAsync on the device's pool",
                "chunks of 2 MiB multiples, best fit; frees reused by stream order and the three reuse rules; "
                "trimmed to release_threshold (0) at every host synchronisation",
-               AsyncPoolPolicy::kParams, make<AsyncPoolPolicy>},
+               AsyncPoolPolicy::kParams, make<AsyncPoolPolicy>, &AsyncPoolPolicy::check_params},
     PolicyInfo{"torch-async", "", Framework::cuda, "PyTorch with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "
                "(c10/cuda/CUDAMallocAsyncAllocator.cpp)",
                "the async pool never trimmed (threshold max), all reuse rules on; empty_cache syncs and trims to 0",
-               AsyncPoolPolicy::kTorchParams, make<AsyncPoolPolicy>},
+               AsyncPoolPolicy::kTorchParams, make<AsyncPoolPolicy>, &AsyncPoolPolicy::check_params},
     PolicyInfo{"tf-async", "", Framework::cuda,
                "TensorFlow with TF_GPU_ALLOCATOR=cuda_malloc_async (GpuCudaMallocAsyncAllocator)",
                "the async pool on one stream, kept up to TensorFlow's memory limit; an OOM syncs and retries once",
-               AsyncPoolPolicy::kTensorFlowParams, make<AsyncPoolPolicy>},
+               AsyncPoolPolicy::kTensorFlowParams, make<AsyncPoolPolicy>, &AsyncPoolPolicy::check_params},
     PolicyInfo{"rmm-pool", "", Framework::rmm,
                "RAPIDS RMM's pool_memory_resource (rmm/mr/device/pool_memory_resource.hpp)",
                "coalescing best fit in per-stream free lists, growing by at least doubling; never gives memory back",
-               RmmPoolPolicy::kParams, make_over_upstream<RmmPoolPolicy>},
+               RmmPoolPolicy::kParams, make_over_upstream<RmmPoolPolicy>, check_over_upstream<RmmPoolPolicy>},
     PolicyInfo{"rmm-arena", "", Framework::rmm, "RAPIDS RMM's arena_memory_resource (rmm/mr/device/detail/arena.hpp)",
                "one arena in superblocks; address-ordered first fit; up to 1 MiB from per-stream superblocks",
-               RmmArenaPolicy::kParams, make_over_upstream<RmmArenaPolicy>},
+               RmmArenaPolicy::kParams, make_over_upstream<RmmArenaPolicy>, check_over_upstream<RmmArenaPolicy>},
     PolicyInfo{"rmm-binning", "", Framework::rmm,
                "RAPIDS RMM's binning_memory_resource over fixed_size_memory_resource bins",
                "power-of-two bins (none unless min_exp, max_exp) of fixed-size blocks in chunks of 128; the rest "
                "to the upstream",
-               RmmBinningPolicy::kParams, make_over_upstream<RmmBinningPolicy>},
+               RmmBinningPolicy::kParams, make_over_upstream<RmmBinningPolicy>, check_over_upstream<RmmBinningPolicy>},
     PolicyInfo{"limiting", "rmm-limiting", Framework::rmm, "RAPIDS RMM's limiting_resource_adaptor",
                "fails a request once the live bytes (aligned to 256) would pass the limit; else the upstream serves it",
-               LimitingPolicy::kParams, make<LimitingPolicy>},
+               LimitingPolicy::kParams, make<LimitingPolicy>, &LimitingPolicy::check_params},
 };
 
 }  // namespace
@@ -158,7 +163,9 @@ const PolicyInfo& find_policy(std::string_view name) {
 PolicySpec parse_policy_spec(std::string_view text) {
   const Spec spec = parse_spec(text);
   const PolicyInfo& info = find_policy(spec.name);
-  return PolicySpec{&info, Params(spec, info.params, "policy " + std::string(info.name)), std::string(text)};
+  PolicySpec parsed{&info, Params(spec, info.params, "policy " + std::string(info.name)), std::string(text)};
+  if (info.check) info.check(parsed.params);
+  return parsed;
 }
 
 MadePolicy build_policy(std::string_view spec_text, Device& device) { return parse_policy_spec(spec_text).build(device); }
@@ -166,12 +173,5 @@ MadePolicy build_policy(std::string_view spec_text, Device& device) { return par
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device) {
   return std::move(build_policy(spec, device).policy);
 }
-
-void check_policy_spec(const PolicySpec& spec) {
-  SimDevice idle{DeviceSpec{}};
-  spec.build(idle);
-}
-
-void check_policy_spec(std::string_view text) { check_policy_spec(parse_policy_spec(text)); }
 
 }  // namespace allocsim

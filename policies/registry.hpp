@@ -26,6 +26,9 @@ struct PolicyInfo {
   std::string_view summary;
   std::span<const ParamInfo> params;
   MadePolicy (*make)(const Params& params, Device& device);  // with the direct loop of its type
+  // Every value of a spec checked without a device (a key's type, range and the keys'
+  // agreement): what parse_policy_spec runs, so that no policy is built to check one.
+  void (*check)(const Params& params);  // null for a policy without parameters
   // A policy this row made can start where a PyTorch recording began, and shows its layout
   // (policies/recording_replay.hpp): the view over it; null for every other row.
   std::unique_ptr<RecordingReplay> (*recording)(Policy& policy) = nullptr;
@@ -37,8 +40,8 @@ std::span<const PolicyInfo> all_policies();
 const PolicyInfo& find_policy(std::string_view name);
 
 // A policy spec read once, where a command takes it: the row its name or alias names, its
-// arguments checked against the row's parameters, and its text as written (what results
-// and messages show).
+// arguments checked against the row's parameters (keys and values), and its text as
+// written (what results and messages show).
 struct PolicySpec {
   const PolicyInfo* row;
   Params params;
@@ -47,16 +50,9 @@ struct PolicySpec {
   MadePolicy build(Device& device) const { return row->make(params, device); }
 };
 
-// The name (or alias) found in the registry, every key checked against its row's
-// parameters. Throws Error naming the bad name or key; values are not read yet.
+// The name (or alias) found in the registry, every key and value checked by its row.
+// Throws Error naming the bad name, key or value.
 PolicySpec parse_policy_spec(std::string_view text);
-
-// Every value checked too, without a trace or a real device: the policy's own code reads
-// them as it is built, on an idle SimDevice of a default DeviceSpec (no constructor
-// allocates from its device; they read its capacity and granularity). No row checks its
-// values without building yet. Throws the policy's Error naming the bad key or value.
-void check_policy_spec(const PolicySpec& spec);
-void check_policy_spec(std::string_view text);  // parse_policy_spec, then the values
 
 // "name:key=value,..." -> a policy on `device`; throws Error on an unknown policy or key.
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device);

@@ -20,9 +20,19 @@ RmmArenaPolicy::RmmArenaPolicy(const Params& params, Device& device)
   const std::string_view size = params.text("arena_size");
   const Bytes bytes = whole_device_ ? device.available() : size == "half" ? device.available() / 2 : params.bytes("arena_size");
   arena_size_ = align_down(bytes, kRmmAlignment);
+  // Half of a device with under 2 MiB free is found only here, where the device is.
   if (!whole_device_ && arena_size_ < kSuperblockMinimum) {
     throw Error("policy rmm-arena: arena_size " + format_bytes_exact(arena_size_) +
                 " is smaller than the 1 MiB minimum superblock");
+  }
+}
+
+void RmmArenaPolicy::check_params(const Params& params) {
+  const std::string_view size = params.text("arena_size");
+  if (size == "free" || size == "half") return;
+  const Bytes bytes = align_down(params.bytes("arena_size"), kRmmAlignment);
+  if (bytes < kSuperblockMinimum) {
+    throw Error("policy rmm-arena: arena_size " + format_bytes_exact(bytes) + " is smaller than the 1 MiB minimum superblock");
   }
 }
 

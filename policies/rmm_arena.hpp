@@ -42,6 +42,7 @@ class RmmArenaPolicy final : public Policy {
   };
 
   RmmArenaPolicy(const Params& params, Device& device);
+  static void check_params(const Params& params);  // every value, without a device
   ~RmmArenaPolicy() override;
 
   Allocation allocate(const Request& request) override;

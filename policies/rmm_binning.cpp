@@ -14,7 +14,14 @@ constexpr Bytes kRmmAlignment = 256;
 
 RmmBinningPolicy::RmmBinningPolicy(const Params& params, Device& device)
     : device_(device), blocks_per_chunk_(params.count("blocks")) {
-  if (blocks_per_chunk_ == 0) throw Error("policy rmm-binning: blocks must be at least 1");
+  if (params.text("min_exp") == "none") return;
+  for (std::uint64_t exp = params.count("min_exp"); exp <= params.count("max_exp"); ++exp) {
+    bins_.push_back(Bin{align_up(Bytes{1} << exp, kRmmAlignment), {}, {}, 0});
+  }
+}
+
+void RmmBinningPolicy::check_params(const Params& params) {
+  if (params.count("blocks") == 0) throw Error("policy rmm-binning: blocks must be at least 1");
   const bool no_min = params.text("min_exp") == "none";
   const bool no_max = params.text("max_exp") == "none";
   if (no_min != no_max) throw Error("policy rmm-binning: give both min_exp and max_exp, or neither");
@@ -24,9 +31,6 @@ RmmBinningPolicy::RmmBinningPolicy(const Params& params, Device& device)
   if (min_exp > max_exp || max_exp > 40) {
     throw Error("policy rmm-binning: need min_exp <= max_exp <= 40, not " + std::to_string(min_exp) + " and " +
                 std::to_string(max_exp));
-  }
-  for (std::uint64_t exp = min_exp; exp <= max_exp; ++exp) {
-    bins_.push_back(Bin{align_up(Bytes{1} << exp, kRmmAlignment), {}, {}, 0});
   }
 }
 

@@ -38,6 +38,7 @@ class RmmBinningPolicy final : public Policy {
   };
 
   RmmBinningPolicy(const Params& params, Device& device);
+  static void check_params(const Params& params);  // every value, without a device
   ~RmmBinningPolicy() override;
 
   Allocation allocate(const Request& request) override;

@@ -25,8 +25,19 @@ RmmPoolPolicy::RmmPoolPolicy(const Params& params, Device& device)
       initial_(params.text("initial") == "half" ? align_down(device.available() / 2, kRmmAlignment)
                                                 : multiple_of_256(params, "initial")) {
   if (params.text("maximum") != "none") maximum_ = multiple_of_256(params, "maximum");
+  // A maximum under half the device's free memory is found only here, where the device is.
   if (maximum_ && initial_ > *maximum_) {
     throw Error("policy rmm-pool: initial " + format_bytes(initial_) + " is over maximum " + format_bytes(*maximum_));
+  }
+}
+
+void RmmPoolPolicy::check_params(const Params& params) {
+  const bool half = params.text("initial") == "half";
+  const Bytes initial = half ? 0 : multiple_of_256(params, "initial");
+  if (params.text("maximum") == "none") return;
+  const Bytes maximum = multiple_of_256(params, "maximum");
+  if (initial > maximum) {
+    throw Error("policy rmm-pool: initial " + format_bytes(initial) + " is over maximum " + format_bytes(maximum));
   }
 }
 

@@ -40,6 +40,7 @@ class RmmPoolPolicy final : public Policy {
   };
 
   RmmPoolPolicy(const Params& params, Device& device);
+  static void check_params(const Params& params);  // every value, without a device
   ~RmmPoolPolicy() override;
 
   Allocation allocate(const Request& request) override;

@@ -15,9 +15,13 @@ constexpr Bytes kVirtualSpace = Bytes{1} << 40;  // 1 TiB: a reservation a GPU g
 }  // namespace
 
 VmmPolicy::VmmPolicy(const Params& params, Device& device)
-    : device_(device), page_(params.bytes("page")), cache_(params.boolean("cache")) {
-  if (page_ < kBlockAlignment || page_ % kBlockAlignment != 0) {
-    throw Error("policy vmm: page=" + format_bytes(page_) + " is not a multiple of 256 B");
+    : device_(device), page_(params.bytes("page")), cache_(params.boolean("cache")) {}
+
+void VmmPolicy::check_params(const Params& params) {
+  params.boolean("cache");
+  const Bytes page = params.bytes("page");
+  if (page < kBlockAlignment || page % kBlockAlignment != 0) {
+    throw Error("policy vmm: page=" + format_bytes(page) + " is not a multiple of 256 B");
   }
 }
 

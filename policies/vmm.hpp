@@ -42,6 +42,7 @@ class VmmPolicy final : public Policy {
   };
 
   VmmPolicy(const Params& params, Device& device);
+  static void check_params(const Params& params);  // every value, without a device
   ~VmmPolicy() override;
 
   Allocation allocate(const Request& request) override;

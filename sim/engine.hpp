@@ -36,7 +36,7 @@ struct TenantSpec {
 
   std::shared_ptr<const Trace> trace;
   // A policy spec, built by the scenario's factory when the tenant starts. Contract: the
-  // command checked it where it read it (policies/registry's check_policy_spec): a bad spec
+  // command checked it where it read it (policies/registry's parse_policy_spec): a bad spec
   // met here is an Error only when its tenant starts, after the tenants before it ran.
   std::string policy;
   Nanos start = 0;     // added to every event time

@@ -58,6 +58,7 @@ class Params {
   std::uint64_t count(std::string_view key) const;   // a non-negative integer
   double number(std::string_view key) const;         // a finite real
   bool boolean(std::string_view key) const;          // true/false, 1/0, yes/no, on/off
+  const std::string& owner() const { return owner_; }  // "policy bestfit"
 
  private:
   [[noreturn]] void bad_value(std::string_view key, std::string_view expected) const;

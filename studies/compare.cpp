@@ -16,7 +16,7 @@ std::vector<ReportedRun> Comparison::reported() const {
 Comparison compare_policies(const std::shared_ptr<const Trace>& trace, const DeviceSpec& device,
                             std::span<const std::string> policies, OnOom on_oom, bool record) {
   if (policies.empty()) throw Error("compare needs at least one policy");
-  for (const std::string& policy : policies) check_policy_spec(policy);
+  for (const std::string& policy : policies) parse_policy_spec(policy);
   Comparison comparison;
   comparison.policies.assign(policies.begin(), policies.end());
   for (const std::string& policy : policies) {

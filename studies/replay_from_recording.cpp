@@ -128,7 +128,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
                          const std::string& text, Bytes capacity, const std::vector<bool>& in_alloc,
                          std::vector<std::string>& ambiguous_sizes, std::span<Observer* const> exporters = {},
                          std::span<Observer* const> recorders = {}) {
-  check_policy_spec(text);
+  parse_policy_spec(text);
   Spec spec = parse_spec(text);
   const PolicyInfo& row = find_policy(spec.name);
   if (row.recording) spec = with_recorded_settings(spec, recording);  // PyTorch's own allocator

@@ -38,7 +38,7 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
   replay.failures = expected.size();
   replay.device = device;
   for (const std::string& policy : policies) {
-    check_policy_spec(policy);
+    parse_policy_spec(policy);
     Scenario scenario;
     scenario.device = device;
     scenario.on_oom = OnOom::continue_run;

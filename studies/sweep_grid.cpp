@@ -287,7 +287,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
       if (item == "all") {
         for (const PolicyInfo& info : all_policies()) policies.emplace_back(info.name);
       } else {
-        check_policy_spec(item);
+        parse_policy_spec(item);
         policies.push_back(std::move(item));
       }
     }
@@ -337,7 +337,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
   for (const std::string& tenant : options.tenants) {
     tenants.push_back(parse_tenant(tenant));
     check_workload(tenants.back().workload);
-    check_policy_spec(tenants.back().policy);
+    parse_policy_spec(tenants.back().policy);
   }
 
   const std::vector<DeviceSpec> devices = chosen_devices(options.device);

@@ -19,9 +19,13 @@ class MemoryCap {
  public:
   MemoryCap() = default;  // no cap: the device's free memory is the limit
   static MemoryCap of_bytes(Bytes bytes) { return MemoryCap(bytes); }
-  // 0 is no cap; Error naming `owner` outside [0, 1].
-  static MemoryCap fraction_of_total(double fraction, const Device& device, std::string_view owner) {
+  // Error naming `owner` outside [0, 1].
+  static void check_fraction(double fraction, std::string_view owner) {
     if (fraction < 0 || fraction > 1) throw Error(std::string(owner) + ": fraction must be between 0 and 1");
+  }
+  // 0 is no cap.
+  static MemoryCap fraction_of_total(double fraction, const Device& device, std::string_view owner) {
+    check_fraction(fraction, owner);
     if (fraction == 0) return {};
     return MemoryCap(static_cast<Bytes>(fraction * static_cast<double>(device.capacity())));
   }

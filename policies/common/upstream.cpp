@@ -62,10 +62,25 @@ void LayeredPolicy::check() const {
   upstream_->check();
 }
 
+namespace {
+
+std::string_view unbracketed(std::string_view spec) {
+  if (spec.size() >= 2 && spec.front() == '[' && spec.back() == ']') return spec.substr(1, spec.size() - 2);
+  return spec;
+}
+
+bool names_the_device(std::string_view spec) { return spec.empty() || spec == "cuda"; }
+
+}  // namespace
+
 std::unique_ptr<Policy> make_upstream(std::string_view spec, Device& device) {
-  if (spec.size() >= 2 && spec.front() == '[' && spec.back() == ']') spec = spec.substr(1, spec.size() - 2);
-  if (spec.empty() || spec == "cuda") return nullptr;
-  return make_policy(spec, device);
+  spec = unbracketed(spec);
+  return names_the_device(spec) ? nullptr : make_policy(spec, device);
+}
+
+void check_upstream(std::string_view spec) {
+  spec = unbracketed(spec);
+  if (!names_the_device(spec)) parse_policy_spec(spec);
 }
 
 }  // namespace allocsim

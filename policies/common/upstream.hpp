@@ -74,5 +74,6 @@ inline constexpr ParamInfo kUpstreamParam{
 // The policy a spec's `upstream` value names, on `device`; nullptr for "" or "cuda"
 // (cuda_memory_resource: the device itself). One pair of brackets around it is dropped.
 std::unique_ptr<Policy> make_upstream(std::string_view spec, Device& device);
+void check_upstream(std::string_view spec);  // the spec it names, read and checked
 
 }  // namespace allocsim

@@ -103,7 +103,7 @@ TEST_CASE("a list of specs splits the way one spec parses", "[spec]") {
   CHECK(split_spec_list(" bfc , direct ", "--policy") == List{"bfc", "direct"});
   // Every item parses as run would parse it alone.
   for (const std::string& item : split_spec_list("caching:conf=max_split_size_mb:128,roundup_power2_divisions=[256:1,>:4],bfc", "--policy")) {
-    CHECK_NOTHROW(check_policy_spec(item));
+    CHECK_NOTHROW(parse_policy_spec(item));
   }
   CHECK_THROWS_WITH(split_spec_list("bfc,,direct", "--policy"), Catch::Contains("--policy: empty item"));
 }
