@@ -166,6 +166,22 @@ int replay_log_command(const std::string& file, const std::vector<std::string>& 
 }
 
 
+// Each kind of OOM a replay met, with its count, the first one's kind first: "none" when
+// it met none.
+std::string oom_kinds(const RunResult& run) {
+  if (run.tenants.empty() || run.tenants.front().ooms.empty()) return "none";
+  const TenantResult& tenant = run.tenants.front();
+  const OomKind first = tenant.ooms.front().kind;
+  std::string kinds;
+  for (int k = 0; k < kOomKindCount; ++k) {
+    const auto kind = static_cast<OomKind>((k + static_cast<int>(first)) % kOomKindCount);
+    const std::uint64_t count = tenant.ooms_by_kind[static_cast<int>(kind)];
+    if (count == 0) continue;
+    kinds += (kinds.empty() ? "" : ", ") + std::string(name_of(kind)) + " (" + std::to_string(count) + ")";
+  }
+  return kinds;
+}
+
 // The side-by-side table: a label column, then the recording and one column per policy.
 void print_table(std::ostream& out, const WhatIf& what_if) {
   std::vector<const WhatIfOutcome*> sides{&what_if.recorded};
@@ -183,6 +199,7 @@ void print_table(std::ostream& out, const WhatIf& what_if) {
   row("allocated peak", [](const WhatIfOutcome& o, bool) { return format_bytes_exact(o.peak_allocated); });
   row("segments reserved", [](const WhatIfOutcome& o, bool) { return std::to_string(o.device_allocs); });
   row("OOMs", [](const WhatIfOutcome& o, bool) { return std::to_string(o.ooms); });
+  row("OOM kind", [](const WhatIfOutcome& o, bool recorded) { return recorded ? std::string("-") : oom_kinds(o.run); });
   row("avoided the recorded OOM", [&](const WhatIfOutcome& o, bool recorded) -> std::string {
     if (!what_if.recorded_oom()) return "no OOM recorded";
     if (recorded) return "-";
@@ -192,6 +209,7 @@ void print_table(std::ostream& out, const WhatIf& what_if) {
   for (const WhatIfOutcome* side : sides) {  // beside the table: a sentence would widen every column
     if (side->first_oom) out << "  first OOM, " << (side == sides.front() ? "recorded" : side->policy) << ": " << *side->first_oom << '\n';
   }
+  for (const WhatIf::Failed& failed : what_if.failed) out << "  could not replay " << failed.policy << ": " << failed.error << '\n';
 }
 
 }  // namespace

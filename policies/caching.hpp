@@ -116,8 +116,9 @@ class CachingPolicy final : public Policy {
   using HeldBlock = RecordingReplay::HeldBlock;
   using LaidBlock = RecordingReplay::LaidBlock;
   using SegmentLayout = RecordingReplay::SegmentLayout;
-  Addr adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated);
-  Addr adopt_expandable_range(Bytes mapped, Stream stream, bool small, std::span<const HeldBlock> allocated);
+  std::optional<Addr> adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated);
+  std::optional<Addr> adopt_expandable_range(Bytes mapped, Stream stream, bool small,
+                                             std::span<const HeldBlock> allocated);
   std::vector<SegmentLayout> layout() const;
   bool release_segment(Addr addr);
 

@@ -16,10 +16,12 @@ class CachingRecording final : public RecordingReplay {
  public:
   explicit CachingRecording(CachingPolicy& policy) : policy_(policy) {}
   bool expandable() const override { return policy_.expandable(); }
-  Addr adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated) override {
+  std::optional<Addr> adopt_segment(Bytes size, Stream stream, bool small,
+                                    std::span<const HeldBlock> allocated) override {
     return policy_.adopt_segment(size, stream, small, allocated);
   }
-  Addr adopt_expandable_range(Bytes mapped, Stream stream, bool small, std::span<const HeldBlock> allocated) override {
+  std::optional<Addr> adopt_expandable_range(Bytes mapped, Stream stream, bool small,
+                                             std::span<const HeldBlock> allocated) override {
     return policy_.adopt_expandable_range(mapped, stream, small, allocated);
   }
   std::vector<SegmentLayout> layout() const override { return policy_.layout(); }
@@ -71,14 +73,12 @@ void CachingPolicy::hold_blocks(std::uint32_t rest, Addr base, std::span<const H
   note_peaks();
 }
 
-Addr CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated) {
-  const auto fail = [&](const std::string& why) -> Addr {
-    throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": " + why);
-  };
-  if (expandable_) return fail("native, where every segment is expandable");
+std::optional<Addr> CachingPolicy::adopt_segment(Bytes size, Stream stream, bool small,
+                                                 std::span<const HeldBlock> allocated) {
+  if (expandable_) throw Error("caching: cannot rebuild a segment of " + format_bytes(size) + ": native, where every segment is expandable");
   check_held(size, allocated);
   const auto segment = device_.malloc(size);
-  if (!segment) return fail("the device has no room for it");
+  if (!segment) return std::nullopt;
   reserved_ += size;
   ++segments_;
   const std::uint32_t rest =
@@ -111,8 +111,8 @@ std::vector<RecordingReplay::SegmentLayout> CachingPolicy::layout() const {
 // A range as PyTorch held it when a recording began: a snapshot lists its mapped prefix as
 // a segment, so the pages under it are mapped (one map call, which the recorded-address
 // device places at the recorded address) and the held blocks carved from that free space.
-Addr CachingPolicy::adopt_expandable_range(Bytes mapped, Stream stream, bool small,
-                                           std::span<const HeldBlock> allocated) {
+std::optional<Addr> CachingPolicy::adopt_expandable_range(Bytes mapped, Stream stream, bool small,
+                                                          std::span<const HeldBlock> allocated) {
   const Bytes page = small ? kSmallPage : kLargePage;
   const auto fail = [&](const std::string& why) -> Addr {
     throw Error("caching: cannot rebuild an expandable segment of " + format_bytes(mapped) + ": " + why);
@@ -124,7 +124,7 @@ Addr CachingPolicy::adopt_expandable_range(Bytes mapped, Stream stream, bool sma
   const std::uint32_t space = new_virtual_segment(pool, stream, small);
   if (blocks_[space].size < mapped) return fail("larger than the range the device allows");
   const std::uint32_t prefix = map_block(space, mapped);
-  if (prefix == kNone) return fail("the device has no room for its pages");
+  if (prefix == kNone) return std::nullopt;  // the range stays reserved, unmapped, as after empty_cache
   --num_device_alloc_;  // the start's pages, not a map the replay made
   uncache(prefix);
   const Addr base = blocks_[prefix].ptr;

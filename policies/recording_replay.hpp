@@ -6,6 +6,7 @@
 // a recording use it, nothing else does.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -41,13 +42,16 @@ class RecordingReplay {
   // Whether the policy's segments are expandable (every one is, or none is).
   virtual bool expandable() const = 0;
   // Takes a segment of `size` from the device and holds `allocated` in it where the real
-  // allocator held them; the gaps become cached free blocks. Returns the segment's address.
-  virtual Addr adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated) = 0;
+  // allocator held them; the gaps become cached free blocks. Returns the segment's address,
+  // or nothing when the device has no room for it (a smaller card than the recording's).
+  virtual std::optional<Addr> adopt_segment(Bytes size, Stream stream, bool small,
+                                            std::span<const HeldBlock> allocated) = 0;
   // The same for an expandable segment: reserves a range, maps its first `mapped` bytes
   // (whole pages) in one map call and holds `allocated` there; the gaps become cached free
-  // blocks, the rest of the range unmapped space. Returns the range's base.
-  virtual Addr adopt_expandable_range(Bytes mapped, Stream stream, bool small,
-                                      std::span<const HeldBlock> allocated) = 0;
+  // blocks, the rest of the range unmapped space. Returns the range's base, or nothing
+  // when the device has no room for the pages.
+  virtual std::optional<Addr> adopt_expandable_range(Bytes mapped, Stream stream, bool small,
+                                                     std::span<const HeldBlock> allocated) = 0;
   // Every segment with its blocks, in address order, as torch.cuda.memory_snapshot() lists
   // them (an expandable range shows one segment per mapped run).
   virtual std::vector<SegmentLayout> layout() const = 0;

@@ -81,7 +81,7 @@ RecordedAddressDevice::Placements recorded_placements(const TorchRecording& reco
 }
 
 
-RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingReplay& policy,
+RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingReplay& view, Policy& policy,
                                   const RoundupDivisions& divisions) {
   const Trace& trace = recording.trace;
   const std::vector<std::size_t> order = preexisting_by_address(recording);
@@ -108,12 +108,30 @@ RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingRepl
       }
       held.push_back({block.addr - segment.addr, size, trace.events[order[next]].id, block.requested});
     }
-    const Addr addr = segment.expandable ? policy.adopt_expandable_range(segment.size, segment.stream, segment.small, held)
-                                         : policy.adopt_segment(segment.size, segment.stream, segment.small, held);
-    start.simulated_at[segment.addr] = addr;
+    const auto adopt = [&] {
+      return segment.expandable ? view.adopt_expandable_range(segment.size, segment.stream, segment.small, held)
+                                : view.adopt_segment(segment.size, segment.stream, segment.small, held);
+    };
+    std::optional<Addr> addr = adopt();
+    if (!addr) {
+      policy.release_cached();  // PyTorch's OOM path: free the cached blocks, then retry
+      addr = adopt();
+    }
+    for (const RecordingReplay::HeldBlock& block : held) {
+      start.live_bytes += block.size;
+      if (!addr) start.unserved.push_back(block.id);
+    }
+    if (!addr) {
+      if (held.empty()) {
+        ++start.released_segments;
+        start.released += segment.size;
+      }
+      continue;
+    }
+    start.simulated_at[segment.addr] = *addr;
     start.reserved += segment.size;
     for (const RecordingReplay::HeldBlock& block : held) {
-      start.live[index_of(block.id)] = Block{addr + block.offset, block.size, block.requested, block.id, segment.stream};
+      start.live[index_of(block.id)] = Block{*addr + block.offset, block.size, block.requested, block.id, segment.stream};
     }
   }
   if (next < preexisting) {
@@ -129,6 +147,7 @@ RebuiltStart place_recorded_start(const TorchRecording& recording, Policy& polic
   for (const std::size_t i : preexisting_by_address(recording)) {
     const Event& event = trace.events[i];
     const Allocation block = policy.allocate(Request{event.id, trace.bytes_of(event.id), event.stream, event.time});
+    start.live_bytes += block ? block->size : trace.bytes_of(event.id);
     if (block) {
       start.live[index_of(event.id)] = *block;
     } else {

@@ -20,7 +20,10 @@ struct RebuiltStart {
   std::map<Addr, Addr> simulated_at;   // recorded segment address -> the policy's (adopted only)
   Bytes reserved = 0;                  // the starting segments' bytes (adopted only)
   std::vector<std::string> ambiguous_sizes;  // blocks two of PyTorch's sizing rules fit (rule 9)
-  std::vector<AllocId> unserved;       // pre-existing blocks the policy could not hold (placed only)
+  std::vector<AllocId> unserved;       // pre-existing blocks the device or policy had no room for
+  Bytes live_bytes = 0;                // the pre-existing blocks' bytes, as held (requested where unserved)
+  std::size_t released_segments = 0;   // cached free segments of the start given back for room
+  Bytes released = 0;                  // their bytes
 };
 
 // Adopts every segment the recording began with into `policy`, holding the blocks
@@ -30,7 +33,12 @@ struct RebuiltStart {
 // expandable segment (a mapped range, as a snapshot lists it) is adopted as the start of
 // its address range, reserved at its address, its pages mapped; the rest of the range
 // unmapped. The policy's kind must be the segments' (native or expandable).
-RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingReplay& policy,
+// On a device too small for them all (a what-if on a smaller card), PyTorch's OOM path
+// decides: a segment the device has no room for is retried after the policy releases its
+// wholly free cached blocks (`policy`, the view's own policy); a free segment that still
+// finds no room is released too (counted in `released`), and the blocks of a segment that
+// does not are `unserved`.
+RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingReplay& view, Policy& policy,
                                   const RoundupDivisions& divisions);
 
 // For a policy that cannot adopt PyTorch's segments: the blocks live at the start (the

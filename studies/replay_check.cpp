@@ -220,7 +220,11 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
 
   // The start: every segment the recording began with, holding the blocks allocated
   // before it, at the same offsets.
-  RebuiltStart start = adopt_recorded_start(recording, *recorded, divisions);
+  RebuiltStart start = adopt_recorded_start(recording, *recorded, policy, divisions);
+  if (!start.unserved.empty() || start.released_segments != 0) {
+    throw Error("caching: cannot rebuild the recording's start: the device has no room for its segments (" +
+                format_bytes(start.reserved) + " adopted on " + format_bytes(capacity) + ")");
+  }
   const std::size_t preexisting = recording.preexisting.size();
   std::map<Addr, Addr>& simulated_at = start.simulated_at;
   const Bytes start_reserved = start.reserved;

@@ -155,8 +155,12 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
 
   RebuiltStart start;
   if (adopting) {
-    start = adopt_recorded_start(recording, *adopting, recorded_divisions(recording.settings));
+    start = adopt_recorded_start(recording, *adopting, *policy, recorded_divisions(recording.settings));
     outcome.start = "recorded segments adopted";
+    if (start.released_segments != 0) {
+      outcome.start += "; " + std::to_string(start.released_segments) + " cached free of them (" +
+                       format_bytes(start.released) + ") released for room, as PyTorch's OOM path does";
+    }
     if (ambiguous_sizes.empty()) ambiguous_sizes = start.ambiguous_sizes;
   } else {
     start = place_recorded_start(recording, *policy);
@@ -178,7 +182,13 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
     if (outcome.ooms++ == 0) outcome.first_oom = where;
   };
   if (!start.unserved.empty()) {
-    failed("at the start: " + std::to_string(start.unserved.size()) + " of the blocks live when the recording began");
+    const std::string live = std::to_string(recording.preexisting.size()) + " blocks live when the recording began (" +
+                             format_bytes(start.live_bytes) + ")";
+    failed(start.live_bytes > capacity
+               ? "at the start: the " + live + " alone exceed the " + format_bytes(capacity) +
+                     " capacity; no allocator holds them, so this card cannot run from where the recording began"
+               : "at the start: " + std::to_string(start.unserved.size()) + " of the " + live +
+                     " found no room on " + format_bytes(capacity));
     outcome.ooms += start.unserved.size() - 1;
   }
   counting.allocs = 0;  // the start's segments are not the trace's, as in the recorded column
@@ -319,14 +329,22 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
     if (!exports.chrome_trace.empty()) exporters.push_back(&chrome_trace.emplace(scenario));
     std::shared_ptr<RunRecorders> recorders = record ? std::make_shared<RunRecorders>() : nullptr;
     const std::vector<Observer*> recording_observers = recorders ? recorders->observers() : std::vector<Observer*>{};
-    WhatIfOutcome outcome = replay_one(recording, trace, policy, what_if.capacity, in_alloc, what_if.ambiguous_sizes,
-                                       exporters, recording_observers);
+    WhatIfOutcome outcome;
+    try {
+      outcome = replay_one(recording, trace, policy, what_if.capacity, in_alloc, what_if.ambiguous_sizes, exporters,
+                           recording_observers);
+    } catch (const Error& error) {
+      if (policies.size() == 1) throw;
+      what_if.failed.push_back({policy, error.what()});
+      continue;
+    }
     if (memory_viz) write_file_atomically(exports.memory_viz, [&](std::ostream& out) { memory_viz->write(out); });
     if (chrome_trace) write_file_atomically(exports.chrome_trace, [&](std::ostream& out) { chrome_trace->write(out); });
     outcome.scenario = std::move(scenario);
     outcome.recorders = std::move(recorders);
     what_if.replayed.push_back(std::move(outcome));
   }
+  if (what_if.replayed.empty()) throw Error(what_if.failed.front().policy + ": " + what_if.failed.front().error);
   return what_if;
 }
 

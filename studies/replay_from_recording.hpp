@@ -41,7 +41,13 @@ struct WhatIf {
   Bytes capacity = 0;
   std::string capacity_source;  // why this capacity
   WhatIfOutcome recorded;       // from the recording's own segment events and OOMs
-  std::vector<WhatIfOutcome> replayed;  // one per policy, in the order given
+  std::vector<WhatIfOutcome> replayed;  // one per policy that ran, in the order given
+  // A policy that could not replay the recording at all, and why: it never hides the others.
+  struct Failed {
+    std::string policy;
+    std::string error;
+  };
+  std::vector<Failed> failed;
   std::vector<std::string> ambiguous_sizes;  // pre-recording blocks two sizing rules fit
   std::optional<std::string> replay_check_divergence;  // replay-check's verdict on the recording
   std::size_t releases_in_allocs = 0;  // recorded releases that were no empty_cache() call, not replayed

@@ -168,7 +168,7 @@ TEST_CASE("caching rebuilds a recorded segment: blocks at their offsets, the gap
   policy.prepare(ReplaySetup{.allocations = 3});
   const std::array held{RecordingReplay::HeldBlock{512, 1024, AllocId{0}, 1000},
                         RecordingReplay::HeldBlock{4096, 512, AllocId{1}, 100}};
-  const Addr base = recorded->adopt_segment(2_MiB, 0, true, held);
+  const Addr base = recorded->adopt_segment(2_MiB, 0, true, held).value();
   using Laid = RecordingReplay::LaidBlock;
   const auto blocks = [&] { return recorded->layout().at(0).blocks; };
   CHECK(blocks() == std::vector<Laid>{{base, 512, false}, {base + 512, 1024, true}, {base + 1536, 2560, false},
@@ -184,6 +184,9 @@ TEST_CASE("caching rebuilds a recorded segment: blocks at their offsets, the gap
   policy.check();
   CHECK_THROWS_AS(recorded->adopt_segment(2_MiB, 0, true, std::array{RecordingReplay::HeldBlock{100, 512, AllocId{2}, 1}}),
                   Error);  // not 512-B aligned
+  CHECK_FALSE(recorded->adopt_segment(64_MiB, 0, false, {}));  // no room left on the device: nothing changes
+  CHECK(policy.stats().reserved == 2_MiB);
+  policy.check();
 }
 
 TEST_CASE("caching's max_split_size keeps oversize blocks whole and away from small requests", "[caching]") {

@@ -221,5 +221,86 @@ TEST_CASE("replay: PyTorch's allocator by its alias `torch` starts from the reco
   CHECK(torch.ooms == what_if.replayed[0].ooms);
 }
 
+// kFragmentedOom with a second segment at the start, 20 MiB and wholly free: cached, as
+// PyTorch keeps a segment until empty_cache or an OOM.
+constexpr const char* kWithFreeSegment = R"(
+M = 1 << 20
+X = 0x7f0000000000
+Y = 0x7f0010000000
+trace = [e("alloc", Y, 8 * M), e("free_requested", Y, 8 * M), e("free_completed", Y, 8 * M)]
+snapshot = {"segments": [seg(X, 40 * M, [b(4 * M, "active_allocated", address=X, requested_size=4 * M),
+                                         b(36 * M, "inactive", address=X + 4 * M)]),
+                         seg(Y, 20 * M, [b(20 * M, "inactive", address=Y)])],
+            "device_traces": [trace]}
+)";
+
+TEST_CASE("replay on a smaller card: every policy runs to a verdict from the recorded start", "[replay][recordings]") {
+  const test::TempDir dir;
+  const std::vector<std::string> policies{"caching", "expandable"};
+  {
+    // 50 MiB: the 40 MiB segment with its live block fits, the cached free 20 MiB one does
+    // not; PyTorch's OOM path gives it back, and the run goes on.
+    const TorchRecording recording = read_torch_recording(test::write_snapshot(dir, "free.pickle", kWithFreeSegment));
+    const WhatIf what_if = replay_from_recording(recording, policies, 50_MiB);
+    REQUIRE(what_if.replayed.size() == 2);
+    CHECK(what_if.failed.empty());
+    const WhatIfOutcome& caching = what_if.replayed[0];
+    CHECK(caching.start == "recorded segments adopted; 1 cached free of them (20 MiB) released for room, as PyTorch's "
+                           "OOM path does");
+    CHECK(caching.ooms == 0);
+    CHECK(caching.peak_reserved == 40_MiB);
+    CHECK(what_if.replayed[1].ooms == 0);
+  }
+  const std::string path = test::write_snapshot(dir, "start.pickle", kWithFreeSegment);
+  const TorchRecording recording = read_torch_recording(path);
+  {
+    // 2 MiB: the 4 MiB live at the start fit no allocator; the verdict says so, with figures.
+    const WhatIf what_if = replay_from_recording(recording, policies, 2_MiB);
+    REQUIRE(what_if.replayed.size() == 2);
+    for (const WhatIfOutcome& outcome : what_if.replayed) {
+      INFO(outcome.policy);
+      CHECK_THAT(outcome.first_oom.value_or(""),
+                 Contains("the 1 blocks live when the recording began (4 MiB) alone exceed the 2 MiB capacity"));
+    }
+  }
+  {
+    // 20 MiB: the live 4 MiB would fit, but caching starts from the recorded 40 MiB segment,
+    // which does not; expandable places the live block in its own pages.
+    const WhatIf what_if = replay_from_recording(recording, policies, 20_MiB);
+    REQUIRE(what_if.replayed.size() == 2);
+    CHECK_THAT(what_if.replayed[0].first_oom.value_or(""),
+               Contains("at the start: 1 of the 1 blocks live when the recording began (4 MiB) found no room on 20 MiB"));
+    CHECK(what_if.replayed[1].start == "live blocks placed");
+    CHECK_FALSE(what_if.replayed[1].first_oom);
+  }
+  // The terminal table names each policy's OOM kind.
+  const test::Outcome shown = test::cli({"replay", path, "--policy", "caching,expandable", "--capacity", "20MiB"});
+  CHECK(shown.status == 0);
+  CHECK_THAT(shown.out, Contains("OOM kind") && Contains(" (1) ") && Contains("none"));
+}
+
+TEST_CASE("replay on a smaller card: the shared recordings at 0.9x and 0.75x of their reserved peak", "[replay][shared]") {
+  for (const char* name : {"lm_medium_ctx128_train.snapshot.pickle", "vae_decode_loop.snapshot.pickle"}) {
+    const auto path = test::shared_trace(name);
+    if (!path) continue;
+    const TorchRecording recording = read_torch_recording(*path);
+    const std::vector<std::string> policies{"caching", "expandable"};
+    const Bytes peak = replay_from_recording(recording, policies, {}).recorded.peak_reserved;
+    for (const double factor : {0.9, 0.75}) {
+      const auto capacity = static_cast<Bytes>(factor * static_cast<double>(peak));
+      INFO(name << " at " << factor << "x: " << format_bytes(capacity));
+      const WhatIf what_if = replay_from_recording(recording, policies, capacity);
+      CHECK(what_if.failed.empty());
+      REQUIRE(what_if.replayed.size() == 2);
+      for (const WhatIfOutcome& outcome : what_if.replayed) {
+        INFO(outcome.policy);
+        CHECK(outcome.peak_reserved <= capacity);
+        CHECK(outcome.ooms == outcome.run.tenants.front().oom_count);
+        CHECK(outcome.first_oom.has_value() == (outcome.ooms > 0));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace allocsim
