@@ -8,7 +8,6 @@ namespace {
 
 constexpr std::string_view kRanOut = "ranoutofmemorytryingtoallocate";
 
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
 std::string_view skip_spaces(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);

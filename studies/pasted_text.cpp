@@ -140,7 +140,12 @@ std::optional<SizeAt> printed_size_at(std::string_view text) {
     found = &spelling;
     break;
   }
-  const Bytes factor = found ? parse_bytes(std::string("1") + std::string(found->unit)) : 1;
+  Bytes factor = 1;
+  if (found) {
+    std::string one_unit = "1";
+    one_unit.append(found->unit);
+    factor = parse_bytes(one_unit);
+  }
   const unsigned __int128 scaled = (whole * scale + fraction) * factor;
   const unsigned __int128 bytes = (scaled + scale / 2) / scale;
   if (bytes > std::numeric_limits<Bytes>::max()) return std::nullopt;
@@ -148,9 +153,14 @@ std::optional<SizeAt> printed_size_at(std::string_view text) {
   size.size.bytes = static_cast<Bytes>(bytes);
   // Half the last printed digit; a whole number of bytes is exact.
   size.size.error = factor == 1 && scale == 1 ? 0 : static_cast<Bytes>(factor / scale / 2);
-  size.size.text = std::string(number) + (found ? " " + std::string(found->shown) : std::string(" bytes"));
+  // As printed ("GiB", "gib"), one space before it; a byte count keeps PyTorch's "bytes".
+  std::string& shown = size.size.text;
+  shown.assign(number);
+  shown.push_back(' ');
   if (found && found->unit != "B") {
-    size.size.text = std::string(number) + " " + std::string(rest.substr(0, found->spelling.size()));
+    shown.append(rest.substr(0, found->spelling.size()));
+  } else {
+    shown.append(found ? found->shown : std::string_view("bytes"));
   }
   size.length = found ? unit_at + found->spelling.size() : number_end;
   return size;
@@ -218,9 +228,10 @@ std::string_view strip_line_prefix(std::string_view line) {
       }
     }
     if (length == 0) length = level_word_length(line);
+    if (length == 0 && round > 0 && (line.starts_with("- ") || line.starts_with("| "))) length = 2;
     if (length == 0) break;
     line.remove_prefix(length);
-    if (line.starts_with(':') || line.starts_with('|') || line.starts_with('-')) line.remove_prefix(1);
+    if (line.starts_with(':') || line.starts_with('|')) line.remove_prefix(1);
   }
   return skip_spaces(line);
 }
