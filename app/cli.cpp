@@ -1,5 +1,6 @@
 #include "app/cli.hpp"
 
+#include <iostream>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -26,6 +27,7 @@ Usage:
   allocsim maxbatch --workload MODEL --policy SPECS         the largest batch without OOM, per policy
   allocsim compare --workload SPEC --policy SPECS           the policies side by side (--report FILE.html)
   allocsim advise --workload SPEC [--framework tf|torch]    what to change so that it fits (advise --help)
+  allocsim explain [TEXT | FILE | -]                        why a pasted OOM message or log ran out (explain --help)
   allocsim trace info|convert|slice FILE ...                look at, convert or cut a trace (trace --help)
   allocsim validate --workload SPEC --policy SPEC [--cap S] simulation and the GPU side by side (validate --help)
   allocsim calibrate [--out FILE]                           measure the GPU's allocation costs for --device-profile
@@ -66,12 +68,13 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     if (command == "maxbatch") return maxbatch_command(args.subspan(1), out);
     if (command == "compare") return compare_command(args.subspan(1), out);
     if (command == "advise") return advise_command(args.subspan(1), out);
+    if (command == "explain") return explain_command(args.subspan(1), out, std::cin);
     if (command == "trace") return trace_command(args.subspan(1), out);
     if (command == "validate") return validate_command(args.subspan(1), out);
     if (command == "calibrate") return calibrate_command(args.subspan(1), out);
     if (!command.empty() && command.front() != '-') {
       throw Error("unknown command '" + command +
-                  "' (run, replay-check, replay, sweep, maxbatch, compare, advise, trace, validate, calibrate, policies, workloads, devices, help, version)");
+                  "' (run, replay-check, replay, sweep, maxbatch, compare, advise, explain, trace, validate, calibrate, policies, workloads, devices, help, version)");
     }
     if (args.empty()) {
       out << kAllocsimUsage;

@@ -3,6 +3,7 @@
 // Error, which run_cli turns into one line and exit 2.
 #pragma once
 
+#include <istream>
 #include <ostream>
 #include <span>
 #include <string>
@@ -39,6 +40,9 @@ int compare_command(std::span<const std::string> args, std::ostream& out);
 
 // allocsim advise: what to change so that a workload fits, each line a run (advise_command.cpp).
 int advise_command(std::span<const std::string> args, std::ostream& out);
+
+// allocsim explain [TEXT | FILE | -]: the kind of a pasted OOM message or log (explain_command.cpp).
+int explain_command(std::span<const std::string> args, std::ostream& out, std::istream& in);
 
 // allocsim trace info | convert | slice: look at, convert and cut traces (trace_command.cpp).
 int trace_command(std::span<const std::string> args, std::ostream& out);
