@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "app/alloc_conf_option.hpp"
 #include "app/commands.hpp"
 #include "app/device_options.hpp"
 #include "app/parse_options.hpp"
@@ -69,6 +70,7 @@ struct AdviseOptions {
   std::string workload;
   std::string framework;
   std::string policy;
+  std::string alloc_conf;
   std::vector<std::string> tenants;
   DeviceChoice device;
   std::string csv;
@@ -130,6 +132,7 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
        "another process on the same device, after the workload; repeat for several")
       ("csv", po::value(&o.csv)->value_name("FILE"), "also every line as a CSV row (as it is first, then by rank)")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)");
+  add_alloc_conf_option(description, o.alloc_conf);
   add_device_options(description, o.device, DeviceLists::one, true);
   const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
@@ -141,6 +144,7 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
   AdviseStudy study;
   study.workload = o.workload;
   study.framework = parse_framework(o.framework);
+  o.policy = policy_or_alloc_conf(o.policy, o.alloc_conf, out);
   if (!o.policy.empty()) parse_policy_spec(o.policy);
   study.policy = o.policy;
   for (const std::string& tenant : o.tenants) {

@@ -6,6 +6,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "app/alloc_conf_option.hpp"
 #include "app/commands.hpp"
 #include "app/device_options.hpp"
 #include "app/parse_options.hpp"
@@ -65,12 +66,15 @@ int compare_command(std::span<const std::string> args, std::ostream& out) {
       ("on-oom", po::value(&options.on_oom)->value_name("stop|continue"), "what an OOM does (default stop)")
       ("csv", po::value(&options.csv)->value_name("FILE"), "one CSV row per policy (the columns of run --csv)")
       ("report", po::value(&options.report)->value_name("FILE.html"), "a self-contained HTML page of the comparison");
+  std::string alloc_conf;
+  add_alloc_conf_option(description, alloc_conf);
   add_device_options(description, options.device, DeviceLists::one, true);
   const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
     out << kCompareUsage << '\n' << description << '\n';
     return 0;
   }
+  append_alloc_conf(options.policies, alloc_conf, out);
   if (options.workload.empty()) throw Error("compare needs --workload SPEC (see --help)");
   if (options.policies.empty()) throw Error("compare needs --policy SPECS, e.g. --policy bfc,growth,caching");
   std::vector<std::string> policies;

@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "app/alloc_conf_option.hpp"
 #include "app/commands.hpp"
 #include "app/device_options.hpp"
 #include "app/parse_options.hpp"
@@ -135,12 +136,15 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
        "a self-contained HTML page: peak bytes against the batch per policy, the device line, each largest batch")
       ("resume", po::bool_switch(&o.resume), "keep the searches already in --csv FILE, run only the others")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)");
+  std::string alloc_conf;
+  add_alloc_conf_option(description, alloc_conf);
   add_device_options(description, o.device, DeviceLists::many, false);
   const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
     out << kMaxBatchUsage << '\n' << description << '\n';
     return 0;
   }
+  append_alloc_conf(o.policies, alloc_conf, out);
   if (o.workload.empty() || o.policies.empty()) throw Error("maxbatch needs --workload MODEL and --policy (see maxbatch --help)");
   if (!parse_model_spec(o.workload)) {
     throw Error("maxbatch: workload " + o.workload + " is not a model workload (see `allocsim workloads`)");

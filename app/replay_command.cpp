@@ -9,8 +9,10 @@
 
 #include <boost/program_options.hpp>
 
+#include "app/alloc_conf_option.hpp"
 #include "app/commands.hpp"
 #include "app/snapshot_arguments.hpp"
+#include "policies/registry.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "sim/report.hpp"
@@ -142,10 +144,7 @@ int replay_log_command(const std::string& file, const std::vector<std::string>& 
                        const std::string& report,
                        std::ostream& out) {
   std::vector<std::string> policies;
-  for (const std::string& list : policy_lists.empty() ? std::vector<std::string>{"rmm-pool,rmm-arena,rmm-binning,async"}
-                                                      : policy_lists) {
-    for (std::string& item : split_list(list, "--policy")) policies.push_back(std::move(item));
-  }
+  for (const PolicySpec& policy : parse_policy_lists(policy_lists)) policies.push_back(policy.text);
   DeviceSpec device;
   if (capacity) device.capacity = *capacity;
   LoadOptions options;
@@ -216,6 +215,7 @@ void print_table(std::ostream& out, const WhatIf& what_if) {
 
 int replay_command(std::span<const std::string> args, std::ostream& out) {
   std::vector<std::string> policy_lists;
+  std::string alloc_conf;
   std::optional<std::string> capacity;
   SnapshotArguments snapshot;
   std::string csv;
@@ -224,7 +224,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   po::options_description description("Options");
   description.add_options()("help,h", "this help")(
       "policy,p", po::value(&policy_lists)->value_name("SPECS")->composing(),
-      "policies to replay, comma-separated (repeatable); default caching,expandable")(
+      "policies to replay, comma-separated (repeatable), or all; default caching,expandable")(
       "capacity,c", po::value<std::string>()->value_name("SIZE")->notifier([&](const std::string& s) { capacity = s; }),
       "the device's memory (default: what the recorded run could hold at its OOM, else no limit)")(
       "csv", po::value(&csv)->value_name("FILE"), "also a CSV row per side (written whole)")(
@@ -236,14 +236,15 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
 
       "report", po::value(&report)->value_name("FILE.html"),
       "the replays as a self-contained HTML page: every policy's bytes over time, memory map, OOMs and peak");
+  add_alloc_conf_option(description, alloc_conf);
   if (!parse_snapshot_arguments(args, description, snapshot, kReplayUsage, "replay needs a snapshot: allocsim replay FILE.pickle --policy SPECS", out)) return 0;
   const std::string& file = snapshot.file;
   const std::optional<int>& cuda_device = snapshot.cuda_device;
   const bool is_recording = find_reader(file).holds == Holds::allocator_state;
+  if (policy_lists.empty() && alloc_conf.empty()) policy_lists.push_back(is_recording ? "caching,expandable" : "rmm-pool,rmm-arena,rmm-binning,async");
+  append_alloc_conf(policy_lists, alloc_conf, out);
   std::vector<std::string> policies;
-  for (const std::string& list : policy_lists.empty() ? std::vector<std::string>{"caching,expandable"} : policy_lists) {
-    for (std::string& item : split_list(list, "--policy")) policies.push_back(std::move(item));
-  }
+  for (const PolicySpec& policy : parse_policy_lists(policy_lists)) policies.push_back(policy.text);
   std::optional<Bytes> device_capacity;
   if (capacity) {
     device_capacity = parse_bytes(*capacity);

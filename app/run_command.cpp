@@ -9,6 +9,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "app/alloc_conf_option.hpp"
 #include "app/commands.hpp"
 #include "app/device_options.hpp"
 #include "app/parse_options.hpp"
@@ -37,6 +38,7 @@ namespace po = boost::program_options;
 struct RunOptions {
   std::string workload;
   std::string policy;
+  std::string alloc_conf;
   std::vector<std::string> tenants;
   DeviceChoice device;
   std::string on_oom = "stop";
@@ -89,6 +91,7 @@ po::options_description run_options(RunOptions& options) {
       ("cuda-device", po::value<int>()->value_name("N")->notifier([&](int n) { options.cuda_device = n; }),
        "a PyTorch snapshot's device to replay (default: the only one with a trace)")
       ("check", po::bool_switch(&options.check), "check every invariant after every event (slow)");
+  add_alloc_conf_option(description, options.alloc_conf);
   add_device_options(description, options.device, DeviceLists::one, true);
   return description;
 }
@@ -116,6 +119,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
     return 0;
   }
   const OnOom on_oom = parse_on_oom(options.on_oom);
+  options.policy = policy_or_alloc_conf(options.policy, options.alloc_conf, out);
 
   const std::vector<TenantChoice> tenants = tenant_specs(options);
   // Before a long run: no output over an input or another output, every folder writable.

@@ -9,6 +9,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "app/alloc_conf_option.hpp"
 #include "app/commands.hpp"
 #include "app/device_options.hpp"
 #include "app/parse_options.hpp"
@@ -63,6 +64,7 @@ constexpr std::string_view kInternal = "internal error: ";
 
 struct SweepCliOptions {
   SweepOptions sweep;
+  std::string alloc_conf;
   std::string csv;
   std::string report;
   int threads = 0;
@@ -103,6 +105,7 @@ po::options_description sweep_options(SweepCliOptions& o) {
     }
     description.add_options()(name.c_str(), po::value(&s.model_axes[axis.name])->value_name(axis.value_name), axis.help.c_str());
   }
+  add_alloc_conf_option(description, o.alloc_conf);
   add_device_options(description, s.device, DeviceLists::many, false);
   return description;
 }
@@ -119,6 +122,7 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
         << '\n' << description << '\n';
     return 0;
   }
+  append_alloc_conf(options.sweep.policies, options.alloc_conf, out);
   if (options.resume && options.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
   if (!(options.save_every >= 0)) throw Error("--save-every must be 0 seconds or more");
   unsigned threads = threads_option(options.threads);

@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "app/alloc_conf_option.hpp"
 #include "app/commands.hpp"
 #include "app/parse_options.hpp"
 #include "policies/registry.hpp"
@@ -77,6 +78,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   std::string on_oom = "stop";
   std::string out_dir;
   std::string host_memory = "80GiB";
+  std::string alloc_conf;
   BackendChoice choice;
   po::options_description description("Options");
   description.add_options()
@@ -97,11 +99,13 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
       ("out", po::value(&out_dir)->value_name("DIR"), "where the CSV files go (default: results/validation for the GPU; a new temporary folder "
        "for the host stand-in, so that its figures never sit beside the hardware's)")
       ("host-memory", po::value(&host_memory)->value_name("SIZE"), "the host stand-in's total memory (default 80GiB)");
+  add_alloc_conf_option(description, alloc_conf);
   const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
     out << kValidateUsage << '\n' << description << '\n';
     return 0;
   }
+  policy = policy_or_alloc_conf(policy, alloc_conf, out);
   if (workload.empty() || policy.empty()) throw Error("validate needs --workload and --policy (see validate --help)");
   if (on_oom != "stop" && on_oom != "continue") throw Error("--on-oom " + on_oom + " is not stop or continue");
   if (segments != "malloc" && segments != "vmm") throw Error("--segments " + segments + " is not malloc or vmm");

@@ -1,6 +1,8 @@
 #include "policies/registry.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <string>
 #include <utility>
 
@@ -18,6 +20,7 @@
 #include "policies/rmm_arena.hpp"
 #include "policies/rmm_binning.hpp"
 #include "policies/rmm_pool.hpp"
+#include "policies/torch_alloc_conf.hpp"
 #include "policies/vmm.hpp"
 #include "sim/direct_loop.hpp"
 #include "sim/error.hpp"
@@ -151,21 +154,82 @@ const std::array kPolicies{
 
 std::span<const PolicyInfo> all_policies() { return kPolicies; }
 
+namespace {
+
+// Names users reach for from their framework's words, and the row that models each.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kNearMisses{{
+    {"pytorch", "caching (or its alias torch)"},
+    {"native", "caching (PyTorch's native backend)"},
+    {"tensorflow", "bfc, or growth for allow_growth"},
+    {"tf", "bfc, or growth for allow_growth"},
+    {"xla", "jax"},
+    {"cudamallocasync", "async, or torch-async for PyTorch's backend:cudaMallocAsync"},
+    {"cuda_malloc_async", "tf-async (TF_GPU_ALLOCATOR=cuda_malloc_async)"},
+    {"cudamalloc", "direct"},
+}};
+
+std::string lowered(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower;
+}
+
+// PYTORCH_CUDA_ALLOC_CONF's words given as a policy spec (`expandable_segments:True`, or
+// `caching:max_split_size_mb:128`): an error that shows both right spellings.
+void refuse_alloc_conf_spelling(std::string_view text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return;
+  std::string_view entry = text;
+  if (!is_alloc_conf_key(text.substr(0, colon))) {
+    entry = text.substr(colon + 1);
+    const std::size_t inner = entry.find(':');
+    if (inner == std::string_view::npos || entry.find('=') < inner || !is_alloc_conf_key(entry.substr(0, inner))) return;
+  }
+  const std::size_t inner = entry.find(':');
+  const std::string key(entry.substr(0, inner));
+  const std::string value(entry.substr(inner + 1, entry.find(',') == std::string_view::npos ? std::string_view::npos
+                                                                                           : entry.find(',') - inner - 1));
+  throw Error("--policy '" + std::string(text) + "' is written as PYTORCH_CUDA_ALLOC_CONF writes it: give --alloc-conf " +
+              key + ":" + value + " (PyTorch's allocator so configured)" +
+              (key == "expandable_segments" ? std::string(", or --policy expandable")
+                                            : ", or --policy caching:" + key + "=" + value));
+}
+
+}  // namespace
+
 const PolicyInfo& find_policy(std::string_view name) {
   for (const PolicyInfo& info : kPolicies) {
     if (info.name == name || (!info.alias.empty() && info.alias == name)) return info;
   }
   std::string valid;
   for (const PolicyInfo& info : kPolicies) valid += (valid.empty() ? "" : ", ") + std::string(info.name);
+  for (const auto& [miss, row] : kNearMisses) {
+    if (lowered(name) == miss) throw Error("unknown policy '" + std::string(name) + "': did you mean " + std::string(row) + "?");
+  }
   throw Error("unknown policy '" + std::string(name) + "'; valid policies: " + valid);
 }
 
 PolicySpec parse_policy_spec(std::string_view text) {
+  refuse_alloc_conf_spelling(text);
   const Spec spec = parse_spec(text);
   const PolicyInfo& info = find_policy(spec.name);
   PolicySpec parsed{&info, Params(spec, info.params, "policy " + std::string(info.name)), std::string(text)};
   if (info.check) info.check(parsed.params);
   return parsed;
+}
+
+std::vector<PolicySpec> parse_policy_lists(std::span<const std::string> lists) {
+  std::vector<PolicySpec> policies;
+  for (const std::string& list : lists) {
+    for (const std::string& item : split_spec_list(list, "--policy")) {
+      if (item != "all") {
+        policies.push_back(parse_policy_spec(item));
+        continue;
+      }
+      for (const PolicyInfo& info : kPolicies) policies.push_back(parse_policy_spec(info.name));
+    }
+  }
+  return policies;
 }
 
 MadePolicy build_policy(std::string_view spec_text, Device& device) { return parse_policy_spec(spec_text).build(device); }

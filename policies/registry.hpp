@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "policies/recording_replay.hpp"
 #include "sim/device.hpp"
@@ -53,6 +54,10 @@ struct PolicySpec {
 // The name (or alias) found in the registry, every key and value checked by its row.
 // Throws Error naming the bad name, key or value.
 PolicySpec parse_policy_spec(std::string_view text);
+
+// The policies of --policy lists (each split as split_spec_list splits), in order, each
+// read and checked; `all` is every row of the registry.
+std::vector<PolicySpec> parse_policy_lists(std::span<const std::string> lists);
 
 // "name:key=value,..." -> a policy on `device`; throws Error on an unknown policy or key.
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device);

@@ -7,6 +7,7 @@
 
 #include "policies/caching.hpp"
 #include "policies/registry.hpp"
+#include "policies/torch_alloc_conf.hpp"
 #include "sim/error.hpp"
 #include "sim/forwarding_device.hpp"
 #include "sim/sim_device.hpp"
@@ -55,40 +56,11 @@ std::string describe(const RecordedSegmentEvent& event) {
          std::to_string(event.size) + " B) at trace event " + std::to_string(event.during_event);
 }
 
-// PYTORCH_CUDA_ALLOC_CONF as c10's parser splits it: entries between commas (not those
-// inside a [...] list), each key:value; spaces ignored.
-std::vector<std::pair<std::string, std::string>> conf_entries(std::string_view conf) {
-  std::vector<std::pair<std::string, std::string>> entries;
-  std::string entry;
-  int depth = 0;
-  const auto flush = [&] {
-    if (entry.empty()) return;
-    const auto colon = entry.find(':');
-    entries.emplace_back(entry.substr(0, colon), colon == std::string::npos ? "" : entry.substr(colon + 1));
-    entry.clear();
-  };
-  for (const char c : conf) {
-    if (c == ' ' || c == '\t') continue;
-    if (c == '[') ++depth;
-    if (c == ']') --depth;
-    if (c == ',' && depth <= 0) {
-      flush();
-    } else {
-      entry += c;
-    }
-  }
-  flush();
-  return entries;
-}
-
 // Keys the settings' own fields carry (the spec is built from those), keys without an
 // effect on what a single-threaded replay allocates, and keys the spec maps from the conf.
 bool in_settings_fields(std::string_view key) {
   return key == "max_split_size_mb" || key == "garbage_collection_threshold" || key == "roundup_power2_divisions" ||
          key == "expandable_segments";
-}
-bool without_effect(std::string_view key, std::string_view value) {
-  return key == "release_lock_on_cudamalloc" || key.starts_with("pinned_") || (key == "backend" && value == "native");
 }
 
 Bytes peak_reserved(Bytes start, const std::vector<RecordedSegmentEvent>& events) {
@@ -116,7 +88,7 @@ std::string divisions_list(const TorchAllocatorSettings& settings) {
 
 std::string caching_spec_for(const TorchAllocatorSettings& settings) {
   Spec spec{"caching", {}};
-  for (const auto& [key, value] : conf_entries(settings.conf)) {
+  for (const auto& [key, value] : alloc_conf_entries(settings.conf)) {
     if (key == "max_non_split_rounding_mb") spec.args.emplace_back("max_non_split_rounding", value + "MiB");
   }
   if (settings.max_split_size) spec.args.emplace_back("max_split_size", std::to_string(*settings.max_split_size));
@@ -131,9 +103,9 @@ std::string caching_spec_for(const TorchAllocatorSettings& settings) {
 
 UnmappedSettings unmapped_settings(const TorchAllocatorSettings& settings) {
   UnmappedSettings unmapped;
-  for (const auto& [key, value] : conf_entries(settings.conf)) {
+  for (const auto& [key, value] : alloc_conf_entries(settings.conf)) {
     if (in_settings_fields(key) || key == "max_non_split_rounding_mb") continue;
-    (without_effect(key, value) ? unmapped.without_effect : unmapped.not_modelled).push_back(key + ":" + value);
+    (alloc_conf_key_without_effect(key, value) ? unmapped.without_effect : unmapped.not_modelled).push_back(key + ":" + value);
   }
   return unmapped;
 }
