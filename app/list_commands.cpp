@@ -76,9 +76,10 @@ int workloads_command(std::ostream& out) {
 int devices_command(std::ostream& out) {
   out << "Devices (use as --device NAME; --capacity, --context, --granularity override):\n\n";
   for (const DevicePreset& preset : all_devices()) {
-    out << "  " << preset.name << ": " << preset.summary << ", " << format_bytes(preset.capacity) << ", sm_"
+    out << "  " << preset.name << ": " << preset.summary << ", " << format_bytes_exact(preset.capacity) << ", sm_"
         << preset.compute_capability << ", context ~" << format_bytes(preset.context_overhead)
-        << " (estimate), 2 MiB pages\n";
+        << " (estimate), 2 MiB pages\n"
+        << "    capacity: what cudaMemGetInfo reports, from " << preset.capacity_source << '\n';
   }
   out << "\n  without --device: 'sim', 16 GiB or --capacity, no context, charged to the byte, sm_90\n";
   return 0;

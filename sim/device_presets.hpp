@@ -1,5 +1,7 @@
-// Named devices for --device. Capacity is the total that nvidia-smi and cudaMemGetInfo
-// report for the card. The context overhead is an estimate (the reference marks it
+// Named devices for --device. Capacity is the total that cudaMemGetInfo reports for the
+// card, which PyTorch prints as "total capacity" in its OOM message (in GiB with two
+// decimals: the preset holds that printed figure, so it is exact only to 0.005 GiB). It is
+// less than nvidia-smi's total, which counts memory the driver keeps. The context overhead is an estimate (the reference marks it
 // unconfirmed: it depends on driver, CUDA version and lazy module loading); measure it on
 // hardware and override with --context. Physical pages are modelled as 2 MiB.
 #pragma once
@@ -15,6 +17,7 @@ struct DevicePreset {
   std::string_view name;
   std::string_view summary;
   Bytes capacity;
+  std::string_view capacity_source;  // where the capacity figure was read
   Bytes context_overhead;
   int compute_capability;  // major * 10 + minor: 75 for sm_75
 };

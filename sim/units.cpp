@@ -90,8 +90,12 @@ Bytes parse_bytes(std::string_view text) {
   for (const UnitName& unit : kUnits) {
     if (unit_text != unit.name) continue;
     // whole < 2^64, fraction < scale <= 10^19 and factor <= 2^40: no product overflows.
+    // A decimal of a larger unit rounds down to a byte (51.6GiB: a capacity as printed);
+    // in bytes a fraction is a mistake, not a rounding.
     const unsigned __int128 fraction_bytes = fraction * unit.factor;
-    if (fraction_bytes % scale != 0) return fail("not a whole number of bytes");
+    if (unit.factor == 1 && fraction_bytes % scale != 0) {
+      return fail("not a whole number of bytes (a decimal needs a unit: 1.5KiB, 51.6GiB)");
+    }
     const unsigned __int128 bytes = whole * unit.factor + fraction_bytes / scale;
     if (bytes > std::numeric_limits<Bytes>::max()) return fail("too large");
     return static_cast<Bytes>(bytes);

@@ -49,9 +49,11 @@ std::string format_address(Addr addr);
 // "12.3 ms", "850 ns".
 std::string format_nanos(Nanos nanos);
 
-// Accepts "4096", "512MiB", "16GiB", "1.5GB" (SI), "2 MiB"; units are case-insensitive.
-// Throws Error naming the text when it is not a whole number of bytes under 2^64, saying
-// "negative" or "too large" where that is why.
+// Accepts "4096", "512MiB", "16GiB", "1.5GB" (SI), "2 MiB", "51.6GiB"; units are
+// case-insensitive. A decimal with a unit larger than a byte rounds down to a whole byte,
+// computed exactly (51.6GiB is floor(516 * 2^30 / 10) B); a bare number or one in B must
+// be whole bytes. Throws Error naming the text when it is not a size under 2^64, saying
+// "negative", "too large" or "not a whole number of bytes" where that is why.
 Bytes parse_bytes(std::string_view text);
 
 // Accepts "0", "250ns", "10us", "1.5ms", "2s" (a bare number is nanoseconds). Throws

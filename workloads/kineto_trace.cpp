@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdint>
 #include <cmath>
+#include <compare>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -27,10 +30,19 @@ constexpr std::string_view kMemoryEvent = "[memory]";
 constexpr int kCudaDeviceType = 1;  // c10::DeviceType::CUDA
 constexpr Nanos kMaxSpan = Nanos{1} << 62;
 
+// The thread that made an event: Kineto writes `tid` as a number; a name (or none) is kept
+// as its JSON text. Numbers order before names.
+struct Thread {
+  std::optional<std::int64_t> number;
+  std::string name;
+  auto operator<=>(const Thread&) const = default;
+};
+
 struct MemoryEvent {
   std::size_t position;  // among the file's [memory] events, for messages
   long double ts;        // microseconds
-  std::optional<std::int64_t> index;
+  Thread thread;
+  std::optional<std::int64_t> index;  // counted per thread
   std::uint64_t addr;
   std::int64_t bytes;
   std::optional<std::int64_t> total_allocated;
@@ -158,6 +170,27 @@ class MemoryEventCollector final : public nlohmann::json_sax<Json> {
   Json event_;
   std::size_t event_depth_ = 0;  // the event object's depth while inside one, else 0
 };
+
+Thread thread_of(const Json& event) {
+  const auto tid = event.find("tid");
+  if (tid == event.end()) return Thread{};
+  if (const auto number = integer(*tid)) return Thread{number, {}};
+  return Thread{std::nullopt, tid->is_string() ? tid->get<std::string>() : tid->dump()};
+}
+
+// The order the allocator saw: by time; at one time, by thread, then within a thread by the
+// event index (counted per thread, so it orders nothing across threads) when every event
+// has one, else by the file's order. Ties across threads at one time have no recorded
+// order: thread id first is a choice, made the same way on every read.
+void sort_in_record_order(std::vector<MemoryEvent>& events) {
+  const bool indexed = std::all_of(events.begin(), events.end(), [](const MemoryEvent& e) { return e.index.has_value(); });
+  std::sort(events.begin(), events.end(), [indexed](const MemoryEvent& a, const MemoryEvent& b) {
+    if (a.ts != b.ts) return a.ts < b.ts;
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (indexed && *a.index != *b.index) return *a.index < *b.index;
+    return a.position < b.position;
+  });
+}
 
 class Pairing {
  public:
@@ -309,8 +342,9 @@ KinetoTrace parse_kineto_trace(std::string_view text, const std::string& name, s
     if (!index) index = field(*args, "Ev Idx", where);
     const long double when = ts->get<long double>();
     if (!std::isfinite(when)) throw Error(where + ": ts is not a finite number");
-    by_device[static_cast<int>(*device)].push_back(MemoryEvent{position, when, index, static_cast<std::uint64_t>(*addr),
-                                                               *bytes, field(*args, "Total Allocated", where)});
+    by_device[static_cast<int>(*device)].push_back(MemoryEvent{position, when, thread_of(event), index,
+                                                               static_cast<std::uint64_t>(*addr), *bytes,
+                                                               field(*args, "Total Allocated", where)});
     ++position;
   }
   if (position == 0) {
@@ -326,12 +360,7 @@ KinetoTrace parse_kineto_trace(std::string_view text, const std::string& name, s
   for (const auto& [other, list] : by_device) {
     if (other != device) other_events += list.size();
   }
-  const bool indexed = std::all_of(events.begin(), events.end(), [](const MemoryEvent& e) { return e.index.has_value(); });
-  if (indexed) {
-    std::stable_sort(events.begin(), events.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return *a.index < *b.index; });
-  } else {
-    std::stable_sort(events.begin(), events.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts < b.ts; });
-  }
+  sort_in_record_order(events);
   return Pairing(name, std::move(events)).build(device, other_events);
 }
 

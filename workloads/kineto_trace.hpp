@@ -8,8 +8,11 @@
 // - Allocations and frees pair by address on the chosen device (LoadOptions::cuda_device,
 //   else the only CUDA device with events). A free of a block allocated before profiling
 //   began becomes an allocation at the trace's start.
-// - Order: by `Profiler Event Index` (or `Ev Idx`) when every event has one, else by `ts`
-//   keeping the file's order among equal times; times in microseconds, may be fractional.
+// - Order: by `ts` (microseconds, may be fractional). The event index (`Profiler Event
+//   Index` or `Ev Idx`) counts per thread (the autograd thread and the main thread each
+//   have their own), so it orders only events of one thread at one time. Equal times: by
+//   `tid` (numbers before names), then by the index when every event has one, else by the
+//   file's order.
 // - `Total Allocated` is checked while reading: after each event it must be what it was
 //   before the first event plus the bytes of every event since. A mismatch is an Error
 //   naming the event: events are missing, or not in the order the allocator made them.

@@ -20,6 +20,25 @@ TEST_CASE("sizes parse in binary and SI units", "[units]") {
   CHECK(parse_bytes("18446744073709551615") == ~Bytes{0});
 }
 
+TEST_CASE("a decimal with a unit rounds down to a whole byte, computed exactly", "[units]") {
+  // 51.6 GiB = 516 * 2^30 / 10 = 55405078118.4 B: floor.
+  CHECK(parse_bytes("51.6GiB") == 55'405'078'118);
+  CHECK(parse_bytes("51.6 gib") == 55'405'078'118);
+  // 0.1 GiB = 107374182.4 B.
+  CHECK(parse_bytes("0.1GiB") == 107'374'182);
+  CHECK(parse_bytes("79.15GiB") == 84'986'665'369);  // 7915 * 2^30 / 100 = 84986665369.6
+  CHECK(parse_bytes("0.3KiB") == 307);               // 307.2
+  CHECK(parse_bytes("0.999KiB") == 1022);            // 1022.976: down, never up
+  CHECK(parse_bytes("1.0000000001GB") == 1'000'000'000);
+  CHECK(parse_bytes("1.5MB") == 1'500'000);          // SI: whole already
+  CHECK(parse_bytes("0.0000000000000000001TiB") == 0);
+  // 19 decimals are the most; each digit is taken exactly.
+  CHECK(parse_bytes("1.9999999999999999999GiB") == 2_GiB - 1);
+  CHECK_THROWS_WITH(parse_bytes("1.00000000000000000001GiB"), Catch::Contains("too many decimals"));
+  CHECK_THROWS_WITH(parse_bytes("17179869184.5GiB"), Catch::Contains("too large"));
+  CHECK(parse_bytes("17179869183.999999GiB") == (Bytes{17179869183} << 30) + 1_GiB - 1'074);
+}
+
 TEST_CASE("bad sizes are errors that quote the text", "[units]") {
   CHECK_THROWS_WITH(parse_bytes("12XB"), Catch::Contains("'12XB'") && Catch::Contains("unknown unit"));
   CHECK_THROWS_WITH(parse_bytes(""), Catch::Contains("no number"));
@@ -32,6 +51,12 @@ TEST_CASE("bad sizes are errors that quote the text", "[units]") {
   CHECK_THROWS_WITH(parse_unsigned("", "n"), "n is not a non-negative integer");
   CHECK(parse_unsigned("18446744073709551615", "n") == ~std::uint64_t{0});
   CHECK_THROWS_WITH(parse_bytes("0.3B"), Catch::Contains("not a whole number"));
+  CHECK_THROWS_WITH(parse_bytes("12.5"), Catch::Contains("'12.5': not a whole number of bytes") &&
+                                             Catch::Contains("a decimal needs a unit"));
+  CHECK(parse_bytes("12.0") == 12);  // whole bytes written with a decimal point
+  CHECK_THROWS_WITH(parse_bytes("-51.6GiB"), Catch::Contains("'-51.6GiB': negative"));
+  CHECK_THROWS_WITH(parse_bytes("51.6XiB"), Catch::Contains("unknown unit 'XiB'"));
+  CHECK_THROWS_WITH(parse_bytes(".GiB"), Catch::Contains("no number"));
   CHECK_THROWS_WITH(parse_bytes("18446744073709551616"), Catch::Contains("too large"));
   CHECK_THROWS_WITH(parse_bytes("17179869184GiB"), Catch::Contains("too large"));
   CHECK_THROWS_AS(parse_bytes("1.2.3"), Error);

@@ -2,6 +2,7 @@
 // against Total Allocated; the fixture is hand-written with the fields profiler_kineto.cpp
 // writes.
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -25,6 +26,14 @@ std::string memory(double ts, long long bytes, long long addr, std::string total
 }
 
 std::string trace_of(const std::string& events) { return R"({"traceEvents": [)" + events + "]}"; }
+
+// One [memory] event of device 0 on thread `tid` with its per-thread `Ev Idx`.
+std::string on_thread(int tid, int index, double ts, long long bytes, long long addr, long long total) {
+  return R"({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": )" +
+         std::to_string(tid) + R"(, "ts": )" + std::to_string(ts) + R"(, "args": {"Device Type": 1, "Device Id": 0, "Addr": )" +
+         std::to_string(addr) + R"(, "Bytes": )" + std::to_string(bytes) + R"(, "Total Allocated": )" +
+         std::to_string(total) + R"(, "Ev Idx": )" + std::to_string(index) + "}}";
+}
 
 TEST_CASE("kineto: allocations and frees pair by address on the chosen GPU", "[kineto]") {
   const KinetoTrace read = read_kineto_trace_file(kFixture, 0);
@@ -87,6 +96,56 @@ TEST_CASE("kineto: order by ts, the file's order among equal times", "[kineto]")
   REQUIRE(trace.events.size() == 2);
   CHECK(trace.events[0].op == Op::alloc);
   CHECK(trace.events[1].time == 1000);
+}
+
+TEST_CASE("kineto: two threads whose event indices interleave read in time order", "[kineto]") {
+  // The main thread (tid 10) and the autograd thread (tid 20) each count Ev Idx from 0. By
+  // index alone the order would be 10/0, 20/0, 10/1, ... and Total Allocated would break.
+  const std::string text = trace_of(on_thread(10, 0, 1.0, 256, 4096, 256) + "," +     // main: alloc A
+                                    on_thread(10, 1, 2.0, 1024, 8192, 1280) + "," +   // main: alloc C
+                                    on_thread(10, 2, 3.0, -256, 4096, 1024) + "," +   // main: free A
+                                    on_thread(20, 0, 4.0, 512, 12288, 1536) + "," +   // autograd: alloc B
+                                    on_thread(20, 1, 5.0, -512, 12288, 1024) + "," +  // autograd: free B
+                                    on_thread(20, 2, 6.0, -1024, 8192, 0));           // autograd: free C
+  const Trace trace = parse_kineto_trace(text, "threads.json").trace;
+  REQUIRE(trace.events.size() == 6);
+  const std::vector<Bytes> bytes{256, 1024, 256, 512, 512, 1024};
+  const std::vector<Op> ops{Op::alloc, Op::alloc, Op::free, Op::alloc, Op::free, Op::free};
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    CHECK(trace.events[i].time == i * 1000);
+    CHECK(trace.events[i].op == ops[i]);
+    CHECK(trace.bytes_of(trace.events[i].id) == bytes[i]);
+  }
+  CHECK(trace.events[5].id == trace.events[1].id);  // C: allocated on one thread, freed on the other
+}
+
+TEST_CASE("kineto: at one time, by thread id, then by the index within a thread", "[kineto]") {
+  // All at ts 1: thread 20's events come after thread 10's whatever the file's order, and
+  // within a thread the index orders them (written here in reverse).
+  const std::string text = trace_of(on_thread(20, 4, 1.0, -512, 12288, 0) + "," +   // free B
+                                    on_thread(20, 3, 1.0, 512, 12288, 512) + "," +   // alloc B
+                                    on_thread(10, 8, 1.0, -256, 4096, 0) + "," +     // free A
+                                    on_thread(10, 7, 1.0, 256, 4096, 256));          // alloc A
+  const Trace trace = parse_kineto_trace(text, "ties.json").trace;
+  REQUIRE(trace.events.size() == 4);
+  CHECK(trace.bytes_of(trace.events[0].id) == 256);
+  CHECK(trace.events[1].op == Op::free);
+  CHECK(trace.bytes_of(trace.events[2].id) == 512);
+  CHECK(trace.events[3].op == Op::free);
+  // The same events in another file order read the same.
+  const std::string shuffled = trace_of(on_thread(10, 7, 1.0, 256, 4096, 256) + "," +
+                                        on_thread(20, 3, 1.0, 512, 12288, 512) + "," +
+                                        on_thread(10, 8, 1.0, -256, 4096, 0) + "," +
+                                        on_thread(20, 4, 1.0, -512, 12288, 0));
+  const Trace again = parse_kineto_trace(shuffled, "ties.json").trace;
+  REQUIRE(again.events.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(again.events[i].op == trace.events[i].op);
+    CHECK(again.bytes_of(again.events[i].id) == trace.bytes_of(trace.events[i].id));
+  }
+  // A later index at an earlier time still reads by time: the index orders only ties.
+  const std::string by_time = trace_of(on_thread(10, 1, 1.0, 256, 4096, 256) + "," + on_thread(10, 0, 2.0, -256, 4096, 0));
+  CHECK(parse_kineto_trace(by_time, "t.json").trace.events[0].op == Op::alloc);
 }
 
 TEST_CASE("kineto: what cannot be replayed is refused with the reason", "[kineto]") {
