@@ -123,7 +123,7 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
   description.add_options()
       ("help,h", "this help")
       ("workload,w", po::value(&o.workload)->value_name("SPEC"),
-       "the workload to make fit: a model (see `allocsim workloads`) or a trace")
+       "the workload to make fit, one spec (its commas its own): a model (see `allocsim workloads`) or a trace")
       ("framework", po::value(&o.framework)->value_name("tf|torch"),
        "whose allocators and settings to try (default: the workload's framework token)")
       ("policy,p", po::value(&o.policy)->value_name("SPEC"),
@@ -140,6 +140,7 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
     return 0;
   }
   if (o.workload.empty()) throw Error("advise needs --workload (see advise --help)");
+  refuse_workload_list(o.workload);
 
   AdviseStudy study;
   study.workload = o.workload;

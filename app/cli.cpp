@@ -23,7 +23,7 @@ Usage:
   allocsim devices                                          device presets for --device
   allocsim replay-check FILE.pickle                         does `caching` reserve what PyTorch did?
   allocsim replay FILE.pickle --policy SPECS                would another setting have saved this run?
-  allocsim sweep --workload SPECS --policy SPECS [lists]    the cross product of lists, one CSV (sweep --help)
+  allocsim sweep --workload SPEC... --policy SPECS [lists]  the cross product of lists, one CSV (sweep --help)
   allocsim maxbatch --workload MODEL --policy SPECS         the largest batch without OOM, per policy
   allocsim compare --workload SPEC --policy SPECS           the policies side by side (--report FILE.html)
   allocsim advise --workload SPEC [--framework tf|torch]    what to change so that it fits (advise --help)
@@ -41,6 +41,8 @@ Examples:
   allocsim --workload random --policy bestfit:region=4GiB --csv out.csv --json out.json --timeline t.csv
   allocsim --workload resnet50_b64 --policy bfc --report run.html   (a page to look at, offline)
 
+A workload spec is one value, commas and all (llama2_7b_bf16:qlora=64,ckpt is one); where a
+command takes several workloads (sweep), repeat --workload, one spec each.
 Sizes take binary or SI units: 4096, 512MiB, 16GiB, 1.5GB. Times: 0, 250us, 500ms, 2s.
 The table opens with a verdict per tenant: fits, or why not over the whole run (capacity:
 no allocator fits; reservation: what holds the bytes; fragmentation), then the metrics.

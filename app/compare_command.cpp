@@ -60,7 +60,7 @@ int compare_command(std::span<const std::string> args, std::ostream& out) {
   po::options_description description("Options");
   description.add_options()
       ("help,h", "this help")
-      ("workload,w", po::value(&options.workload)->value_name("SPEC"), "the workload (see `allocsim workloads`) or a trace file")
+      ("workload,w", po::value(&options.workload)->value_name("SPEC"), "the workload, one spec (its commas its own; see `allocsim workloads`) or a trace file")
       ("policy,p", po::value(&options.policies)->value_name("SPECS")->composing(),
        "the policies to compare, comma separated (repeatable; see `allocsim policies`)")
       ("on-oom", po::value(&options.on_oom)->value_name("stop|continue"), "what an OOM does (default stop)")
@@ -76,6 +76,7 @@ int compare_command(std::span<const std::string> args, std::ostream& out) {
   }
   append_alloc_conf(options.policies, alloc_conf, out);
   if (options.workload.empty()) throw Error("compare needs --workload SPEC (see --help)");
+  refuse_workload_list(options.workload);
   if (options.policies.empty()) throw Error("compare needs --policy SPECS, e.g. --policy bfc,growth,caching");
   std::vector<std::string> policies;
   for (const std::string& list : options.policies) {

@@ -23,6 +23,7 @@
 #include "studies/maxbatch_study.hpp"
 #include "studies/report_page.hpp"
 #include "studies/sweep_grid.hpp"
+#include "workloads/catalogue.hpp"
 #include "workloads/model/model_spec.hpp"
 
 namespace allocsim {
@@ -126,7 +127,8 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   po::options_description description("Options");
   description.add_options()
       ("help,h", "this help")
-      ("workload,w", po::value(&o.workload)->value_name("MODEL"), "a model workload, e.g. resnet50 or bert_base_s512_adam")
+      ("workload,w", po::value(&o.workload)->value_name("MODEL"),
+       "one model workload spec, commas and all: resnet50, bert_base_s512_adam, llama2_7b_bf16:qlora=64,ckpt")
       ("policy,p", po::value(&o.policies)->value_name("SPECS")->composing(), "policy specs, or all (repeatable)")
       ("limit", po::value(&o.limit)->value_name("N"), "the largest batch tried (default 65536)")
       ("neighbours", po::value(&o.neighbours)->value_name("N"), "batches checked on each side of the answer (default 4)")
@@ -146,6 +148,7 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   }
   append_alloc_conf(o.policies, alloc_conf, out);
   if (o.workload.empty() || o.policies.empty()) throw Error("maxbatch needs --workload MODEL and --policy (see maxbatch --help)");
+  refuse_workload_list(o.workload);
   if (!parse_model_spec(o.workload)) {
     throw Error("maxbatch: workload " + o.workload + " is not a model workload (see `allocsim workloads`)");
   }

@@ -60,7 +60,8 @@ po::options_description run_options(RunOptions& options) {
   description.add_options()
       ("help,h", "this help")
       ("workload,w", po::value(&options.workload)->value_name("SPEC"),
-       "what to replay: a generator spec (see `allocsim workloads`) or a trace .csv")
+       "what to replay, one spec (its commas its own): a generator or model spec (see `allocsim workloads`) or a "
+       "trace .csv")
       ("policy,p", po::value(&options.policy)->value_name("SPEC"),
        "the allocator: name[:key=value,...] (see `allocsim policies`)")
       ("tenant,t", po::value(&options.tenants)->value_name("WORKLOAD@POLICY[@start=TIME]")->composing(),
@@ -104,6 +105,7 @@ std::vector<TenantChoice> tenant_specs(const RunOptions& options) {
     tenants.push_back(TenantChoice{options.workload, options.policy});
   }
   for (const std::string& tenant : options.tenants) tenants.push_back(parse_tenant(tenant));
+  for (const TenantChoice& tenant : tenants) refuse_workload_list(tenant.workload);
   if (tenants.empty()) throw Error("nothing to run: give --workload and --policy, or --tenant (see --help)");
   return tenants;
 }

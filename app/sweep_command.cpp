@@ -35,12 +35,14 @@ namespace po = boost::program_options;
 constexpr const char* kSweepUsage = R"(allocsim sweep: replay the cross product of list-valued options, one CSV row per tenant per point.
 
 Usage:
-  allocsim sweep --workload SPECS --policy SPECS [list options] [--csv FILE]
+  allocsim sweep --workload SPEC [--workload SPEC...] --policy SPECS [list options] [--csv FILE]
 
-Lists are comma separated; numbers and sizes also take ranges: a:b doubles from a to b,
-a:b:s steps by s (1:1024 is 1,2,4..1024; 1:1024,3:768 adds the midpoints). A spec keeps
-its own commas: bfc:growth=true,limit=4GiB,caching is two policies. --policy all is
-every registered policy. The model options become workload tokens (resnet50 with
+Each --workload is one workload spec, its commas its own (llama2_7b_bf16:qlora=64,ckpt is
+one); several workloads repeat the option: --workload resnet50 --workload bert_base.
+Other lists are comma separated; numbers and sizes also take ranges: a:b doubles from a
+to b, a:b:s steps by s (1:1024 is 1,2,4..1024; 1:1024,3:768 adds the midpoints). A policy
+spec keeps its own commas: bfc:growth=true,limit=4GiB,caching is two policies. --policy
+all is every registered policy. The model options become workload tokens (resnet50 with
 --batch 64 --precision amp is resnet50_amp_b64). A model workload replays its warm-up
 step and one steady-state step unless --steps (or a stepsN token) says otherwise, so each
 point's peak is what a training job reaches from its second iteration on; --steps 1 is the
@@ -49,6 +51,7 @@ first step alone. --batch is per micro-batch under --accumulation.
 Examples:
   allocsim sweep --workload resnet50 --batch 1:1024 --policy bfc,growth,caching --capacity 16GiB,80GiB --precision fp32,amp --csv sweep.csv
   allocsim sweep --workload random:n=100000 --param seed=1:10:1 --param live=1GiB:8GiB --policy bfc,caching --csv random.csv
+  allocsim sweep --workload resnet50 --workload mobilenet_v2 --batch 8:256 --policy caching --device t4 --csv cnn.csv
   allocsim sweep --workload bert_base --sequence 64:512 --batch 8 --policy all --device v100-16gb --csv bert.csv
   mpirun -np 4 allocsim sweep ...   (rank 0 writes the same CSV)
 
@@ -79,7 +82,8 @@ po::options_description sweep_options(SweepCliOptions& o) {
   SweepOptions& s = o.sweep;
   description.add_options()
       ("help,h", "this help")
-      ("workload,w", po::value(&s.workloads)->value_name("SPECS")->composing(), "workload specs (repeatable)")
+      ("workload,w", po::value(&s.workloads)->value_name("SPEC")->composing(),
+       "one workload spec, commas and all; repeat for several workloads")
       ("policy,p", po::value(&s.policies)->value_name("SPECS")->composing(), "policy specs, or all (repeatable)")
       ("tenant,t", po::value(&s.tenants)->value_name("WORKLOAD@POLICY[@start=TIME]")->composing(),
        "another process on the device at every point, with its own CUDA context, started at TIME (repeatable)")
@@ -218,7 +222,10 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
   write_sweep_csv(table, options.timing, extras, std::move(rows));
   if (!options.report.empty() && !cut) {
     std::istringstream csv(table.str());
-    const std::string title = "allocsim sweep: " + join_csv(options.sweep.workloads);
+    std::string title = "allocsim sweep:";  // each workload as given, commas and all
+    for (std::size_t i = 0; i < options.sweep.workloads.size(); ++i) {
+      title.append(i == 0 ? " " : "; ").append(options.sweep.workloads[i]);
+    }
     write_report_page(options.report, title, batch_report_data(title, command_text(command_line()), batch_report_from_sweep(csv, "the sweep")));
   }
   if (options.csv.empty()) {

@@ -83,7 +83,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   po::options_description description("Options");
   description.add_options()
       ("help,h", "this help")
-      ("workload,w", po::value(&workload)->value_name("SPEC"), "what to replay (see `allocsim workloads`)")
+      ("workload,w", po::value(&workload)->value_name("SPEC"), "what to replay, one spec (its commas its own; see `allocsim workloads`)")
       ("policy,p", po::value(&policy)->value_name("SPEC"), "the allocator (see `allocsim policies`)")
       ("cap", po::value(&cap)->value_name("SIZE"), "behave like a card of SIZE: a ballast allocation holds the rest")
       ("backend", po::value(&choice.backend)->value_name("cuda|host"),
@@ -107,6 +107,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   }
   policy = policy_or_alloc_conf(policy, alloc_conf, out);
   if (workload.empty() || policy.empty()) throw Error("validate needs --workload and --policy (see validate --help)");
+  refuse_workload_list(workload);
   if (on_oom != "stop" && on_oom != "continue") throw Error("--on-oom " + on_oom + " is not stop or continue");
   if (segments != "malloc" && segments != "vmm") throw Error("--segments " + segments + " is not malloc or vmm");
   if (choice.backend != "cuda" && choice.backend != "host") {

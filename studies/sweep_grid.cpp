@@ -183,6 +183,7 @@ std::string_view optimizer_name(Optimizer optimizer) {
 }
 
 void check_workload(const std::string& spec) {
+  refuse_workload_list(spec);
   if (parse_model_spec(spec)) return;  // throws on a bad token
   if (names_a_file(spec)) {
     if (!std::filesystem::is_regular_file(spec)) throw Error("workload " + spec + ": no such file");
@@ -215,26 +216,6 @@ std::vector<std::string> model_leading(const std::optional<ModelSpec>& model) {
 
 std::vector<std::string> split_list(std::string_view text, std::string_view what) {
   return split_spec_list(text, what);
-}
-
-std::vector<std::string> split_workload_list(std::string_view text) {
-  std::vector<std::string> items;
-  const auto parses = [](const std::string& spec) {
-    try {
-      return parse_model_spec(spec).has_value();
-    } catch (const Error&) {
-      return false;
-    }
-  };
-  for (std::string& item : split_list(text, "--workload")) {
-    const bool flag = item.find_first_of("=:") == std::string::npos && !parses(item);
-    if (flag && !items.empty() && items.back().find(':') != std::string::npos && parses(items.back() + "," + item)) {
-      items.back().append(",").append(item);
-    } else {
-      items.push_back(std::move(item));
-    }
-  }
-  return items;
 }
 
 std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what) {
@@ -277,9 +258,11 @@ const std::vector<std::string>& sweep_columns() {
 }
 
 std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
+  // Each --workload is one spec, its commas its own: several workloads repeat the option.
   std::vector<std::string> workloads;
-  for (const std::string& list : options.workloads) {
-    for (std::string& item : split_workload_list(list)) workloads.push_back(std::move(item));
+  for (const std::string& workload : options.workloads) {
+    refuse_workload_list(workload);
+    workloads.push_back(workload);
   }
   std::vector<std::string> policies;
   for (const std::string& list : options.policies) {
@@ -292,7 +275,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
       }
     }
   }
-  if (workloads.empty()) throw Error("sweep needs --workload (a list is swept)");
+  if (workloads.empty()) throw Error("sweep needs --workload (repeat it for several workloads)");
   // --param KEY=LIST: each generator workload becomes one spec per combination of values.
   for (const std::string& param : options.params) {
     const auto equals = param.find('=');

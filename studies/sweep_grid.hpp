@@ -1,7 +1,8 @@
 // What a sweep runs: list-valued options expanded into the cross product of points.
 // Lists are comma separated; a number or size may be a range, `a:b` doubling from a to b
-// or `a:b:s` stepping by s. A policy or workload spec keeps its own commas, read as `run`
-// reads one spec (split_spec_list: `bfc:growth=true,limit=4GiB,caching` is two).
+// or `a:b:s` stepping by s. A policy spec keeps its own commas, read as `run` reads one
+// spec (split_spec_list: `bfc:growth=true,limit=4GiB,caching` is two). A workload spec is
+// one value, never split: each --workload is one, and several workloads repeat the option.
 #pragma once
 
 #include <cstdint>
@@ -21,11 +22,6 @@ namespace allocsim {
 // Items of a list, spec commas kept: split_spec_list (sim/spec.hpp), the way `run` reads one spec.
 std::vector<std::string> split_list(std::string_view text, std::string_view what);
 
-// A --workload list: split_list's items, where a decoder's flag after its ':' continues its
-// spec (`llama3_8b:lora=16,ckpt,gpt2` is two workloads; split_list continues key=value items
-// only, as policy lists need).
-std::vector<std::string> split_workload_list(std::string_view text);
-
 // Whole numbers: `1:1024` (1, 2, 4, ... 1024), `8:64:8`, `1,3:12` ... ascending, each once.
 std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what);
 
@@ -34,7 +30,7 @@ std::vector<Bytes> parse_size_list(std::string_view text, std::string_view what)
 
 // The options of `allocsim sweep`, each a list as the user typed it (empty: not given).
 struct SweepOptions {
-  std::vector<std::string> workloads;  // --workload, repeatable
+  std::vector<std::string> workloads;  // --workload, repeatable: each one spec, commas and all
   std::vector<std::string> policies;   // --policy, repeatable; "all" is every registered policy
   std::vector<std::string> tenants;    // --tenant WORKLOAD@POLICY: the same co-tenants at every point
   std::vector<std::string> params;     // --param KEY=LIST: a generator workload's option, swept
@@ -65,7 +61,7 @@ struct SweepPoint {
 // The parameter columns every sweep CSV starts with, before the metric columns.
 const std::vector<std::string>& sweep_columns();
 
-// The cross product, outermost first: workload, each --param in the order given, precision, optimizer, sequence,
+// The cross product, outermost first: workload (in the order given), each --param in the order given, precision, optimizer, sequence,
 // accumulation, steps, mode, device, capacity, policy, on_oom, batch (innermost).
 // Every spec is checked here (Error naming the bad one), before anything runs.
 std::vector<SweepPoint> expand_sweep(const SweepOptions& options);

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "sim/error.hpp"
 #include "workloads/atrace.hpp"
@@ -127,6 +129,60 @@ bool names_a_file(std::string_view spec) {
                      [&](const ReaderInfo& reader) { return reader.claims(spec, "") == Claim::by_name; });
 }
 
+namespace {
+
+// Whether `text` opens a workload of its own: a zoo model's name (then '_', ':' or the end),
+// a generator's name (then ':' or the end), or a file path.
+bool starts_a_workload(std::string_view text) {
+  for (const ZooModel& model : zoo()) {
+    if (text.starts_with(model.name) &&
+        (text.size() == model.name.size() || text[model.name.size()] == '_' || text[model.name.size()] == ':')) {
+      return true;
+    }
+  }
+  const std::string_view name = text.substr(0, text.find(':'));
+  return names_a_file(text) ||
+         std::any_of(kWorkloads.begin(), kWorkloads.end(), [&](const WorkloadInfo& info) { return info.name == name; });
+}
+
+}  // namespace
+
+void refuse_workload_list(std::string_view spec) {
+  if (spec.find(',') == std::string_view::npos) return;
+  std::vector<std::string> pieces;  // at commas outside brackets, as parse_spec reads them
+  int depth = 0;
+  pieces.emplace_back();
+  for (const char c : spec) {
+    if (c == '[') ++depth;
+    if (c == ']' && depth > 0) --depth;
+    if (c == ',' && depth == 0) {
+      pieces.emplace_back();
+    } else {
+      pieces.back() += c;
+    }
+  }
+  if (names_a_file(spec)) {  // a path may hold commas: a list only when it is no file and each piece is one
+    std::error_code error;
+    const auto is_file = [&](const std::string& piece) { return std::filesystem::is_regular_file(piece, error); };
+    if (std::filesystem::exists(std::string(spec), error) || !std::all_of(pieces.begin(), pieces.end(), is_file)) return;
+  }
+  // A piece that opens a workload starts the next; any other continues the spec before it.
+  std::vector<std::string> workloads{pieces.front()};
+  for (std::size_t i = 1; i < pieces.size(); ++i) {
+    if (starts_a_workload(pieces[i])) {
+      workloads.push_back(pieces[i]);
+    } else {
+      workloads.back().append(",").append(pieces[i]);
+    }
+  }
+  if (workloads.size() < 2) return;
+  std::string example;
+  for (const std::string& workload : workloads) example.append(example.empty() ? "" : " ").append("--workload ").append(workload);
+  throw Error("workload '" + std::string(spec) + "' is " + std::to_string(workloads.size()) +
+              " workloads joined by commas; a workload spec is one value, never a list: give each its own option, "
+              "repeating it (" + example + ")");
+}
+
 const ReaderInfo& find_reader(std::string_view path) {
   const std::optional<std::string> head = file_head(path);
   const ReaderInfo* by_name = nullptr;
@@ -162,6 +218,7 @@ Trace load_workload(const ModelSpec& model, const LoadOptions& options) {
 }
 
 Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
+  refuse_workload_list(spec_text);
   if (names_a_file(spec_text)) return find_reader(spec_text).load(std::string(spec_text), options);
   refuse_cuda_device(options, spec_text);
   if (auto model = parse_model_spec(spec_text)) return lower_model(*model, options, std::string(spec_text));

@@ -35,6 +35,12 @@ std::span<const WriterInfo> all_writers();
 // .atrace, .pickle, .json, .log, ...).
 bool names_a_file(std::string_view spec);
 
+// A workload spec is one value, never a list: Error when `spec` reads as several workloads
+// joined by commas (`resnet50,bert_base`, `tinyllama_1b:lora=16,gpt2_b4`, `a.csv,b.csv`),
+// saying to give each its own option (--workload A --workload B). A comma inside one spec (`random:n=10,seed=7`,
+// `llama2_7b_bf16:qlora=64,ckpt,lora_targets=all`) is its own and passes.
+void refuse_workload_list(std::string_view spec);
+
 // The reader of a file: the first that claims it by content, else the first by name.
 // Throws Error listing the readers when none does.
 const ReaderInfo& find_reader(std::string_view path);
