@@ -1,5 +1,6 @@
 // --workload in every command: one spec per occurrence, never cut at its commas; several
 // workloads (sweep) repeat the option; a comma list of workloads is refused, saying so.
+// And the zoo's GPT-2 takes the decoder family's tokens (it is one of its presets).
 #include <algorithm>
 #include <sstream>
 #include <string>
@@ -79,6 +80,35 @@ TEST_CASE("a comma list of workloads is refused in every command, saying to repe
   // The help says how several are given.
   CHECK_THAT(cli({"sweep", "--help"}).out, Catch::Contains("--workload resnet50 --workload bert_base"));
   CHECK_THAT(cli({"--help"}).out, Catch::Contains("repeat --workload, one spec each"));
+}
+
+TEST_CASE("the zoo's GPT-2 takes the decoder family's tokens", "[cli][workload][decoder]") {
+  // Flash attention keeps no B x heads x S x S scores: the peak falls.
+  const auto peak = [](const std::string& workload) {
+    const Outcome run = cli({"run", "--workload", workload, "--policy", "caching", "--capacity", "80GiB"});
+    INFO(run.err);
+    REQUIRE(run.status == 0);
+    return run.out;
+  };
+  TempDir dir;
+  const auto peak_allocated = [&](const std::string& workload) {
+    const std::string csv = dir.file("run.csv");
+    const Outcome run = cli({"run", "--workload", workload, "--policy", "caching", "--capacity", "80GiB", "--csv", csv});
+    INFO(run.err);
+    REQUIRE(run.status == 0);
+    return std::stoull(column(read_file(csv), "peak_allocated_bytes").at(0));
+  };
+  const auto eager = peak_allocated("gpt2_bf16_adamw_s1024_b2");
+  const auto flash = peak_allocated("gpt2_bf16_adamw_s1024_b2:attn=flash");
+  CHECK(flash < eager);
+  CHECK(peak_allocated("gpt2_bf16_adamw_s1024_b2:attn=eager") == eager);  // the default, spelled
+  CHECK(peak_allocated("gpt2_bf16_adamw_s1024_b2:ckpt") < eager);
+  CHECK_THAT(peak("gpt2_bf16_adamw_s1024:attn=flash"), Catch::Contains("gpt2_bf16_adamw_s1024:attn=flash"));
+  // A token that does not fit GPT-2's configuration is refused, naming why.
+  refused({"run", "--workload", "gpt2:kv_heads=4", "--policy", "caching"}, "a fused q, k, v projection has kv_heads = heads");
+  refused({"run", "--workload", "gpt2_s2048", "--policy", "caching"}, "positions is 1024");
+  // A model that is no decoder still refuses the decoder's tokens.
+  refused({"run", "--workload", "bert_base:attn=flash", "--policy", "caching"}, "'attn=flash' is a decoder's; bert_base is not one");
 }
 
 }  // namespace allocsim

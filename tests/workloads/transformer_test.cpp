@@ -83,15 +83,17 @@ TEST_CASE("transformers have the Hugging Face parameter counts", "[transformer]"
   CHECK(large.parameter_tensors() == 5 + 16 * 24 + 2 + 2);
 
   // GPT2LMHeadModel: wte 38,597,376 + wpe 786,432 + 12 x 7,087,872 + ln_f 1,536; the
-  // LM head shares wte. 148 tensors: wte, wpe, 12 per block, ln_f's two.
+  // LM head shares wte. 148 tensors: wte, wpe, 12 per block, ln_f's two. A decoder preset:
+  // its configuration's count and the graph's agree.
   const Model gpt2 = build("gpt2");
   CHECK(gpt2.parameter_count() == 124'439'808);
+  CHECK(find_zoo_model("gpt2")->decoder->parameter_count() == 124'439'808);
   CHECK(gpt2.parameter_tensors() == 2 + 12 * 12 + 2);
 }
 
 TEST_CASE("the LM head's tied weight is allocated once, and its gradient joins wte's", "[transformer]") {
-  // Weights: 4 B per parameter, plus per block the causal-mask buffer (1024 x 1024 bool)
-  // and masked_bias (one float). One step: one .grad per parameter tensor, 4 B each.
+  // Weights: 4 B per parameter, plus per block the causal-mask buffer (1024 x 1024 bool).
+  // One step: one .grad per parameter tensor, 4 B each.
   const Trace trace = load_workload("gpt2_s32_b2_sgd");
   Bytes weights = 0;
   Bytes grads_kept = 0;
@@ -102,7 +104,7 @@ TEST_CASE("the LM head's tied weight is allocated once, and its gradient joins w
     if (event.tag == Tag::gradient && freed[index_of(event.id)] == kNever) grads_kept += trace.bytes_of(event.id);
     CHECK((layer_of(trace, event.id) != "lm_head" || event.tag != Tag::weight));
   }
-  CHECK(weights == 4 * 124'439'808 + 12 * (1024 * 1024 + 4));
+  CHECK(weights == 4 * 124'439'808 + 12 * 1024 * 1024);
   CHECK(grads_kept == 4 * 124'439'808);
 }
 
@@ -117,13 +119,16 @@ TEST_CASE("the attention scores grow with the square of the sequence length", "[
   CHECK(scores("bert_base_b2", bert) == Bytes{2} * 12 * 128 * 128 * 4);  // the default, S = 128
   CHECK(scores("bert_large_s64_b2", "bert.encoder.layer.23.attention.self.scores") == Bytes{2} * 16 * 64 * 64 * 4);
   CHECK(scores("bert_base_s128_b2_amp", bert) == Bytes{2} * 12 * 128 * 128 * 2);
-  const std::string gpt2 = "transformer.h.0.attn.scores";
+  const std::string gpt2 = "model.layers.0.self_attn.scores";
   CHECK(scores("gpt2_s32_b3", gpt2) == Bytes{3} * 12 * 32 * 32 * 4);
   CHECK(scores("gpt2_s64_b3", gpt2) == Bytes{3} * 12 * 64 * 64 * 4);
-  // GPT-2's logits, B x S x 50257, and their shifted copy, B x (S - 1) x 50257.
+  CHECK(scores("gpt2_s64_b3:attn=eager", gpt2) == Bytes{3} * 12 * 64 * 64 * 4);  // the default, spelled
+  // SDPA's kernels (attn=sdpa, attn=flash) keep no scores.
+  CHECK(scores("gpt2_s64_b3:attn=flash", gpt2) == 0);
+  CHECK(scores("gpt2_s64_b3:attn=sdpa", gpt2) == 0);
+  // GPT-2's logits, B x S x 50257.
   const Trace trace = load_workload("gpt2_s32_b3");
   CHECK(first_bytes(trace, "lm_head") == Bytes{3} * 32 * 50257 * 4);
-  CHECK(first_bytes(trace, "shift_logits") == Bytes{3} * 31 * 50257 * 4);
 }
 
 TEST_CASE("every transient transformer tensor is freed within its own step", "[transformer]") {
@@ -170,9 +175,9 @@ TEST_CASE("the sequence token is checked", "[transformer]") {
   CHECK(parse_model_spec("gpt2_s64_steps2")->options.steps == 2);  // steps is not s + digits
   CHECK_THROWS_WITH(load_workload("resnet50_s128_b8"), Catch::Contains("takes no sequence length"));
   CHECK_THROWS_WITH(load_workload("bert_base_s513"), Catch::Contains("out of range"));
-  CHECK_THROWS_WITH(load_workload("gpt2_s1025"), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(load_workload("gpt2_s1025"), Catch::Contains("positions is 1024"));
   CHECK_THROWS_AS(load_workload("bert_base_s0"), Error);
-  CHECK_THROWS_AS(load_workload("gpt2_s1"), Error);  // the shifted loss needs two tokens
+  CHECK_THROWS_AS(load_workload("gpt2_s0"), Error);
   CHECK_THROWS_WITH(load_workload("gpt2_sx"), Catch::Contains("unknown token 'sx'"));
   CHECK_THROWS_WITH(load_workload("bert_base_seq128"), Catch::Contains("unknown token 'seq128'"));
 }

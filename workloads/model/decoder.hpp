@@ -3,8 +3,8 @@
 // num_key_value_heads, intermediate_size, vocab_size, tie_word_embeddings...) and built
 // op by op as transformers' LlamaForCausalLM / GPT2LMHeadModel forward() runs it.
 //
-// The presets (llama2_7b, llama3_8b, mistral_7b, tinyllama_1b, qwen2_5_0_5b, gpt2_medium,
-// gpt2_large, gpt2_xl) are rows of zoo.cpp holding one of these; `decoder:` takes every
+// The presets (llama2_7b, llama3_8b, mistral_7b, tinyllama_1b, qwen2_5_0_5b, gpt2,
+// gpt2_medium, gpt2_large, gpt2_xl) are rows of zoo.cpp holding one of these; `decoder:` takes every
 // field from its spec (model_spec.hpp).
 #pragma once
 

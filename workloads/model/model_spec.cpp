@@ -346,7 +346,7 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
   const TokenValue v{value, written, spec_text};
   if (decoder_key(token.key) && !spec.model->is_decoder()) {
     throw Error("workload " + std::string(spec_text) + ": '" + std::string(written) + "' is a decoder's; " +
-                std::string(spec.model->name) + " is not one (decoder, llama2_7b, gpt2_medium... are)");
+                std::string(spec.model->name) + " is not one (decoder, llama2_7b, gpt2, gpt2_medium... are)");
   }
   LoweringOptions& o = spec.options;
   DecoderConfig& d = spec.decoder;

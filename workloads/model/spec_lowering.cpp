@@ -30,7 +30,7 @@ std::string token_of(const ModelSpec& spec, ModelKey key) {
 
 void check_generation(const ModelSpec& spec, const std::string& name) {
   const auto fail = [&](const std::string& why) { throw Error("workload " + name + ": " + why); };
-  if (!spec.model->is_decoder()) fail("prefillN and decodeN are a decoder's (llama2_7b, gpt2_medium, decoder:...)");
+  if (!spec.model->is_decoder()) fail("prefillN and decodeN are a decoder's (llama2_7b, gpt2, decoder:...)");
   if (!spec.names(ModelKey::prefill) || !spec.names(ModelKey::decode)) {
     fail("a generation takes both prefillN (the prompt's tokens) and decodeN (the decode steps)");
   }

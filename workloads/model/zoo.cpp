@@ -1,7 +1,6 @@
 #include "workloads/model/zoo.hpp"
 
 #include <array>
-#include <optional>
 #include <string>
 
 #include "sim/error.hpp"
@@ -164,23 +163,23 @@ Model seed_cnn_plain(int64_t) { return seed_cnn(false); }
 Model seed_cnn_depthwise(int64_t) { return seed_cnn(true); }
 
 // ---- transformers ------------------------------------------------------------------
-// Hugging Face transformers 4.3x in eager attention (attn_implementation="eager"): every
-// layer materialises its B x heads x S x S scores and probabilities. SDPA and flash
-// attention do not; their memory is not modelled here. Shapes are per sample: {S, H}.
+// BERT as Hugging Face transformers 4.3x runs it, in eager attention
+// (attn_implementation="eager"): every layer materialises its B x heads x S x S scores and
+// probabilities. Shapes are per sample: {S, H}. The decoders (GPT-2 among them, with
+// attn=eager|sdpa|flash) are built by decoder.cpp from the presets below.
 
 // Scaled dot-product attention on projected q, k, v of {S, H}. The head copies are
 // matmul's own: it reshapes the permuted view (B, heads, S, d) to (B*heads, S, d), which
 // cannot be a view; bmm saves the copies. BERT adds its padding mask (the gradient passes
-// through); GPT-2 applies its causal mask buffer with torch.where (a new gradient).
-Node attention(ModelBuilder& b, const std::string& p, Node q, Node k, Node v, std::optional<Node> padding_mask,
-               int64_t sequence, int64_t hidden, int64_t heads) {
+// through). (GPT-2 is a decoder preset below: decoder.cpp builds it.)
+Node attention(ModelBuilder& b, const std::string& p, Node q, Node k, Node v, Node padding_mask, int64_t sequence,
+               int64_t hidden, int64_t heads) {
   const int64_t head_dim = hidden / heads;
   const Node q_heads = b.contiguous(q, p + "query_heads", {heads, sequence, head_dim});
   const Node k_heads = b.contiguous(k, p + "key_heads_t", {heads, head_dim, sequence});
   Node scores = b.matmul(q_heads, k_heads, p + "scores", {heads, sequence, sequence});
   scores = b.pointwise(scores, p + "scale", Pointwise::scale);
-  scores = padding_mask ? b.pointwise(scores, *padding_mask, p + "mask", Pointwise::shift)
-                        : b.pointwise(scores, p + "causal_mask", Pointwise::where);
+  scores = b.pointwise(scores, padding_mask, p + "mask", Pointwise::shift);
   Node probs = b.softmax(scores, p + "softmax");
   probs = b.dropout(probs, p + "attn_dropout");
   const Node v_heads = b.contiguous(v, p + "value_heads", {heads, sequence, head_dim});
@@ -271,64 +270,18 @@ Model bert_large(int64_t sequence) { return bert("bert_large", {1024, 24, 16, 40
 constexpr int64_t kGpt2Vocab = 50257;
 constexpr int64_t kGpt2Positions = 1024;
 
-// HF GPT2LMHeadModel (small): pre-LN blocks, gelu_new, dropout 0.1, an LM head that uses
-// wte's weight (tied: no parameters of its own, no second weight in memory), the labels
-// are the input ids (B x S int64), and the loss shifts the logits with
-// logits[..., :-1, :].contiguous(), a second B x (S-1) x 50257 tensor. The output object
-// holds the logits and every layer's key/value (use_cache=True: views of c_attn's
-// output) until forward returns, as in the Trainer's compute_loss.
-//
-// Parameters:  wte 50257 x 768 = 38,597,376;  wpe 1024 x 768 = 786,432
-//   per layer  ln_1 1,536 + c_attn 768 x 2304 + 2304 = 1,771,776 + attn.c_proj 590,592
-//              + ln_2 1,536 + c_fc 2,362,368 + mlp.c_proj 2,360,064 = 7,087,872; x 12 = 85,054,464
-//   ln_f 1,536;  lm_head 0 (tied)
-//   total      38,597,376 + 786,432 + 85,054,464 + 1,536 = 124,439,808
-Model gpt2(int64_t sequence) {
-  check_sequence("gpt2", sequence, 2, kGpt2Positions);  // the shifted loss needs two tokens
-  constexpr int64_t hidden = 768;
-  constexpr int64_t heads = 12;
-  ModelBuilder b("gpt2");
-  const Node ids = b.input({sequence}, "input_ids", 8);
-  const Node wte = b.embedding(ids, "transformer.wte", kGpt2Vocab, hidden);
-  const Node wpe = b.position_embedding("transformer.wpe", kGpt2Positions, sequence, hidden);
-  Node x = b.add(wte, wpe, "transformer.add", false);
-  x = b.dropout(x, "transformer.drop");
-  for (int layer = 0; layer < 12; ++layer) {
-    const std::string p = "transformer.h." + std::to_string(layer) + ".";
-    const Node qkv = b.linear(b.layernorm(x, p + "ln_1"), p + "attn.c_attn", 3 * hidden);
-    b.set_returned(qkv);  // present = (key, value)
-    const Node q = b.split(qkv, p + "attn.query", {sequence, hidden});
-    const Node k = b.split(qkv, p + "attn.key", {sequence, hidden});
-    const Node v = b.split(qkv, p + "attn.value", {sequence, hidden});
-    Node a = attention(b, p + "attn.", q, k, v, std::nullopt, sequence, hidden, heads);
-    a = b.linear(a, p + "attn.c_proj", hidden);
-    b.add_buffer(a, kGpt2Positions * kGpt2Positions);  // attn.bias: the causal mask, bool
-    b.add_buffer(a, 4);                                 // attn.masked_bias
-    a = b.dropout(a, p + "attn.resid_dropout");
-    x = b.add(a, x, p + "add_attn", false);  // attn_output + residual
-    Node f = b.linear(b.layernorm(x, p + "ln_2"), p + "mlp.c_fc", 4 * hidden);
-    f = gelu_new(b, f, p + "mlp.act");
-    f = b.linear(f, p + "mlp.c_proj", hidden);
-    f = b.dropout(f, p + "mlp.dropout");
-    x = b.add(x, f, p + "add_mlp", false);  // residual + feed_forward_hidden_states
-  }
-  x = b.layernorm(x, "transformer.ln_f");
-  const Node logits = b.linear(x, "lm_head", kGpt2Vocab, false, wte);
-  b.set_returned(logits);
-  const Node shifted = b.contiguous(logits, "shift_logits", {sequence - 1, kGpt2Vocab});
-  b.loss(shifted, "loss", sequence);
-  return std::move(b).finish();
-}
-
 // Decoder presets, from each model's Hugging Face config.json (the Hub's meta-llama/
 // Llama-2-7b-hf, meta-llama/Meta-Llama-3-8B, mistralai/Mistral-7B-v0.1,
-// TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T, Qwen/Qwen2.5-0.5B, gpt2-medium,
-// gpt2-large, gpt2-xl). Attention is SDPA, transformers' default since 4.36 (GPT-2's since
-// 4.46); for these shapes it runs the flash or memory-efficient kernel. Parameters
+// TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T, Qwen/Qwen2.5-0.5B, gpt2,
+// gpt2-medium, gpt2-large, gpt2-xl). Attention is SDPA, transformers' default since 4.36
+// (GPT-2's since 4.46); for these shapes it runs the flash or memory-efficient kernel. GPT-2
+// small keeps eager attention (attn_implementation="eager", its scores in memory), as the
+// zoo has always run it; attn=sdpa or attn=flash changes that. Parameters
 // (DecoderConfig::parameter_count, the test sums the graph):
 //   llama2_7b     6,738,415,616   llama3_8b   8,030,261,248   mistral_7b  7,241,732,096
 //   tinyllama_1b  1,100,048,384   qwen2_5_0_5b  494,032,768 (tied, q/k/v biases)
-//   gpt2_medium     354,823,168   gpt2_large    774,030,080   gpt2_xl     1,557,611,200
+//   gpt2            124,439,808   gpt2_medium   354,823,168   gpt2_large    774,030,080
+//   gpt2_xl       1,557,611,200
 constexpr DecoderConfig llama(std::int64_t layers, std::int64_t d_model, std::int64_t heads, std::int64_t kv_heads,
                               std::int64_t d_ff, std::int64_t vocab, std::int64_t positions) {
   DecoderConfig c;
@@ -371,6 +324,12 @@ constexpr DecoderConfig kLlama3_8b = llama(32, 4096, 32, 8, 14336, 128256, 8192)
 constexpr DecoderConfig kMistral_7b = llama(32, 4096, 32, 8, 14336, 32000, 32768);
 constexpr DecoderConfig kTinyLlama_1b = llama(22, 2048, 32, 4, 5632, 32000, 2048);
 constexpr DecoderConfig kQwen2_5_0_5b = qwen2(24, 896, 14, 2, 4864, 151936, 32768);
+constexpr DecoderConfig eager(DecoderConfig c) {
+  c.attention = Attention::eager;
+  return c;
+}
+
+constexpr DecoderConfig kGpt2 = eager(gpt2_sized(12, 768, 12));
 constexpr DecoderConfig kGpt2Medium = gpt2_sized(24, 1024, 16);
 constexpr DecoderConfig kGpt2Large = gpt2_sized(36, 1280, 20);
 constexpr DecoderConfig kGpt2Xl = gpt2_sized(48, 1600, 25);
@@ -392,8 +351,8 @@ const std::array kZoo{
              bert_base, 128, kBertPositions},
     ZooModel{"bert_large", "Hugging Face BERT-large (BertModel) + a 2-label classifier, eager attention, default S 128",
              bert_large, 128, kBertPositions},
-    ZooModel{"gpt2", "Hugging Face GPT-2 small (GPT2LMHeadModel, tied LM head), eager attention, default S 1024", gpt2,
-             1024, kGpt2Positions},
+    ZooModel{"gpt2", "Hugging Face GPT-2 small (GPT2LMHeadModel, tied LM head) as a decoder preset, eager attention, "
+             "default S 1024", nullptr, 1024, kGpt2Positions, &kGpt2},
     ZooModel{"decoder", "a decoder-only LM from its configuration: decoder:layers=L,d_model=D,heads=H,d_ff=F,vocab=V,...",
              nullptr, 1024, 0, &kDecoder},
     ZooModel{"llama2_7b", "Llama 2 7B (LlamaForCausalLM), SDPA attention, default S 1024", nullptr, 1024, 4096,

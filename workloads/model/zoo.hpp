@@ -1,6 +1,7 @@
 // The model zoo: torchvision's ResNets, VGG-16 and MobileNetV2, the seed article's small
-// CNN, and Hugging Face's BERT (base, large) and GPT-2, each built op by op as its
-// forward() runs, with the framework's layer names.
+// CNN and Hugging Face's BERT (base, large), each built op by op as its forward() runs,
+// with the framework's layer names; and the decoder-only LMs (GPT-2 small to XL, Llama,
+// Mistral, TinyLlama, Qwen2.5), presets of the one decoder (decoder.hpp).
 #pragma once
 
 #include <cstdint>
