@@ -169,7 +169,7 @@
     }
     if (byLayer) {
       var entries = map.palette.map(function (layer, k) { return {label: map.layers[layer], colour: layerColour[k]}; });
-      if (map.layers.length > map.palette.length) entries.push({label: 'every other frame', colour: otherLayers});
+      if (map.layers.length > map.palette.length) entries.push({label: 'every other frame, or none outside torch', colour: otherLayers});
       legend(section, entries);
     }
     var capped = map.shown_blocks < map.total_blocks;

@@ -9,6 +9,7 @@
 #include "policies/registry.hpp"
 #include "studies/compare.hpp"
 #include "studies/run_report.hpp"
+#include "workloads/torch_recording.hpp"
 
 namespace allocsim {
 namespace {
@@ -199,19 +200,21 @@ TEST_CASE("a recording's blocks, all tagged other, are coloured by their first f
   const AllocId a = builder.alloc(0, 4_MiB, 0, Tag::other, "model.py:42 forward");
   const AllocId b = builder.alloc(1, 1_MiB, 0, Tag::other, "cache.py:7 update");
   builder.alloc(2, 1_MiB, 0, Tag::other, "model.py:42 forward");
-  builder.free(3, a);
-  builder.free(4, b);
+  builder.alloc(3, 64_MiB, 0, Tag::other, std::string(TorchRecording::kNoFrame));
+  builder.free(4, a);
+  builder.free(5, b);
   Recorded r;
   r.scenario.device.capacity = 1_GiB;
   r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "caching", 0});
   replay(r);
   const json map = data_of(r)["lanes"][0]["map"];
   CHECK(map["colour_by"] == "layer");
-  // The layer largest in bytes x lifetime first; each block's layer is one of them.
+  // The layer largest in bytes x lifetime first; the largest of all, with no frame outside
+  // torch, stays grey with the rest.
   CHECK(map["palette"] == json::array({0, 1}));
-  std::set<int> coloured;
-  for (const json& block : map["blocks"]) coloured.insert(block[4].get<int>());
-  CHECK(coloured.size() == 2);
+  std::set<int> layers;
+  for (const json& block : map["blocks"]) layers.insert(block[4].get<int>());
+  CHECK(layers.size() == 3);
   // A model's trace, whose tags tell, stays coloured by tag.
   TraceBuilder model({"model", "test"});
   model.alloc(0, 1_MiB, 0, Tag::weight, "fc");
