@@ -63,22 +63,40 @@ void BlockLog::on_segment(const SegmentEvent& segment) {
       return;
     }
     open.push_back(blocks.segments.size());
-    blocks.segments.push_back(SegmentSpan{segment.addr, segment.bytes, segment.event, kStillLive, segment.time, 0});
+    blocks.segments.push_back(SegmentSpan{segment.addr, segment.bytes, segment.event, kStillLive, segment.time, 0,
+                                          segment.action == SegmentAction::map});
     return;
   }
-  // A free gives back one segment; an unmap every mapped range inside it.
+  // A free gives back one segment; an unmap the mapped bytes inside its range, which may be
+  // part of a range mapped in one call: the span ends where the unmap took it, what is
+  // left on either side stays open.
   const Addr end = segment.addr + segment.bytes;
+  std::vector<SegmentSpan> left;
   std::erase_if(open, [&](std::size_t i) {
     SegmentSpan& span = blocks.segments[i];
-    const bool ends = segment.action == SegmentAction::free
-                          ? span.addr == segment.addr && span.bytes == segment.bytes
-                          : span.addr >= segment.addr && span.addr + span.bytes <= end;
-    if (ends) {
-      span.released_event = segment.event;
-      span.released = segment.time;
+    const Addr span_end = span.addr + span.bytes;
+    const bool ends = segment.action == SegmentAction::free ? span.addr == segment.addr && span.bytes == segment.bytes
+                                                            : span.addr < end && segment.addr < span_end;
+    if (!ends) return false;
+    if (segment.action == SegmentAction::unmap) {
+      if (span.addr < segment.addr) left.push_back(SegmentSpan{span.addr, segment.addr - span.addr, span.reserved_event,
+                                                               kStillLive, span.reserved, 0, true});
+      if (end < span_end) left.push_back(SegmentSpan{end, span_end - end, span.reserved_event, kStillLive, span.reserved, 0, true});
+      span.addr = std::max(span.addr, segment.addr);
+      span.bytes = std::min(span_end, end) - span.addr;
     }
-    return ends;
+    span.released_event = segment.event;
+    span.released = segment.time;
+    return true;
   });
+  for (const SegmentSpan& span : left) {
+    if (blocks.segments.size() >= max_spans_) {
+      ++blocks.dropped_segments;
+      continue;
+    }
+    open.push_back(blocks.segments.size());
+    blocks.segments.push_back(span);
+  }
 }
 
 }  // namespace allocsim

@@ -25,6 +25,9 @@ struct BlockSpan {
   Nanos freed = 0;
 };
 
+// A cudaMalloc'd segment, or a range mapped in one call (VMM). An unmap may take part of a
+// mapped range: the part it took ends there, the parts it left go on as spans of their own
+// (from the same reservation), so that open spans are always exactly what is mapped now.
 struct SegmentSpan {
   Addr addr;
   Bytes bytes;
@@ -32,11 +35,12 @@ struct SegmentSpan {
   std::size_t released_event = kStillLive;
   Nanos reserved;
   Nanos released = 0;
+  bool mapped = false;  // pages mapped into a reserved range: free space runs on into mapped neighbours
 };
 
 struct TenantBlocks {
   std::vector<BlockSpan> blocks;      // in order of placement
-  std::vector<SegmentSpan> segments;  // in order of reservation
+  std::vector<SegmentSpan> segments;  // in order of reservation (what a partial unmap leaves: at its unmap)
   std::size_t dropped_blocks = 0;     // past the bound
   std::size_t dropped_segments = 0;
 };

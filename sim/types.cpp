@@ -8,7 +8,7 @@ namespace {
 constexpr std::array<std::string_view, 4> kOpNames{"alloc", "free", "release", "sync"};
 constexpr std::array<std::string_view, 4> kSyncKindNames{"device", "stream", "event", "wait"};
 constexpr std::array<std::string_view, kTagCount> kTagNames{
-    "weight", "activation", "gradient", "optimizer", "workspace", "input", "temp", "other", "runtime"};
+    "weight", "activation", "gradient", "optimizer", "workspace", "input", "temp", "other", "runtime", "kv_cache"};
 
 template <typename Enum, std::size_t N>
 std::optional<Enum> find_name(const std::array<std::string_view, N>& names, std::string_view name) {

@@ -23,9 +23,10 @@ enum class Op : std::uint8_t { alloc, free, release, sync };
 constexpr bool names_allocation(Op op) { return op == Op::alloc || op == Op::free; }
 // Appended, never reordered: a tag's number is its meaning in traces already written.
 // runtime: what the framework allocates besides the model (cuBLAS workspaces, cuDNN
-// benchmark trials, DDP buckets), through the same allocator.
-enum class Tag : std::uint8_t { weight, activation, gradient, optimizer, workspace, input, temp, other, runtime };
-constexpr int kTagCount = 9;
+// benchmark trials, DDP buckets), through the same allocator. kv_cache: an inference's
+// keys and values kept across decode steps.
+enum class Tag : std::uint8_t { weight, activation, gradient, optimizer, workspace, input, temp, other, runtime, kv_cache };
+constexpr int kTagCount = 10;
 
 std::string_view name_of(Op op);
 std::string_view name_of(Tag tag);

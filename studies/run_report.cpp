@@ -10,6 +10,7 @@
 #include "sim/report.hpp"
 #include "sim/verdict.hpp"
 #include "sim/version.hpp"
+#include "workloads/torch_recording.hpp"
 
 namespace allocsim {
 namespace {
@@ -66,7 +67,9 @@ std::vector<Tag> tags_by_id(const Trace& trace) {
 json series_of(const Timeline& timeline, std::size_t tenant) {
   json points = json::array();
   for (const Sample& sample : timeline.points()) {
-    if (sample.tenant == tenant) points.push_back({sample.time, sample.allocated, sample.reserved, sample.device_used});
+    if (sample.tenant == tenant) {
+      points.push_back({sample.time, sample.allocated, sample.reserved, sample.device_used, sample.event});
+    }
   }
   return points;
 }
@@ -82,24 +85,48 @@ json breakdown_of(const Breakdown& breakdown) {
 }
 
 constexpr std::size_t kPeakLayers = 15;
+constexpr std::size_t kColouredLayers = 10;
 constexpr std::size_t kFreeBlocksShown = 12;
+constexpr std::size_t kOomsShown = 5;
 
 // The free blocks inside the tenant's segments just after `event`: each segment less the
-// live blocks in it. Empty without segments (a VMM policy's pages are mapped, not segments).
+// live blocks in it. Mapped ranges (VMM) that touch are one range, as a block may span
+// them; the unmapped rest of a reserved address range is no segment and no free block (a
+// request needs pages mapped first). Empty without segments.
 json free_blocks_at(const TenantBlocks& blocks, const PackedAddresses& packed, std::size_t event) {
   std::vector<std::pair<Addr, Bytes>> live;
   for (const BlockSpan& block : blocks.blocks) {
     if (block.placed_event <= event && block.freed_event > event) live.emplace_back(block.addr, block.size);
   }
   std::sort(live.begin(), live.end());
-  std::vector<std::pair<Bytes, Addr>> holes;  // size, address
-  Bytes segment_bytes = 0;
+  struct Held {
+    Addr from;
+    Addr to;
+    bool mapped;
+  };
+  std::vector<Held> held;
+  bool mapped = false;
   for (const SegmentSpan& segment : blocks.segments) {
     if (segment.reserved_event > event || segment.released_event <= event) continue;
-    segment_bytes += segment.bytes;
-    Addr at = segment.addr;
-    const Addr end = segment.addr + segment.bytes;
-    for (auto it = std::lower_bound(live.begin(), live.end(), std::pair<Addr, Bytes>{segment.addr, 0});
+    held.push_back(Held{segment.addr, segment.addr + segment.bytes, segment.mapped});
+    mapped = mapped || segment.mapped;
+  }
+  std::sort(held.begin(), held.end(), [](const Held& a, const Held& b) { return a.from < b.from; });
+  std::vector<Held> ranges;
+  for (const Held& range : held) {
+    if (!ranges.empty() && ranges.back().mapped && range.mapped && ranges.back().to == range.from) {
+      ranges.back().to = range.to;
+    } else {
+      ranges.push_back(range);
+    }
+  }
+  std::vector<std::pair<Bytes, Addr>> holes;  // size, address
+  Bytes segment_bytes = 0;
+  for (const Held& range : ranges) {
+    segment_bytes += range.to - range.from;
+    Addr at = range.from;
+    const Addr end = range.to;
+    for (auto it = std::lower_bound(live.begin(), live.end(), std::pair<Addr, Bytes>{range.from, 0});
          it != live.end() && it->first < end; ++it) {
       if (it->first > at) holes.emplace_back(it->first - at, at);
       at = std::max(at, it->first + it->second);
@@ -115,11 +142,14 @@ json free_blocks_at(const TenantBlocks& blocks, const PackedAddresses& packed, s
   for (std::size_t i = 0; i < holes.size() && i < kFreeBlocksShown; ++i) {
     largest.push_back({packed.offset_of(holes[i].second), holes[i].first});
   }
-  return {{"segments_bytes", segment_bytes}, {"count", holes.size()}, {"bytes", free_bytes}, {"largest", largest},
-          {"complete", blocks.dropped_blocks == 0 && blocks.dropped_segments == 0}};
+  return {{"segments_bytes", segment_bytes}, {"mapped", mapped},          {"count", holes.size()},
+          {"bytes", free_bytes},              {"largest", largest},         {"complete", blocks.dropped_blocks == 0 && blocks.dropped_segments == 0}};
 }
 
-json map_of(const TenantBlocks& blocks, const Trace& trace, Nanos end, std::size_t cap) {
+// Blocks: [offset, size, requested, tag, layer, placed event, freed event (null: live at the
+// end), placed time, freed time]; segments: [offset, bytes, from time, to time, from event,
+// to event]. `end` and `end_event` close what was still live.
+json map_of(const TenantBlocks& blocks, const Trace& trace, Nanos end, std::size_t end_event, std::size_t cap) {
   const PackedAddresses packed(blocks);
   const std::vector<Tag> tags = tags_by_id(trace);
   std::vector<std::size_t> order(blocks.blocks.size());
@@ -135,6 +165,27 @@ json map_of(const TenantBlocks& blocks, const Trace& trace, Nanos end, std::size
     order.resize(cap);
     std::sort(order.begin(), order.end());
   }
+  // Colour by tag, unless every allocation's tag is `other` (a recording's) and the trace
+  // names layers (a recording's first frames outside torch): then by layer, the ones
+  // largest in bytes x lifetime each a colour of their own.
+  const bool by_layer = trace.layer_names.size() > 1 &&
+                        std::all_of(tags.begin(), tags.end(), [](Tag tag) { return tag == Tag::other; });
+  json palette = json::array();
+  if (by_layer) {
+    std::vector<double> area(trace.layer_names.size(), 0);
+    for (const std::size_t i : order) {
+      const BlockSpan& b = blocks.blocks[i];
+      const Nanos until = b.freed_event == kStillLive ? end : b.freed;
+      area[trace.layer[index_of(b.id)]] += static_cast<double>(b.size) * static_cast<double>(std::max<Nanos>(until - b.placed, 1));
+    }
+    std::vector<std::uint32_t> layers(area.size());
+    std::iota(layers.begin(), layers.end(), 0);
+    std::stable_sort(layers.begin(), layers.end(), [&](std::uint32_t a, std::uint32_t b) { return area[a] > area[b]; });
+    // An allocation with no frame outside torch stays grey with the rest: the colours go to
+    // the program's own lines.
+    std::erase_if(layers, [&](std::uint32_t layer) { return trace.layer_names[layer] == TorchRecording::kNoFrame; });
+    for (std::size_t k = 0; k < layers.size() && k < kColouredLayers && area[layers[k]] > 0; ++k) palette.push_back(layers[k]);
+  }
   json drawn = json::array();
   for (const std::size_t i : order) {
     const BlockSpan& b = blocks.blocks[i];
@@ -146,7 +197,9 @@ json map_of(const TenantBlocks& blocks, const Trace& trace, Nanos end, std::size
   }
   json segments = json::array();
   for (const SegmentSpan& s : blocks.segments) {
-    segments.push_back({packed.offset_of(s.addr), s.bytes, s.reserved, s.released_event == kStillLive ? end : s.released});
+    const bool live = s.released_event == kStillLive;
+    segments.push_back({packed.offset_of(s.addr), s.bytes, s.reserved, live ? end : s.released, s.reserved_event,
+                        live ? end_event : s.released_event});
   }
   return {{"extent", packed.extent()},
           {"ranges", packed.ranges()},
@@ -154,10 +207,12 @@ json map_of(const TenantBlocks& blocks, const Trace& trace, Nanos end, std::size
           {"blocks", drawn},
           {"total_blocks", blocks.blocks.size() + blocks.dropped_blocks},
           {"shown_blocks", drawn.size()},
-          {"layers", trace.layer_names}};
+          {"layers", trace.layer_names},
+          {"colour_by", by_layer ? "layer" : "tag"},
+          {"palette", palette}};
 }
 
-json oom_of(const OomRecord& oom, const TenantBlocks& blocks, const PackedAddresses& packed) {
+json oom_of(const OomRecord& oom, json free) {
   return {{"event", oom.event},
           {"time", oom.time},
           {"bytes", oom.bytes},
@@ -166,10 +221,42 @@ json oom_of(const OomRecord& oom, const TenantBlocks& blocks, const PackedAddres
           {"text", describe_oom(oom)},
           {"state", oom.policy_state},
           {"holders", describe_holders(holders_at(oom.context))},
-          {"free", free_blocks_at(blocks, packed, oom.event)}};
+          {"free", std::move(free)}};
 }
 
-constexpr std::size_t kOomsShown = 5;
+// Each OOM told, the first kOomsShown: where the free blocks are the same as at the OOM
+// told before, it says at which event they were shown ("free_as_at") instead of repeating
+// them. (The policy's own account comes with the first OOM alone: the engine asks once.)
+json ooms_of(const TenantResult& tenant, const TenantBlocks& blocks) {
+  const PackedAddresses packed(blocks);
+  json ooms = json::array();
+  json shown_free;
+  std::size_t free_event = 0;
+  for (std::size_t i = 0; i < tenant.ooms.size() && i < kOomsShown; ++i) {
+    const OomRecord& oom = tenant.ooms[i];
+    json free = free_blocks_at(blocks, packed, oom.event);
+    json told = oom_of(oom, free);
+    if (i > 0 && free == shown_free) {
+      told["free"] = nullptr;
+      told["free_as_at"] = free_event;
+    } else {
+      shown_free = std::move(free);
+      free_event = oom.event;
+    }
+    ooms.push_back(std::move(told));
+  }
+  return ooms;
+}
+
+// Several runs of one program (a compare, a replay under several policies): each policy's
+// allocator costs put it on its own simulated clock, so their charts share the trace's
+// event index instead, the same moment of the program at the same x.
+bool one_program(std::span<const ReportedRun> runs) {
+  if (runs.size() < 2) return false;
+  return std::all_of(runs.begin(), runs.end(), [&](const ReportedRun& run) {
+    return run.scenario.tenants.size() == 1 && run.scenario.tenants[0].trace == runs[0].scenario.tenants[0].trace;
+  });
+}
 
 }  // namespace
 
@@ -201,9 +288,6 @@ std::string run_report_data(std::string_view title, std::string_view command, st
       if (tenant.peak_allocated > 0 && (tenant.oom_count == 0 || run.scenario.on_oom == OnOom::stop)) {
         peak = live_breakdown(trace, tenant.peak_event, {}, kPeakLayers);
       }
-      json ooms = json::array();
-      const PackedAddresses packed(blocks);
-      for (std::size_t i = 0; i < tenant.ooms.size() && i < kOomsShown; ++i) ooms.push_back(oom_of(tenant.ooms[i], blocks, packed));
       std::string label = run.result.tenants.size() > 1 ? "tenant " + std::to_string(tenant.index) + ": " : std::string();
       label += run.label.empty() ? tenant.policy : run.label;
       lanes.push_back({{"label", label},
@@ -214,6 +298,7 @@ std::string run_report_data(std::string_view title, std::string_view command, st
                        {"verdict", describe_verdict(verdict, run.result.device.name)},
                        {"fits", verdict.fits},
                        {"end_time", end},
+                       {"end_event", tenant.events_replayed},
                        {"events", tenant.events},
                        {"events_replayed", tenant.events_replayed},
                        {"peak_allocated", tenant.peak_allocated},
@@ -223,14 +308,15 @@ std::string run_report_data(std::string_view title, std::string_view command, st
                        {"oom_count", tenant.oom_count},
                        {"peak", tenant.peak_allocated > 0 ? breakdown_of(peak) : json(nullptr)},
                        {"series", series_of(run.recorders.timeline, tenant.index)},
-                       {"map", map_of(blocks, trace, end, map_blocks)},
-                       {"ooms", ooms}});
+                       {"map", map_of(blocks, trace, end, tenant.events_replayed, map_blocks)},
+                       {"ooms", ooms_of(tenant, blocks)}});
     }
   }
   json tags = json::array();
   for (int tag = 0; tag < kTagCount; ++tag) tags.push_back(name_of(static_cast<Tag>(tag)));
-  const json page = {{"kind", "run"}, {"title", title},  {"command", command}, {"version", allocsim_version()},
-                     {"tags", tags},  {"runs", devices}, {"lanes", lanes},     {"map_cap", map_blocks}};
+  const json page = {{"kind", "run"},   {"title", title},          {"command", command}, {"version", allocsim_version()},
+                     {"tags", tags},    {"runs", devices},         {"lanes", lanes},     {"map_cap", map_blocks},
+                     {"x_axis", one_program(runs) ? "event" : "time"}};
   return page.dump();
 }
 

@@ -11,9 +11,14 @@ files come from strangers, so they are loaded with an unpickler that refuses eve
 global: a snapshot is plain data (dicts, lists, str, int, float, tuples, None, bool).
 
 Conversion rules (trace CSV: time_ns,op,id,bytes,stream,tag; see workloads/csv_trace.hpp):
-- `alloc` -> alloc; id = the address in hex, bytes = the unrounded request, tag = other,
-  stream = the CUDA stream renumbered 0,1,2... in order of the raw stream values (PyTorch
-  orders free blocks and releases by the raw stream, so ties break the same way).
+- `alloc` -> alloc; id = the address in hex, bytes = the unrounded request, tag = other
+  (or the entry's `category`, where a snapshot carries one: PARAMETER -> weight,
+  OPTIMIZER_STATE -> optimizer, INPUT -> input, TEMPORARY -> temp, ACTIVATION and
+  AUTOGRAD_DETAIL -> activation, GRADIENT -> gradient), stream = the CUDA stream renumbered
+  0,1,2... in order of the raw stream values (PyTorch orders free blocks and releases by
+  the raw stream, so ties break the same way). Its first stack frame outside torch
+  (`model.py:42 forward`; none when frames were not recorded) goes in the sidecar's
+  `frames`/`alloc_frames`: the allocation's layer, what a report colours its blocks by.
 - Devices: one trace list per visible device; --cuda-device N, else the only non-empty one.
 - PyTorch 2.0 and 2.1 record no time_us: entries are then 1 us apart. 2.0 blocks carry no
   address (the segment's address plus the sizes of the blocks before) and no requested
@@ -51,6 +56,9 @@ RELEASE_ACTIONS = ("segment_free", "segment_unmap")
 # Keys each action must carry besides `action` and `time_us` (oom has device_free, not addr).
 REQUIRED_KEYS = {"oom": ("device_free", "size", "stream"), "snapshot": ()}
 ACTIVE_STATES = ("active_allocated", "active_pending_free")  # blocks that hold memory
+# PyTorch's memory profiler categories (torch.profiler._memory_profiler.Category), as our tags.
+CATEGORY_TAGS = {"parameter": "weight", "optimizer_state": "optimizer", "input": "input", "temporary": "temp",
+                 "activation": "activation", "autograd_detail": "activation", "gradient": "gradient"}
 SMALL_SEGMENT = 2 << 20  # the small pool's segment size; large-pool segments are >= 10 MiB
 # What an old snapshot without `allocator_settings` ran with: PyTorch's defaults
 # (max_split_size -1 is SIZE_MAX, i.e. no limit, as _snapshot() reports it).
@@ -168,6 +176,38 @@ def checked_entries(snapshot, device):
     return entries, timed
 
 
+def in_torch(filename):
+    """Whether a frame is PyTorch's own (or C++, or Python's frozen bootstrap): not the
+    program's code that asked for the memory."""
+    path = filename.replace("\\", "/")
+    return (not path or path == "??" or path.startswith(("<", "torch/")) or "/torch/" in path
+            or path.endswith((".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp")))
+
+
+def first_frame_outside_torch(frames):
+    """`model.py:42 forward`: the innermost frame of the program's own code, or None."""
+    for frame in frames if isinstance(frames, list) else ():
+        if not isinstance(frame, dict) or not isinstance(frame.get("filename"), str):
+            continue
+        if in_torch(frame["filename"]):
+            continue
+        line, name = frame.get("line"), frame.get("name")
+        text = frame["filename"].replace("\\", "/").rsplit("/", 1)[-1]
+        if is_int(line):
+            text += f":{line}"
+        if isinstance(name, str) and name:
+            text += f" {name}"
+        return printable(text)
+    return None
+
+
+def category_tag(category):
+    """Our tag for a memory profiler category (an entry's `category`), or other."""
+    if not isinstance(category, str):
+        return "other"
+    return CATEGORY_TAGS.get(category.rsplit(".", 1)[-1].lower(), "other")
+
+
 def oom_follows_bursts(entries):
     """For each index, whether the first alloc-or-oom entry at or after it is an oom:
     a segment_free burst followed by oom before any alloc is part of a failed malloc."""
@@ -191,6 +231,7 @@ def convert(snapshot, device=None):
     latest = first_time
     oom_next = oom_follows_bursts(entries)
     body, pre_freed, segment_events, ooms = [], [], [], []
+    origins = []  # (first frame outside torch or None, tag) of each alloc row of body, in order
     live, seen = {}, set()  # addr -> (bytes, stream) of blocks the output holds live
     stats = collections.Counter()
     actions = collections.Counter(entry["action"] for entry in entries)
@@ -207,6 +248,7 @@ def convert(snapshot, device=None):
             live[addr] = (int(entry["size"]), entry["stream"])
             seen.add(addr)
             body.append((time_ns, "alloc", addr, int(entry["size"]), entry["stream"]))
+            origins.append((first_frame_outside_torch(entry.get("frames")), category_tag(entry.get("category"))))
         elif action in ("free_requested", "free_completed") and addr not in live:
             if addr in seen:  # freed twice, or never allocated after its last free
                 stats["unmatched_frees"] += action == "free_completed"
@@ -242,6 +284,9 @@ def convert(snapshot, device=None):
                 stats["snapshot_unexplained"] += 1
     pre_kept.sort(key=lambda row: row[2])
     rows = pre_freed + pre_kept + body
+    origins = [(None, "other")] * (len(pre_freed) + len(pre_kept)) + origins
+    frames = list(dict.fromkeys(frame for frame, _ in origins if frame is not None))
+    frame_index = {frame: index for index, frame in enumerate(frames)}
     shift = len(pre_freed) + len(pre_kept)
     for event in segment_events + ooms:
         event["before_event"] = event.pop("row") + shift
@@ -272,7 +317,9 @@ def convert(snapshot, device=None):
             "settings_recorded": isinstance(settings, dict), "timed": timed,
             "format": snapshot_format(snapshot, entries, timed),
             "private_pools": private_pools(snapshot, device),
-            "addresses": [row[2] for row in rows if row[1] == "alloc"]}
+            "addresses": [row[2] for row in rows if row[1] == "alloc"],
+            "tags": [tag for _, tag in origins], "frames": frames,
+            "alloc_frames": [frame_index.get(frame, -1) for frame, _ in origins] if frames else []}
 
 
 def is_int(value):
@@ -445,9 +492,10 @@ def render_csv(result, source):
         if stats[key]:
             lines.append(f"# {stats[key]} {text}")
     lines.append("time_ns,op,id,bytes,stream,tag")
+    tags = iter(result["tags"])
     for time_ns, op, addr, size, stream in result["rows"]:
         if op == "alloc":
-            lines.append(f"{time_ns},alloc,{addr:#x},{size},{streams[stream]},other")
+            lines.append(f"{time_ns},alloc,{addr:#x},{size},{streams[stream]},{next(tags)}")
         elif op == "free":
             lines.append(f"{time_ns},free,{addr:#x},{size},,")
         else:
@@ -463,7 +511,9 @@ def render_settings(result, source):
     rows (blocks allocated before the recording; `block_size` when the snapshot shows it),
     `segments_at_start` the segments the recording began with, `segments_at_end` the
     snapshot's own segments and blocks: what allocsim replay-check rebuilds and compares.
-    `addresses`: the address of every alloc row, in order; `private_pools` the pools other
+    `addresses`: the address of every alloc row, in order; `frames` the distinct first stack
+    frames outside torch and `alloc_frames` each alloc row's, an index into them or -1 (both
+    empty when the snapshot recorded no frames); `private_pools` the pools other
     than (0, 0) and the first entry naming each; `format` which PyTorch wrote the file."""
     streams = [{"stream": ours, "cuda_stream": cuda} for cuda, ours in result["streams"].items()]
     return json.dumps({"source": source, "device": result["device"], "format": result["format"],
@@ -474,7 +524,8 @@ def render_settings(result, source):
                        "ooms": result["ooms"], "preexisting": result["preexisting"],
                        "segments_at_start": result["segments_at_start"],
                        "segments_at_end": result["segments_at_end"],
-                       "private_pools": result["private_pools"], "addresses": result["addresses"]},
+                       "private_pools": result["private_pools"], "addresses": result["addresses"],
+                       "frames": result["frames"], "alloc_frames": result["alloc_frames"]},
                       indent=1) + "\n"
 
 

@@ -72,6 +72,31 @@ TorchAllocatorSettings settings_from(const json& item, bool recorded) {
   return settings;
 }
 
+// The recording's frames as its trace's layers; nothing when the snapshot recorded none.
+void name_layers(TorchRecording& recording) {
+  Trace& trace = recording.trace;
+  if (recording.alloc_frames.empty()) return;
+  if (recording.alloc_frames.size() != trace.allocations()) {
+    throw Error("'alloc_frames' has " + std::to_string(recording.alloc_frames.size()) + " entries for " +
+                std::to_string(trace.allocations()) + " allocations");
+  }
+  trace.layer_names = recording.frames;
+  const auto none = static_cast<std::uint32_t>(trace.layer_names.size());
+  trace.layer.assign(trace.allocations(), none);
+  bool unnamed = false;
+  for (std::size_t i = 0; i < recording.alloc_frames.size(); ++i) {
+    const std::int64_t frame = recording.alloc_frames[i];
+    if (frame == -1) {
+      unnamed = true;
+    } else if (frame < 0 || frame >= static_cast<std::int64_t>(none)) {
+      throw Error("'alloc_frames' names frame " + std::to_string(frame) + " of " + std::to_string(none));
+    } else {
+      trace.layer[i] = static_cast<std::uint32_t>(frame);
+    }
+  }
+  if (unnamed) trace.layer_names.emplace_back(TorchRecording::kNoFrame);
+}
+
 }  // namespace
 
 std::string_view to_string(RecordedSegmentEvent::Action action) {
@@ -94,6 +119,12 @@ TorchRecording parse_torch_sidecar(std::string_view text, const std::string& ori
     for (const json& oom : document.value("ooms", json::array())) {
       recording.ooms.push_back(RecordedOom{whole_at<Bytes>(oom, "size"), whole_at<Bytes>(oom, "device_free"),
                                            whole_at<Stream>(oom, "stream"), whole_at<std::size_t>(oom, "before_event")});
+    }
+    for (const json& frame : document.value("frames", json::array())) recording.frames.push_back(frame.get<std::string>());
+    for (const json& frame : document.value("alloc_frames", json::array())) {
+      recording.alloc_frames.push_back(frame.is_number_integer() && frame.get<std::int64_t>() == -1
+                                           ? -1
+                                           : static_cast<std::int64_t>(whole<std::uint32_t>(frame, "alloc_frames")));
     }
     for (const json& pool : document.value("private_pools", json::array())) {
       recording.private_pools.push_back(PrivatePool{pool.at("pool").get<std::string>(), pool.at("entry").get<std::string>()});
@@ -125,6 +156,11 @@ TorchRecording parse_torch_recording(std::string_view csv, std::string_view side
   Trace trace = parse_converted_trace(csv, pickle);  // the trace's errors first, as they always came
   TorchRecording recording = parse_torch_sidecar(sidecar, pickle);
   recording.trace = std::move(trace);
+  try {
+    name_layers(recording);
+  } catch (const Error& error) {
+    throw Error(pickle + ": the converter's frames are unreadable: " + error.what());
+  }
   return recording;
 }
 

@@ -35,6 +35,8 @@
   root.append('p').attr('class', 'command').text(data.command ? 'allocsim ' + data.command : '');
   root.append('p').attr('class', 'note').text('allocsim ' + data.version + '; self-contained: this page loads nothing from the network.');
 
+  function fmtEvent(index) { return d3.format(',d')(index); }
+
   function lineChart(parent, id, width, height, xMax, yMax, xFormat) {
     var margin = {top: 10, right: 16, bottom: 34, left: 74};
     var svg = parent.append('svg').attr('id', id).attr('width', width).attr('height', height);
@@ -60,7 +62,7 @@
   function runPage() {
     var lanes = data.lanes;
     var colour = d3.scale.category10().domain(lanes.map(function (l, i) { return i; }));
-    var tagColour = ['#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+    var tagColour = ['#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf', '#393b79'];
 
     root.append('h2').text('Verdict');
     var table = root.append('table').attr('id', 'summary');
@@ -77,25 +79,31 @@
     // A verdict begins with its tenant; in a comparison, the policy goes first.
     lanes.forEach(function (lane) { root.append('pre').attr('class', 'verdict').text((data.runs.length > 1 ? lane.label + ': ' : '') + lane.verdict); });
 
-    // Bytes over simulated time, every tenant and policy on the same axes.
-    root.append('h2').text('Memory over simulated time');
-    root.append('p').attr('class', 'note').text('Solid: allocated; dashed: reserved by the policy; dotted: used on the whole device; red dashes: the device capacity. Sampled on change, at most 2000 points per tenant, peaks kept.');
+    // Bytes over time, every tenant and policy on the same axes. Several runs of one program
+    // (a comparison) share the trace's event index, since each policy's simulated clock
+    // runs at its own allocator's cost: one x is one moment of the program.
+    var x = xAxisOf(data.x_axis);
+    root.append('h2').text(x.title);
+    root.append('p').attr('class', 'note').text('Solid: allocated; dashed: reserved by the policy; dotted: used on the whole device; red dashes: the device capacity. Sampled on change, at most 2000 points per tenant, peaks kept. ' + x.note);
     var tMax = 0, bMax = 0;
     data.runs.forEach(function (run) { bMax = Math.max(bMax, run.capacity); });
     lanes.forEach(function (lane) {
-      tMax = Math.max(tMax, lane.end_time);
-      lane.series.forEach(function (p) { tMax = Math.max(tMax, p[0]); bMax = Math.max(bMax, p[3]); });
+      tMax = Math.max(tMax, x.end(lane));
+      lane.series.forEach(function (p) { tMax = Math.max(tMax, x.point(p)); bMax = Math.max(bMax, p[3]); });
     });
-    var chart = lineChart(root, 'chart-bytes', 1100, 380, tMax, bMax * 1.05, fmtTime);
+    var chart = lineChart(root, 'chart-bytes', 1100, 380, tMax, bMax * 1.05, x.format);
+    chart.svg.attr('data-x-axis', data.x_axis);
+    chart.g.append('text').attr('class', 'x-label').attr('x', chart.w).attr('y', chart.h - 4).attr('text-anchor', 'end').style('font-size', '11px').text(x.label);
     var seenDevice = {};
     lanes.forEach(function (lane, i) {
       var points = lane.series;
       if (points.length === 0) return;
-      if (points[points.length - 1][0] < lane.end_time) points = points.concat([[lane.end_time].concat(points[points.length - 1].slice(1))]);
+      var last = points[points.length - 1];
+      if (x.point(last) < x.end(lane)) points = points.concat([[lane.end_time, last[1], last[2], last[3], lane.end_event]]);
       var kinds = [['allocated', 1], ['reserved', 2]];
       if (!seenDevice[lane.run]) { kinds.push(['device', 3]); seenDevice[lane.run] = true; }
       kinds.forEach(function (kind) {
-        var line = d3.svg.line().interpolate('step-after').x(function (p) { return chart.x(p[0]); }).y(function (p) { return chart.y(p[kind[1]]); });
+        var line = d3.svg.line().interpolate('step-after').x(function (p) { return chart.x(x.point(p)); }).y(function (p) { return chart.y(p[kind[1]]); });
         chart.g.append('path').attr('class', 'series ' + kind[0]).attr('data-lane', lane.label).attr('d', line(points)).style('stroke', colour(i));
       });
     });
@@ -104,14 +112,16 @@
       chart.g.append('text').attr('x', chart.w - 4).attr('y', chart.y(run.capacity) - 4).attr('text-anchor', 'end').style('font-size', '11px').text(run.name + ' ' + fmtBytes(run.capacity));
     });
     lanes.forEach(function (lane) {
-      lane.ooms.forEach(function (oom) { chart.g.append('line').attr('class', 'oom-line').attr('x1', chart.x(oom.time)).attr('x2', chart.x(oom.time)).attr('y1', 0).attr('y2', chart.h); });
+      lane.ooms.forEach(function (oom) { chart.g.append('line').attr('class', 'oom-line').attr('x1', chart.x(x.oom(oom))).attr('x2', chart.x(x.oom(oom))).attr('y1', 0).attr('y2', chart.h); });
     });
     legend(root, lanes.map(function (lane, i) { return {label: lane.label + ' (' + lane.workload + ')', colour: colour(i)}; }));
 
-    root.append('h2').text('Memory map: address x time');
-    root.append('p').attr('class', 'note').text('Each rectangle is a block, from its allocation to its free, coloured by tag; grey behind: the segments the policy took from the device. Addresses are the ranges the tenant used, laid end to end. Red lines: OOMs. Hover for a block.');
-    legend(root, data.tags.map(function (tag, i) { return {label: tag, colour: tagColour[i]}; }));
-    lanes.forEach(function (lane, i) { memoryMap(lane, i, tMax, tagColour); });
+    root.append('h2').text('Memory map: address x ' + (data.x_axis === 'event' ? 'trace event' : 'time'));
+    root.append('p').attr('class', 'note').text('Each rectangle is a block, from its allocation to its free, coloured by tag (a recording whose tags are all `other`: by its first stack frame outside torch); grey behind: the segments the policy took from the device (or the pages it mapped). Addresses are the ranges the tenant used, laid end to end. Red lines: OOMs. Hover for a block.');
+    if (lanes.some(function (lane) { return lane.map.colour_by !== 'layer'; })) {
+      legend(root, data.tags.map(function (tag, i) { return {label: tag, colour: tagColour[i]}; }));
+    }
+    lanes.forEach(function (lane, i) { memoryMap(lane, i, tMax, tagColour, x); });
 
     var withOoms = lanes.filter(function (lane) { return lane.ooms.length > 0; });
     if (withOoms.length > 0) {
@@ -130,10 +140,38 @@
     });
   }
 
-  function memoryMap(lane, index, tMax, tagColour) {
+  // What the x of a run's charts is: simulated time, or the trace's event index.
+  function xAxisOf(kind) {
+    if (kind === 'event') {
+      return {title: 'Memory over the trace\'s events', label: 'trace event', format: fmtEvent,
+              note: 'x: the index of the event in the trace, the same for every policy (each policy\'s simulated time differs with its allocator\'s costs).',
+              point: function (p) { return p[4]; }, end: function (lane) { return lane.end_event; }, oom: function (oom) { return oom.event; },
+              block: function (b, lane) { return [b[5], b[6] === null ? lane.end_event : b[6]]; },
+              segment: function (s) { return [s[4], s[5]]; }};
+    }
+    return {title: 'Memory over simulated time', label: 'simulated time', format: fmtTime, note: '',
+            point: function (p) { return p[0]; }, end: function (lane) { return lane.end_time; }, oom: function (oom) { return oom.time; },
+            block: function (b) { return [b[7], b[8]]; }, segment: function (s) { return [s[2], s[3]]; }};
+  }
+
+  var layerColour = ['#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#bcbd22', '#17becf', '#393b79', '#e7969c'];
+  var otherLayers = '#b0b0b0';
+
+  function memoryMap(lane, index, tMax, tagColour, xAxis) {
     var map = lane.map;
     var section = root.append('section').attr('class', 'map-section');
     section.append('h3').text(lane.label + ' (' + lane.workload + ')');
+    var byLayer = map.colour_by === 'layer';
+    function blockColour(b) {
+      if (!byLayer) return tagColour[b[3]];
+      var k = map.palette.indexOf(b[4]);
+      return k >= 0 ? layerColour[k] : otherLayers;
+    }
+    if (byLayer) {
+      var entries = map.palette.map(function (layer, k) { return {label: map.layers[layer], colour: layerColour[k]}; });
+      if (map.layers.length > map.palette.length) entries.push({label: 'every other frame, or none outside torch', colour: otherLayers});
+      legend(section, entries);
+    }
     var capped = map.shown_blocks < map.total_blocks;
     section.append('p').attr('class', 'note map-cap').text(map.total_blocks + ' blocks, ' +
         (capped ? 'the ' + map.shown_blocks + ' largest in bytes x lifetime drawn (at most ' + data.map_cap + ' per tenant; the rest are left out)' : 'all drawn') +
@@ -145,7 +183,7 @@
     var g = svg.append('g').attr('transform', 'translate(' + margin.left + ',' + margin.top + ')');
     var x = d3.scale.linear().domain([0, tMax || 1]).range([0, w]);
     var y = d3.scale.linear().domain([0, map.extent || 1]).range([h, 0]);
-    g.append('g').attr('class', 'axis x').attr('transform', 'translate(0,' + h + ')').call(d3.svg.axis().scale(x).orient('bottom').ticks(8).tickFormat(fmtTime));
+    g.append('g').attr('class', 'axis x').attr('transform', 'translate(0,' + h + ')').call(d3.svg.axis().scale(x).orient('bottom').ticks(8).tickFormat(xAxis.format));
     g.append('g').attr('class', 'axis y').call(d3.svg.axis().scale(y).orient('left').tickValues(byteTicks(map.extent, 5)).tickFormat(fmtBytes));
     var ratio = window.devicePixelRatio || 1;
     var canvas = frame.append('canvas').attr('class', 'memory-map').attr('data-lane', lane.label)
@@ -158,11 +196,11 @@
       return [px, top, Math.max(1, x(t1) - px), Math.max(1, y(y0) - top)];
     }
     ctx.fillStyle = '#e8e8e8';
-    map.segments.forEach(function (s) { var r = rect(s[0], s[1], s[2], s[3]); ctx.fillRect(r[0], r[1], r[2], r[3]); });
-    var rects = map.blocks.map(function (b) { return rect(b[0], b[1], b[7], b[8]); });
-    map.blocks.forEach(function (b, i) { ctx.fillStyle = tagColour[b[3]]; ctx.fillRect(rects[i][0], rects[i][1], rects[i][2], rects[i][3]); });
+    map.segments.forEach(function (s) { var t = xAxis.segment(s), r = rect(s[0], s[1], t[0], t[1]); ctx.fillRect(r[0], r[1], r[2], r[3]); });
+    var rects = map.blocks.map(function (b) { var t = xAxis.block(b, lane); return rect(b[0], b[1], t[0], t[1]); });
+    map.blocks.forEach(function (b, i) { ctx.fillStyle = blockColour(b); ctx.fillRect(rects[i][0], rects[i][1], rects[i][2], rects[i][3]); });
     ctx.fillStyle = '#c00';
-    lane.ooms.forEach(function (oom) { ctx.fillRect(x(oom.time), 0, 1, h); });
+    lane.ooms.forEach(function (oom) { ctx.fillRect(x(xAxis.oom(oom)), 0, 1, h); });
     canvas.on('mousemove', function () {
       var event = d3.event, box = this.getBoundingClientRect();
       var px = event.clientX - box.left, py = event.clientY - box.top;
@@ -170,7 +208,7 @@
         var r = rects[i];
         if (px >= r[0] && px <= r[0] + r[2] && py >= r[1] && py <= r[1] + r[3]) {
           var b = map.blocks[i];
-          showTip(event, 'layer: ' + (b[4] >= 0 ? map.layers[b[4]] : '-') + '\ntag: ' + data.tags[b[3]] +
+          showTip(event, (byLayer ? 'frame: ' : 'layer: ') + (b[4] >= 0 ? map.layers[b[4]] : '-') + '\ntag: ' + data.tags[b[3]] +
               '\nrequested: ' + fmtBytes(b[2]) + '\nblock: ' + fmtBytes(b[1]) + '\nat offset ' + fmtBytes(b[0]) +
               '\nallocated at event ' + b[5] + ' (' + fmtTime(b[7]) + ')' +
               '\nfreed ' + (b[6] === null ? 'at the end' : 'at event ' + b[6]) + ' (' + fmtTime(b[8]) + ')');
@@ -189,10 +227,15 @@
       panel.append('pre').attr('class', 'oom-text').text(oom.text);
       panel.append('p').text('What held the rest: ' + (oom.holders || 'nobody it could name'));
       var free = oom.free;
-      panel.append('p').text('Free blocks then, inside the ' + fmtBytes(free.segments_bytes) + ' of segments this policy held: ' +
-          free.count + ', ' + fmtBytes(free.bytes) + ' in all' + (free.complete ? '' : ' (the block log was capped: incomplete)') +
-          (free.segments_bytes === 0 ? ' (no device segments: a VMM policy maps pages, or none was taken yet)' : ''));
-      if (free.largest.length > 0) {
+      if (free === null) {
+        panel.append('p').attr('class', 'free-as-at').text('Free blocks then: as at the OOM at event ' + oom.free_as_at + ' above.');
+      } else {
+        panel.append('p').text('Free blocks then, inside the ' + fmtBytes(free.segments_bytes) +
+            (free.mapped ? ' this policy had mapped (the unmapped rest of its reserved address range is not free memory: a request needs pages mapped first)' : ' of segments this policy held') + ': ' +
+            free.count + ', ' + fmtBytes(free.bytes) + ' in all' + (free.complete ? '' : ' (the block log was capped: incomplete)') +
+            (free.segments_bytes === 0 ? ' (no segments or mapped pages were held)' : ''));
+      }
+      if (free !== null && free.largest.length > 0) {
         var table = panel.append('table').attr('class', 'free-blocks');
         var head = table.append('tr');
         head.append('th').text('free block'); head.append('th').text('at offset');

@@ -71,6 +71,30 @@ TEST_CASE("the block log stops at its bound and counts the rest", "[engine][bloc
   for (const BlockSpan& block : blocks.blocks) CHECK(block.freed_event == block.placed_event + 1);
 }
 
+TEST_CASE("an unmap of part of a mapped range ends that part and keeps the rest", "[engine][block_log]") {
+  // expandable maps 200 MiB in one call; after a free, 60 MiB is placed at its start and
+  // empty_cache() unmaps the 140 MiB after it.
+  TraceBuilder builder({"expandable", "test"});
+  builder.free(10, builder.alloc(0, 200_MiB));
+  builder.alloc(20, 60_MiB);
+  builder.release(30);
+  BlockLog log;
+  std::vector<Observer*> observers{&log};
+  allocsim::run(one_tenant(1_GiB, std::make_shared<const Trace>(std::move(builder).finish()), "expandable"), make_policy,
+                observers);
+  const TenantBlocks& blocks = log.tenants().at(0);
+  Bytes ended_at_release = 0;
+  Bytes mapped_after = 0;
+  for (const SegmentSpan& span : blocks.segments) {
+    CHECK(span.mapped);
+    CHECK(span.reserved_event == 0);
+    if (span.released_event == 3) ended_at_release += span.bytes;
+    if (span.released_event > 3) mapped_after += span.bytes;
+  }
+  CHECK(ended_at_release == 140_MiB);
+  CHECK(mapped_after == 60_MiB);
+}
+
 // Checks, as the calls come, what every observer may rely on.
 class Invariants final : public Observer {
  public:

@@ -74,6 +74,22 @@ bool is_cache(std::string_view layer) { return layer.ends_with("k_cache") || lay
 
 }  // namespace
 
+TEST_CASE("every kind of KV cache tags its keys and values kv_cache, and nothing else", "[generation]") {
+  for (const char* keys : {"", "cache=static", "cache=paged,block=4,len=1:9,seed=3"}) {
+    INFO(keys);
+    const Trace trace = load_workload(spec("prefill6_decode9_b5", keys));
+    int caches = 0;
+    for (const Event& event : trace.events) {
+      if (event.op != Op::alloc) continue;
+      CHECK((event.tag == Tag::kv_cache) == is_cache(layer_of(trace, event.id)));
+      caches += event.tag == Tag::kv_cache;
+    }
+    CHECK(caches >= 2 * kLayers);
+  }
+  CHECK(name_of(Tag::kv_cache) == "kv_cache");
+  CHECK(tag_from_name("kv_cache") == Tag::kv_cache);
+}
+
 TEST_CASE("a dynamic-cache decode allocates and frees each layer's keys and values once per step", "[generation]") {
   constexpr std::int64_t batch = 2, prompt = 8, decode = 5;
   const Trace trace = load_workload(spec("prefill8_decode5_b2"));

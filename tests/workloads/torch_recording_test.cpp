@@ -58,5 +58,28 @@ TEST_CASE("torch recording: a sidecar number that is not a whole number in range
                     Catch::Contains("roundup_power2_divisions interval 'mb'"));
 }
 
+TEST_CASE("torch recording: each allocation's first frame outside torch is its layer", "[torch-recording]") {
+  constexpr const char* csv =
+      "time_ns,op,id,bytes,stream,tag\n0,alloc,a,512,0,other\n1,alloc,b,512,0,weight\n2,alloc,c,512,0,other\n";
+  std::string json = sidecar();
+  json.pop_back();
+  const auto with_frames = [&](const std::string& frames, const std::string& by_alloc) {
+    return json + R"(, "frames": )" + frames + R"(, "alloc_frames": )" + by_alloc + "}";
+  };
+  const TorchRecording recording =
+      parse_torch_recording(csv, with_frames(R"(["model.py:42 forward", "cache.py:7 update"])", "[1, -1, 0]"), "run.pickle");
+  const Trace& trace = recording.trace;
+  REQUIRE(trace.layer.size() == 3);
+  CHECK(trace.layer_names[trace.layer[0]] == "cache.py:7 update");
+  CHECK(trace.layer_names[trace.layer[1]] == TorchRecording::kNoFrame);
+  CHECK(trace.layer_names[trace.layer[2]] == "model.py:42 forward");
+  CHECK(trace.events[1].tag == Tag::weight);
+  CHECK(parse_torch_recording(csv, sidecar(), "run.pickle").trace.layer.empty());  // no frames recorded
+  CHECK_THROWS_WITH(parse_torch_recording(csv, with_frames(R"(["a"])", "[0, 0]"), "run.pickle"),
+                    Catch::StartsWith("run.pickle: the converter's frames are unreadable"));
+  CHECK_THROWS_AS(parse_torch_recording(csv, with_frames(R"(["a"])", "[0, 1, 0]"), "run.pickle"), Error);
+  CHECK_THROWS_AS(parse_torch_recording(csv, with_frames(R"(["a"])", "[0, -2, 0]"), "run.pickle"), Error);
+}
+
 }  // namespace
 }  // namespace allocsim

@@ -62,6 +62,9 @@ time_ns,op,id,bytes,stream,tag
 """
 
 
+TAGS = ("weight", "activation", "gradient", "optimizer", "input", "temp", "other")
+
+
 def run_cli(*args):
     return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
 
@@ -84,7 +87,7 @@ def replay_csv(path):
             if row["op"] == "alloc":
                 if row["id"] in live:
                     raise AssertionError(f"alloc of a live id: {row}")
-                if not 0 <= int(row["stream"]) <= 0xFFFF or row["tag"] != "other":
+                if not 0 <= int(row["stream"]) <= 0xFFFF or row["tag"] not in TAGS:
                     raise AssertionError(f"bad stream or tag: {row}")
                 live[row["id"]] = int(row["bytes"])
                 current += live[row["id"]]
@@ -252,6 +255,27 @@ class RecordingKindsTest(unittest.TestCase):
                                   "blocks": []}],
                     "device_traces": [[entry("alloc", 0x100, 7, 0x200, 1), entry("alloc", 0x300, 7, 0x100, 2)]]}
         self.assertEqual(self.convert(snapshot)["streams"], {0: 0, 0x100: 1, 0x200: 2})
+
+    def test_frames_outside_torch_and_categories(self):
+        torch_frame = {"filename": "/usr/lib/python3/site-packages/torch/nn/modules/linear.py", "line": 125,
+                       "name": "forward"}
+        cpp_frame = {"filename": "/pytorch/c10/cuda/CUDACachingAllocator.cpp", "line": 900, "name": "malloc"}
+        model = {"filename": "/home/me/model.py", "line": 42, "name": "forward"}
+        cache = {"filename": "/home/me/cache.py", "line": 7, "name": "update"}
+        snapshot = {"segments": [{"device": 0, "address": 0x9000000, "total_size": 2097152, "stream": 0, "blocks": []}],
+                    "device_traces": [[dict(entry("alloc", 0x100, 7, 0, 1), frames=[cpp_frame, torch_frame, model]),
+                                       dict(entry("alloc", 0x200, 7, 0, 2), frames=[torch_frame, cache, model],
+                                            category="PARAMETER"),
+                                       dict(entry("alloc", 0x300, 7, 0, 3), frames=[torch_frame]),
+                                       dict(entry("alloc", 0x400, 7, 0, 4), frames=[model], category="Category.GRADIENT")]]}
+        result = self.convert(snapshot)
+        self.assertEqual(result["frames"], ["model.py:42 forward", "cache.py:7 update"])
+        self.assertEqual(result["alloc_frames"], [0, 1, -1, 0])
+        self.assertEqual(result["tags"], ["other", "weight", "other", "gradient"])
+        rows = data_lines(torch_snapshot.render_csv(result, "x.pickle"))
+        self.assertEqual([row.rsplit(",", 1)[1] for row in rows[1:]], ["other", "weight", "other", "gradient"])
+        # No frames recorded: nothing in the sidecar.
+        self.assertEqual(self.convert({"segments": [], "device_traces": [[entry("alloc", 0x100, 7, 0, 1)]]})["alloc_frames"], [])
 
     def test_expandable_segments_at_the_start_undo_the_maps(self):
         # Rule 6: a snapshot lists an expandable segment per mapped range; the trace's maps

@@ -31,8 +31,8 @@ void KvCache::reserve(std::span<const std::int64_t> tokens) {
     const std::int64_t needed = (tokens[sequence] + shape_.block - 1) / shape_.block;
     for (; blocks_held_[sequence] < needed; ++blocks_held_[sequence]) {
       for (std::size_t layer = 0; layer < keys_.size(); ++layer) {
-        blocks_[sequence].push_back(trace_.alloc(block, Tag::activation, layer_name(layer, "k_cache")));
-        blocks_[sequence].push_back(trace_.alloc(block, Tag::activation, layer_name(layer, "v_cache")));
+        blocks_[sequence].push_back(trace_.alloc(block, Tag::kv_cache, layer_name(layer, "k_cache")));
+        blocks_[sequence].push_back(trace_.alloc(block, Tag::kv_cache, layer_name(layer, "v_cache")));
       }
     }
   }
@@ -43,7 +43,7 @@ void KvCache::update(std::size_t layer, std::int64_t tokens) {
     case KvCacheKind::dynamic: {  // keys cat'ed and the old keys freed, then the values
       const Bytes size = bytes(shape_.batch, tokens);
       for (auto* held : {&keys_[layer], &values_[layer]}) {
-        const AllocId grown = trace_.alloc(size, Tag::activation, layer_name(layer, held == &keys_[layer] ? "k_cache" : "v_cache"));
+        const AllocId grown = trace_.alloc(size, Tag::kv_cache, layer_name(layer, held == &keys_[layer] ? "k_cache" : "v_cache"));
         if (*held) trace_.free(**held);
         *held = grown;
       }
@@ -51,8 +51,8 @@ void KvCache::update(std::size_t layer, std::int64_t tokens) {
     }
     case KvCacheKind::fixed:  // lazy_initialization at the first update, index_copy_ after
       if (keys_[layer]) break;
-      keys_[layer] = trace_.alloc(bytes(shape_.batch, shape_.max_tokens), Tag::activation, layer_name(layer, "k_cache"));
-      values_[layer] = trace_.alloc(bytes(shape_.batch, shape_.max_tokens), Tag::activation, layer_name(layer, "v_cache"));
+      keys_[layer] = trace_.alloc(bytes(shape_.batch, shape_.max_tokens), Tag::kv_cache, layer_name(layer, "k_cache"));
+      values_[layer] = trace_.alloc(bytes(shape_.batch, shape_.max_tokens), Tag::kv_cache, layer_name(layer, "v_cache"));
       break;
     case KvCacheKind::paged:  // written into the blocks reserve() gave
       break;
