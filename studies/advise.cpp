@@ -560,6 +560,10 @@ class Planner {
     const LoweringOptions& o = subject_.model->options;
     if (o.sharding == Sharding::zero3 || o.sharding == Sharding::fsdp) return;  // everything is sharded
     const std::int64_t ranks = o.sharding != Sharding::none ? o.world : study_.ranks;
+    if (subject_.model->decoder.lora > 0) {
+      notes.push_back({"ZeRO-1/2/3 and FSDP", "not modelled with LoRA or QLoRA (frozen parameters)"});
+      return;
+    }
     if (ranks < 2) {
       notes.push_back({"ZeRO-1/2/3 and FSDP", "one rank: --ranks N (the GPUs the job runs on) shards over them"});
       return;

@@ -480,20 +480,35 @@ TEST_CASE("advise: Llama 2 7B on one 80 GB card: no SGD first, sharding only wit
 }
 
 TEST_CASE("advise: what the zoo does not lower is a note, not a line", "[advise][llm]") {
-  // LoRA with ZeRO or FSDP is not modelled: the sharding changes are noted with the reason.
+  const auto noted = [](const AdviseResults& results, std::string_view what, std::string_view why) {
+    return std::any_of(results.not_tried.begin(), results.not_tried.end(), [&](const AdviseNote& note) {
+      return note.what == what && note.why.find(why) != std::string::npos;
+    });
+  };
+  // A job that shards with ZeRO-1 over its own 4 ranks: the higher stages, over its world;
+  // LoRA with ZeRO is not modelled, so the LoRA changes are notes with the zoo's reason.
   AdviseStudy study;
-  study.workload = "decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope,lora=8";
+  const std::string decoder = "decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope";
+  study.workload = decoder + ",zero=1,world=4";
   study.device.capacity = 64_MiB;
-  study.ranks = 4;
   study.threads = 2;
-  const AdviseResults results = run_advise(study);
-  CHECK_FALSE(find_line(results, "ZeRO"));
-  const bool noted = std::any_of(results.not_tried.begin(), results.not_tried.end(), [](const AdviseNote& note) {
-    return note.what == "ZeRO-2 over 4 ranks" && note.why.find("not modelled") != std::string::npos;
-  });
-  CHECK(noted);
-  // From LoRA, QLoRA keeps the rank and quantises the base.
-  const AdviseLine* qlora = find_line(results, "QLoRA");
+  const AdviseResults sharded = run_advise(study);
+  check_ranked(sharded);
+  CHECK(find_line(sharded, "ZeRO-2 over 4 ranks"));
+  CHECK(find_line(sharded, "ZeRO-3 over 4 ranks"));
+  CHECK_FALSE(find_line(sharded, "ZeRO-1"));
+  CHECK_FALSE(find_line(sharded, "FSDP"));
+  CHECK_FALSE(find_line(sharded, "LoRA"));
+  CHECK(noted(sharded, "LoRA r=16 on q_proj and v_proj", "not modelled: "));
+  CHECK(noted(sharded, "QLoRA r=16 on every linear, a 4-bit NF4 base", "not modelled: "));
+
+  // A LoRA job: no sharding (a note), and QLoRA keeps its rank and quantises the base.
+  study.workload = decoder + ",lora=8";
+  study.ranks = 4;
+  const AdviseResults lora = run_advise(study);
+  CHECK_FALSE(find_line(lora, "ZeRO"));
+  CHECK(noted(lora, "ZeRO-1/2/3 and FSDP", "not modelled with LoRA"));
+  const AdviseLine* qlora = find_line(lora, "QLoRA");
   REQUIRE(qlora);
   const auto spec = parse_model_spec(qlora->candidate.workload);
   REQUIRE(spec);
