@@ -569,6 +569,13 @@ class Planner {
       return;
     }
     const std::string over = " over " + std::to_string(ranks) + " ranks";
+    // ZeRO and FSDP take the place of DistributedDataParallel, which the job then drops.
+    const bool ddp = o.ddp_bucket_mib > 0;
+    const std::string instead = ddp ? ", in place of DistributedDataParallel" : "";
+    const auto no_ddp = [](ModelSpec& s) {
+      forget(s, ModelKey::ddp);
+      s.options.ddp_bucket_mib = 0;
+    };
     const std::array<std::pair<Sharding, std::string_view>, 3> stages{{
         {Sharding::zero1, "the optimizer state and fp32 master weights sharded"},
         {Sharding::zero2, "gradients sharded too"},
@@ -580,9 +587,10 @@ class Planner {
       const std::string word = "zero=" + std::to_string(number);
       model_change("ZeRO-" + std::to_string(number) + over,
                    "DeepSpeed \"zero_optimization\": {\"stage\": " + std::to_string(number) + "} on the " +
-                       std::to_string(ranks) + " ranks: " + std::string(what),
+                       std::to_string(ranks) + " ranks" + instead + ": " + std::string(what),
                    Impact::sharding,
-                   [this, word, ranks](ModelSpec& s) {
+                   [this, word, ranks, no_ddp](ModelSpec& s) {
+                     no_ddp(s);
                      set(s, word);
                      set(s, "world=", ranks);
                    },
@@ -597,9 +605,14 @@ class Planner {
     model_change("FSDP" + over,
                  "FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy.FULL_SHARD, "
                  "auto_wrap_policy=transformer_auto_wrap_policy" +
-                     mixed + ") on the " + std::to_string(ranks) +
-                     " ranks: fp32 shards, each layer gathered before it runs",
-                 Impact::sharding, [this, ranks](ModelSpec& s) { set(s, "fsdp=", ranks); }, true);
+                     mixed + ") on the " + std::to_string(ranks) + " ranks" + instead +
+                     ": fp32 shards, each layer gathered before it runs",
+                 Impact::sharding,
+                 [this, ranks, no_ddp](ModelSpec& s) {
+                   no_ddp(s);
+                   set(s, "fsdp=", ranks);
+                 },
+                 true);
   }
 
   // Activation checkpointing where the zoo models it (a `ckpt` token); never invented.
@@ -778,8 +791,8 @@ void rank_lines(std::vector<AdviseLine>& lines) {
 
 namespace {
 
-// Lines in plan order, and for a plan whose workload the zoo does not lower (a combination of
-// tokens it does not model: LoRA with ZeRO, sharding with DDP) the error in its place.
+// Lines in plan order, and for a plan whose workload the zoo parses but does not lower (a
+// combination of tokens it does not model: sharding with DDP) the error in its place.
 struct Ran {
   std::vector<AdviseLine> lines;
   std::vector<std::string> errors;  // empty where the plan ran

@@ -515,6 +515,17 @@ TEST_CASE("advise: what the zoo does not lower is a note, not a line", "[advise]
   CHECK(spec->decoder.nf4);
   CHECK(spec->decoder.lora == 8);
   CHECK(qlora->candidate.workload.ends_with(",qlora=8"));
+
+  // A DistributedDataParallel job: ZeRO and FSDP take DDP's place.
+  study.workload = "decoder_bf16_adamw_ddp_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope";
+  const AdviseResults ddp = run_advise(study);
+  const AdviseLine* zero1 = find_line(ddp, "ZeRO-1 over 4 ranks");
+  REQUIRE(zero1);
+  CHECK(zero1->candidate.workload == "decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,"
+                                     "rope,zero=1,world=4");
+  CHECK_THAT(zero1->candidate.change, Catch::Contains("in place of DistributedDataParallel"));
+  REQUIRE(find_line(ddp, "FSDP over 4 ranks"));
+  CHECK(find_line(ddp, "FSDP over 4 ranks")->candidate.workload.find("ddp") == std::string::npos);
 }
 
 TEST_CASE("advise: a generation is offered a paged KV cache, which keeps its results", "[advise][llm]") {
