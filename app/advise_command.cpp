@@ -65,8 +65,9 @@ batch: settings, a fused or paged optimizer, checkpointing, accumulation, shardi
 what changes it (precision, another optimizer, LoRA, a smaller batch, inference), each
 group labelled; within a group what changes least for the user (a setting; another kernel;
 the training loop; sharding; paged optimizer state | precision; the optimizer; adapters; a
-smaller batch; inference only), then the most headroom (device capacity less the device at its fullest,
-every tenant and context included). What does not fit is listed with its verdict.
+smaller batch; inference only), then the most headroom (device capacity less the device at
+its fullest, every tenant and context included). What does not fit is listed with its
+verdict.
 
 --framework picks whose allocators and spellings are tried (tf: tf.config calls and
 TensorFlow's environment; torch: PYTORCH_CUDA_ALLOC_CONF and torch calls) and lowers a model
