@@ -1,5 +1,6 @@
 // `allocsim advise`: what to change so that a workload fits, each answer a run.
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include <boost/program_options.hpp>
@@ -24,13 +25,14 @@ namespace po = boost::program_options;
 constexpr const char* kAdviseUsage = R"(allocsim advise: what to change so that a workload fits, answered by simulation.
 
 Usage:
-  allocsim advise --workload SPEC [--framework tf|torch] [--policy SPEC]
+  allocsim advise --workload SPEC [--framework tf|torch] [--policy SPEC] [--ranks N]
                   [--device NAME | --capacity SIZE] [--tenant WORKLOAD@POLICY ...] [--csv FILE]
 
 Examples:
   allocsim advise --workload resnet50_b256 --framework tf --device v100-16gb
   allocsim advise --workload resnet50_tf_b32 --policy growth --device v100-16gb --tenant resnet50_tf_b64@bfc
   allocsim advise --workload workloads/traces/seed_fragmentation.csv --framework tf --capacity 10GiB
+  allocsim advise --workload llama2_7b_b4_bf16_adamw --device a100-80gb --ranks 8
 
 It runs the workload as it is, under --policy or the framework's default allocator
 (TensorFlow: bfc; PyTorch: caching), with the other tenants as given, then one change at a
@@ -47,18 +49,25 @@ time:
                        gradient accumulation to the same effective batch (2 and 4 steps),
                        inference only, a smaller optimizer state (Adam -> SGD with momentum,
                        momentum -> plain SGD), activation checkpointing where the zoo models it
+  a decoder (LLM)      fused AdamW, paged AdamW (32-bit state), 8-bit and paged 8-bit AdamW
+                       (bitsandbytes), LoRA and QLoRA (PEFT), ZeRO-1/2/3 and FSDP over
+                       --ranks N, a paged KV cache for a generation
 A trace (not a model) gets the allocator and tenant changes only. When no single change
-fits (inference only aside), two at a time are tried too: each setting with each model
+that keeps the training fits, two at a time are tried too: each setting with each model
 change, and two model changes of different tokens (amp with accumulation); such a line
 ranks by its larger impact.
 
 Each line is one run of exactly the specs it shows: `allocsim run --workload W --policy P
 --tenant ...` with the same device replays it. A limit is found by bisection and the line is
 the run at the value found. A line fits when every tenant runs its whole trace. Ranking: what
-fits first, then what changes least for the user (a setting; then the training loop with the
-same effective batch and precision; then precision; then the optimizer; then a smaller
-batch; then inference only), then the most headroom (device capacity less the device at its
-fullest, every tenant and context included). What does not fit is listed with its verdict.
+fits first; then what keeps the training the same (the same model, numerics and global
+batch: settings, a fused or paged optimizer, checkpointing, accumulation, sharding) before
+what changes it (precision, another optimizer, LoRA, a smaller batch, inference), each
+group labelled; within a group what changes least for the user (a setting; another kernel;
+the training loop; sharding; paged optimizer state | precision; the optimizer; adapters; a
+smaller batch; inference only), then the most headroom (device capacity less the device at
+its fullest, every tenant and context included). What does not fit is listed with its
+verdict.
 
 --framework picks whose allocators and spellings are tried (tf: tf.config calls and
 TensorFlow's environment; torch: PYTORCH_CUDA_ALLOC_CONF and torch calls) and lowers a model
@@ -74,6 +83,7 @@ struct AdviseOptions {
   std::vector<std::string> tenants;
   DeviceChoice device;
   std::string csv;
+  std::int64_t ranks = 1;
   int threads = 0;
 };
 
@@ -90,14 +100,20 @@ std::string as_run(const AdviseCandidate& candidate) {
   return text;
 }
 
-// Rows of cells, each column padded to its widest cell; the last column is left unpadded.
+// Rows of cells, each column padded to its widest cell; the last column is left unpadded. A
+// row of one cell is a heading, written as it is.
 void write_grid(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths;
   for (const auto& row : rows) {
+    if (row.size() == 1) continue;
     widths.resize(std::max(widths.size(), row.size()), 0);
     for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
   }
   for (const auto& row : rows) {
+    if (row.size() == 1) {
+      out << row.front() << '\n';
+      continue;
+    }
     std::string line;
     for (std::size_t c = 0; c < row.size(); ++c) {
       const bool last = c + 1 == row.size();
@@ -115,6 +131,15 @@ std::vector<std::string> figures(const AdviseLine& line) {
           c.effective_batch > 0 ? std::to_string(c.effective_batch) : "-"};
 }
 
+// A group's heading: what the changes under it do to the job.
+std::string heading(Group group, bool training) {
+  if (group == Group::keeps_training) {
+    return training ? "Keeps the training the same (the same model, numerics and global batch):"
+                    : "Keeps the results the same:";
+  }
+  return training ? "Changes the training:" : "Changes the results:";
+}
+
 }  // namespace
 
 int advise_command(std::span<const std::string> args, std::ostream& out) {
@@ -130,6 +155,8 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
        "the allocator the program runs with now, one of its framework's (default: the framework's default)")
       ("tenant,t", po::value(&o.tenants)->value_name("WORKLOAD@POLICY")->composing(),
        "another process on the same device, after the workload; repeat for several")
+      ("ranks", po::value(&o.ranks)->value_name("N"),
+       "the GPUs the job runs on, each rank this workload: ZeRO and FSDP are tried over them (default 1)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "also every line as a CSV row (as it is first, then by rank)")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)");
   add_alloc_conf_option(description, o.alloc_conf);
@@ -152,6 +179,7 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
     study.tenants.push_back(parse_tenant(tenant));
     parse_policy_spec(study.tenants.back().policy);
   }
+  study.ranks = o.ranks;
   study.device = chosen_device(o.device);
   study.threads = threads_option(o.threads);
   if (study.threads == 0) study.threads = std::max(1u, std::thread::hardware_concurrency());
@@ -184,6 +212,8 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
   std::vector<const AdviseLine*> misses;
   std::size_t pairs_missed = 0;  // pairs that do not fit are in the CSV, not in the terminal
   std::size_t rank = 0;
+  std::optional<Group> group;  // of the fitting line before
+  const bool training = results.training;
   for (const AdviseLine& line : results.lines) {
     if (!line.fits) {
       if (line.candidate.changes > 1) {
@@ -193,6 +223,10 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
       }
       continue;
     }
+    if (group_of(line.candidate.impact) != group) {
+      group = group_of(line.candidate.impact);
+      grid.push_back({heading(*group, training)});
+    }
     std::vector<std::string> row{std::to_string(++rank)};
     for (std::string& cell : figures(line)) row.push_back(std::move(cell));
     row.push_back(line.candidate.what);
@@ -201,11 +235,15 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
     grid.push_back({"", "", "", "", "", "", "  as run: " + as_run(line.candidate)});
   }
   out << '\n';
-  if (results.pairs_tried) out << "No single change that keeps training fits; two at a time were tried too.\n";
+  if (results.pairs_tried) {
+    out << "No single change that keeps the " << (training ? "training" : "results")
+        << " the same fits; two at a time were tried too.\n";
+  }
   if (rank == 0) {
     out << "Nothing tried fits" << (results.pairs_tried ? ", two changes at a time included" : "") << ".\n";
   } else {
-    out << "What fits, ranked (fits, then the least change for the user, then headroom):\n";
+    out << "What fits, ranked (what keeps the " << (training ? "training" : "results")
+        << " the same first, then the least change for the user, then headroom):\n";
     write_grid(out, grid);
   }
   if (!misses.empty()) {

@@ -135,6 +135,7 @@ class Planner {
     std::string change;
     Impact impact;
     std::function<void(ModelSpec&)> edit;
+    bool training_only = false;  // nothing to change in inference: the loop, the optimizer, what trains
   };
 
  public:
@@ -158,6 +159,8 @@ class Planner {
     for (std::size_t tenant = 1; tenant <= study_.tenants.size(); ++tenant) other_tenant(tenant);
     settings_.assign(plans_.begin() + 1, plans_.end());
     if (subject_.model) model_changes(notes);
+    for (AdviseNote& note : unmodelled_) notes.push_back(std::move(note));
+    unmodelled_.clear();
     return plans_;
   }
 
@@ -195,9 +198,9 @@ class Planner {
         const std::string both = edited({&a, &b});
         // Edits of one token (half the batch, accumulation) replace each other: no pair.
         if (both != edited({&b, &a}) || both == edited({&a}) || both == edited({&b})) continue;
-        // Inference has no training loop or optimizer to change.
-        const auto training_only = [](const ModelEdit& e) { return e.impact == Impact::loop || e.impact == Impact::optimizer; };
-        if ((a.impact == Impact::inference && training_only(b)) || (b.impact == Impact::inference && training_only(a))) {
+        if (!why_not_modelled(both).empty()) continue;  // LoRA and QLoRA: one rank
+        // Inference has no training loop, optimizer or trained parameters to change.
+        if ((a.impact == Impact::inference && b.training_only) || (b.impact == Impact::inference && a.training_only)) {
           continue;
         }
         AdviseCandidate candidate = make_candidate(a.what + " + " + b.what, a.change + "; and " + b.change,
@@ -321,10 +324,27 @@ class Planner {
 
   // The advised model with one token changed, under the framework's default allocator.
   // `edit` is kept for pairs(), so it captures by value.
-  void model_change(std::string what, std::string change, Impact impact, std::function<void(ModelSpec&)> edit) {
-    models_.push_back(ModelEdit{std::move(what), std::move(change), impact, std::move(edit)});
-    const ModelEdit& model = models_.back();
-    add(make_candidate(model.what, model.change, impact, edited({&model}), base_policy()));
+  // One whose spelling the zoo refuses (LoRA with ZeRO) is a note instead.
+  void model_change(std::string what, std::string change, Impact impact, std::function<void(ModelSpec&)> edit,
+                    bool training_only) {
+    ModelEdit model{std::move(what), std::move(change), impact, std::move(edit), training_only};
+    const std::string workload = edited({&model});
+    if (const std::string why = why_not_modelled(workload); !why.empty()) {
+      unmodelled_.push_back({model.what, "not modelled: " + why});
+      return;
+    }
+    models_.push_back(std::move(model));
+    add(make_candidate(models_.back().what, models_.back().change, impact, workload, base_policy()));
+  }
+
+  // Empty when the zoo parses `workload`, else its error.
+  static std::string why_not_modelled(const std::string& workload) {
+    try {
+      parse_model_spec(workload);
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return {};
   }
 
   std::string edited(std::initializer_list<const ModelEdit*> edits) const {
@@ -337,6 +357,9 @@ class Planner {
     set_model_token(spec, model_token(word), value, subject_.workload);
   }
 
+  // The spelling leaves `key` out (its value stays): where another key spells it instead.
+  static void forget(ModelSpec& spec, ModelKey key) { spec.given &= ~(std::uint64_t{1} << static_cast<unsigned>(key)); }
+
   void model_changes(std::vector<AdviseNote>& notes) {
     const ModelSpec& model = *subject_.model;
     const LoweringOptions& o = model.options;
@@ -346,12 +369,12 @@ class Planner {
                    tf() ? "tf.keras.mixed_precision.set_global_policy('mixed_float16')"
                         : std::string("torch.autocast(device_type='cuda', dtype=torch.float16) around the forward pass") +
                               (training ? ", with torch.amp.GradScaler('cuda') for backward" : ""),
-                   Impact::precision, [=, this](ModelSpec& s) { set(s, "amp"); });
+                   Impact::precision, [=, this](ModelSpec& s) { set(s, "amp"); }, false);
       if (study_.device.compute_capability >= 80) {
         model_change("bf16 autocast",
                      tf() ? "tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')"
                           : "torch.autocast(device_type='cuda', dtype=torch.bfloat16) around the forward pass",
-                     Impact::precision, [=, this](ModelSpec& s) { set(s, "bf16"); });
+                     Impact::precision, [=, this](ModelSpec& s) { set(s, "bf16"); }, false);
       } else {
         notes.push_back({"bf16 autocast", "not on " + study_.device.name + ": compute capability " +
                                               std::to_string(study_.device.compute_capability / 10) + "." +
@@ -366,7 +389,7 @@ class Planner {
       model_change("half the batch",
                    "batch " + std::to_string(batch / 2) + " instead of " + std::to_string(batch) +
                        ": the effective batch halves",
-                   Impact::batch, [=, this](ModelSpec& s) { set(s, "b", batch / 2); });
+                   Impact::batch, [=, this](ModelSpec& s) { set(s, "b", batch / 2); }, false);
     }
     for (const int steps : {2, 4}) {
       if (!training || batch % steps != 0) continue;
@@ -375,31 +398,221 @@ class Planner {
                        " accumulation steps",
                    "batch " + std::to_string(micro) + ", gradients summed over " + std::to_string(steps * o.accumulation) +
                        " micro-batches before each " + step + ": the effective batch stays " + std::to_string(effective),
-                   Impact::loop, [=, this](ModelSpec& s) {
+                   Impact::loop,
+                   [=, this](ModelSpec& s) {
                      set(s, "b", micro);
                      set(s, "acc", steps * o.accumulation);
-                   });
+                   },
+                   true);
     }
     if (training) {
       model_change("inference only",
                    tf() ? "model(x, training=False) outside tf.GradientTape, or model.predict(x)"
                         : "model.eval() and torch.no_grad()",
-                   Impact::inference, [=, this](ModelSpec& s) { set(s, "infer"); });
+                   Impact::inference, [=, this](ModelSpec& s) { set(s, "infer"); }, false);
       if (o.optimizer == Optimizer::adam || o.optimizer == Optimizer::adamw) {
         const std::string adam = o.optimizer == Optimizer::adam ? "Adam" : "AdamW";
         model_change("SGD with momentum instead of " + adam,
                      (tf() ? "tf.keras.optimizers.SGD(learning_rate=..., momentum=0.9) instead of "
                            : "torch.optim.SGD(model.parameters(), lr=..., momentum=0.9) instead of ") + adam,
-                     Impact::optimizer, [=, this](ModelSpec& s) { set(s, "momentum"); });
+                     Impact::optimizer, [=, this](ModelSpec& s) { set(s, "momentum"); }, true);
       } else if (o.optimizer == Optimizer::momentum) {
         model_change("SGD without momentum",
                      tf() ? "tf.keras.optimizers.SGD(learning_rate=...) without momentum: no momentum slots"
                           : "torch.optim.SGD(model.parameters(), lr=...) without momentum: no momentum buffers",
-                     Impact::optimizer, [=, this](ModelSpec& s) { set(s, "sgd"); });
+                     Impact::optimizer, [=, this](ModelSpec& s) { set(s, "sgd"); }, true);
       }
       // A run that checkpoints already has nothing to gain from the suggestion.
       if (!o.checkpoint) checkpointing(notes);
     }
+    if (model.model->is_decoder()) llm_changes(notes);
+  }
+
+  // What practitioners reach for with a language model, each where the zoo's decoder tokens
+  // express it; what they cannot express is a note.
+  void llm_changes(std::vector<AdviseNote>& notes) {
+    const ModelSpec& model = *subject_.model;
+    if (tf()) {
+      notes.push_back({"fused and 8-bit AdamW, LoRA, QLoRA, ZeRO, FSDP, a paged KV cache",
+                       "PyTorch's (bitsandbytes, PEFT, DeepSpeed, vLLM): not tried under TensorFlow"});
+      return;
+    }
+    if (model.generation.given()) {
+      if (model.generation.cache != KvCacheKind::paged) {
+        model_change("a paged KV cache",
+                     "vLLM's PagedAttention (block_size=16) in place of generate()'s cache: each sequence's keys and "
+                     "values in blocks of 16 tokens as it grows, a finished sequence's blocks freed",
+                     Impact::implementation, [this](ModelSpec& s) { set(s, "cache=paged"); }, false);
+      }
+      return;
+    }
+    if (!model.options.training) return;
+    optimizer_kernels();
+    adapters();
+    sharding(notes);
+    if (model.options.precision != Precision::fp32) {
+      notes.push_back({"bf16 parameters without fp32 master weights",
+                       "not modelled: the zoo's amp and bf16 are autocast over fp32 parameters"});
+    }
+  }
+
+  // Fused AdamW, and bitsandbytes' paged and 8-bit AdamW. Which group each is in: a fused
+  // kernel and paged 32-bit state keep the training (AdamW's update on fp32 moments; paging
+  // moves the state to unified memory, which costs time when it pages, not numerics: the
+  // impact `offload`, after sharding, as the slowest way to keep it); 8-bit state changes it
+  // (both moments quantised blockwise to 8 bits: another optimizer's numerics, close to
+  // AdamW's in the bitsandbytes paper but not the same), unless the job runs 8-bit state
+  // already and only pages it.
+  void optimizer_kernels() {
+    const LoweringOptions& o = subject_.model->options;
+    if ((o.optimizer == Optimizer::adam || o.optimizer == Optimizer::adamw) && !o.fused) {
+      const bool w = o.optimizer == Optimizer::adamw;
+      const std::string name = w ? "AdamW" : "Adam";
+      // The edit names the optimizer too, so that no pair makes it fused and another optimizer.
+      model_change("fused " + name,
+                   "torch.optim." + name +
+                       "(model.parameters(), lr=..., fused=True): one kernel per step, without the foreach "
+                       "temporaries (a parameter-sized set during each step)",
+                   Impact::implementation,
+                   [this, w](ModelSpec& s) {
+                     set(s, w ? "adamw" : "adam");
+                     set(s, "fused");
+                   },
+                   true);
+    }
+    const auto eight_bit = [](Optimizer optimizer) {
+      return optimizer == Optimizer::adamw8bit || optimizer == Optimizer::paged_adamw8bit;
+    };
+    const auto paged = [](Optimizer optimizer) {
+      return optimizer == Optimizer::paged_adamw32bit || optimizer == Optimizer::paged_adamw8bit;
+    };
+    const Optimizer now = o.optimizer;
+    const bool adamw = now == Optimizer::adamw || now == Optimizer::adamw32bit || now == Optimizer::paged_adamw32bit ||
+                       eight_bit(now);
+    if (!adamw) return;
+    struct Choice {
+      Optimizer optimizer;
+      std::string_view word;
+      std::string_view what;
+      std::string_view change;
+    };
+    const std::array<Choice, 3> choices{{
+        {Optimizer::paged_adamw32bit, "pagedadamw32bit", "paged AdamW (32-bit state)",
+         "bnb.optim.PagedAdamW32bit(model.parameters(), lr=...) (Trainer: optim=\"paged_adamw_32bit\"): AdamW's fp32 "
+         "moments in CUDA unified memory, outside PyTorch's allocator and these figures; paged to host memory when "
+         "the card runs short (slower steps, the same numerics)"},
+        {Optimizer::adamw8bit, "adamw8bit", "8-bit AdamW",
+         "bnb.optim.AdamW8bit(model.parameters(), lr=...) (Trainer: optim=\"adamw_bnb_8bit\"): both moments "
+         "quantised to 8 bits in blocks of 256, one fused kernel"},
+        {Optimizer::paged_adamw8bit, "pagedadamw8bit", "paged 8-bit AdamW",
+         "bnb.optim.PagedAdamW8bit(model.parameters(), lr=...) (Trainer: optim=\"paged_adamw_8bit\"): 8-bit "
+         "moments, those of large tensors in CUDA unified memory, paged to host memory when the card runs short"},
+    }};
+    for (const Choice& choice : choices) {
+      // Never back to more state on the card: 8-bit to 32-bit, paged to not paged.
+      if (choice.optimizer == now || (eight_bit(now) && !eight_bit(choice.optimizer)) ||
+          (paged(now) && !paged(choice.optimizer))) {
+        continue;
+      }
+      const Impact impact = eight_bit(now) == eight_bit(choice.optimizer) ? Impact::offload : Impact::optimizer;
+      const std::string word(choice.word);
+      model_change(std::string(choice.what), std::string(choice.change), impact,
+                   [this, word](ModelSpec& s) { set(s, word); }, true);
+    }
+  }
+
+  // LoRA and QLoRA (PEFT, bitsandbytes' NF4): the base frozen, adapters trained.
+  void adapters() {
+    const DecoderConfig& d = subject_.model->decoder;
+    if (d.nf4) return;
+    if (d.lora == 0) {
+      model_change("LoRA r=16 on q_proj and v_proj",
+                   "peft.get_peft_model(model, LoraConfig(r=16)): the base frozen (no gradients, no optimizer state), "
+                   "rank-16 adapters beside q_proj and v_proj trained",
+                   Impact::adapters, [this](ModelSpec& s) { set(s, "lora=", 16); }, true);
+      model_change("QLoRA r=16 on every linear, a 4-bit NF4 base",
+                   "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True, "
+                   "bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True)), then "
+                   "peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
+                   Impact::adapters,
+                   [this](ModelSpec& s) {
+                     set(s, "qlora=", 16);
+                     set(s, "lora_targets=all");
+                   },
+                   true);
+      return;
+    }
+    const std::int64_t rank = d.lora;
+    model_change("QLoRA: the LoRA base in 4-bit NF4",
+                 "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True, "
+                 "bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True)) under the same adapters",
+                 Impact::precision,
+                 [this, rank](ModelSpec& s) {
+                   forget(s, ModelKey::lora);  // qlora= gives the rank in its place
+                   set(s, "qlora=", rank);
+                 },
+                 true);
+  }
+
+  // ZeRO-1/2/3 and FSDP over the ranks the job runs on: the workload's own world when it
+  // shards already (then only the higher ZeRO stages), else --ranks.
+  void sharding(std::vector<AdviseNote>& notes) {
+    const LoweringOptions& o = subject_.model->options;
+    if (o.sharding == Sharding::zero3 || o.sharding == Sharding::fsdp) return;  // everything is sharded
+    const std::int64_t ranks = o.sharding != Sharding::none ? o.world : study_.ranks;
+    if (subject_.model->decoder.lora > 0) {
+      notes.push_back({"ZeRO-1/2/3 and FSDP", "not modelled with LoRA or QLoRA (frozen parameters)"});
+      return;
+    }
+    if (ranks < 2) {
+      notes.push_back({"ZeRO-1/2/3 and FSDP", "one rank: --ranks N (the GPUs the job runs on) shards over them"});
+      return;
+    }
+    const std::string over = " over " + std::to_string(ranks) + " ranks";
+    // ZeRO and FSDP take the place of DistributedDataParallel, which the job then drops.
+    const bool ddp = o.ddp_bucket_mib > 0;
+    const std::string instead = ddp ? ", in place of DistributedDataParallel" : "";
+    const auto no_ddp = [](ModelSpec& s) {
+      forget(s, ModelKey::ddp);
+      s.options.ddp_bucket_mib = 0;
+    };
+    const std::array<std::pair<Sharding, std::string_view>, 3> stages{{
+        {Sharding::zero1, "the optimizer state and fp32 master weights sharded"},
+        {Sharding::zero2, "gradients sharded too"},
+        {Sharding::zero3, "parameters sharded too, each layer gathered before it runs"},
+    }};
+    for (const auto& [stage, what] : stages) {
+      if (stage <= o.sharding) continue;
+      const int number = static_cast<int>(stage);  // zero1 is 1
+      const std::string word = "zero=" + std::to_string(number);
+      model_change("ZeRO-" + std::to_string(number) + over,
+                   "DeepSpeed \"zero_optimization\": {\"stage\": " + std::to_string(number) + "} on the " +
+                       std::to_string(ranks) + " ranks" + instead + ": " + std::string(what),
+                   Impact::sharding,
+                   [this, word, ranks, no_ddp](ModelSpec& s) {
+                     no_ddp(s);
+                     set(s, word);
+                     set(s, "world=", ranks);
+                   },
+                   true);
+    }
+    if (o.sharding != Sharding::none) return;
+    std::string mixed;
+    if (o.precision != Precision::fp32) {
+      mixed = std::string(", mixed_precision=MixedPrecision(param_dtype=") +
+              (o.precision == Precision::bf16 ? "torch.bfloat16" : "torch.float16") + ")";
+    }
+    model_change("FSDP" + over,
+                 "FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy.FULL_SHARD, "
+                 "auto_wrap_policy=transformer_auto_wrap_policy" +
+                     mixed + ") on the " + std::to_string(ranks) + " ranks" + instead +
+                     ": fp32 shards, each layer gathered before it runs",
+                 Impact::sharding,
+                 [this, ranks, no_ddp](ModelSpec& s) {
+                   no_ddp(s);
+                   set(s, "fsdp=", ranks);
+                 },
+                 true);
   }
 
   // Activation checkpointing where the zoo models it (a `ckpt` token); never invented.
@@ -422,7 +635,8 @@ class Planner {
     }
     const ModelToken* token = &*ckpt;
     model_change(what, api + " around each block: activations recomputed in backward", Impact::loop,
-                 [this, token](ModelSpec& s) { set_model_token(s, *token, token->numbered ? 1 : 0, subject_.workload); });
+                 [this, token](ModelSpec& s) { set_model_token(s, *token, token->numbered ? 1 : 0, subject_.workload); },
+                 true);
   }
 
   const AdviseStudy& study_;
@@ -430,6 +644,7 @@ class Planner {
   std::vector<Plan> plans_;
   std::vector<Plan> settings_;     // the allocator and tenant changes among plans_
   std::vector<ModelEdit> models_;  // the model changes among plans_
+  std::vector<AdviseNote> unmodelled_;  // model changes the zoo does not parse, and why
 };
 
 // One scenario, built and replayed the way `allocsim run` does: the advised tenant first,
@@ -494,7 +709,7 @@ struct CsvRow {
 
 MetricValue text(std::string value) { return value; }
 
-const std::array<Column<CsvRow>, 19> kColumns{{
+const std::array<Column<CsvRow>, 20> kColumns{{
     {"rank", Unit::count, "1 for the best line; empty for the program as it is",
      [](const CsvRow& r) -> MetricValue {
        if (r.rank == 0) return {};
@@ -502,7 +717,11 @@ const std::array<Column<CsvRow>, 19> kColumns{{
      }},
     {"fits", Unit::text, "yes: every tenant ran its whole trace",
      [](const CsvRow& r) { return text(r.line->fits ? "yes" : "no"); }},
-    {"impact", Unit::text, "what the change asks: none, setting, loop, precision, optimizer, batch, inference",
+    {"group", Unit::text, "keeps_training (the same model, numerics and global batch) or changes_training",
+     [](const CsvRow& r) { return text(std::string(name_of(group_of(r.line->candidate.impact)))); }},
+    {"impact", Unit::text,
+     "what the change asks: none, setting, implementation, loop, sharding, offload, precision, optimizer, adapters, "
+     "batch, inference",
      [](const CsvRow& r) { return text(std::string(name_of(r.line->candidate.impact))); }},
     {"changes", Unit::count, "how many changes the line makes: 0 (as it is), 1, or 2 when no single one fits",
      [](const CsvRow& r) -> MetricValue { return static_cast<std::uint64_t>(r.line->candidate.changes); }},
@@ -542,31 +761,59 @@ std::string_view name_of(Impact impact) {
   switch (impact) {
     case Impact::none: return "none";
     case Impact::setting: return "setting";
+    case Impact::implementation: return "implementation";
     case Impact::loop: return "loop";
+    case Impact::sharding: return "sharding";
+    case Impact::offload: return "offload";
     case Impact::precision: return "precision";
     case Impact::optimizer: return "optimizer";
+    case Impact::adapters: return "adapters";
     case Impact::batch: return "batch";
     case Impact::inference: return "inference";
   }
   return "";
 }
 
+Group group_of(Impact impact) { return impact < Impact::precision ? Group::keeps_training : Group::changes_training; }
+
+std::string_view name_of(Group group) {
+  return group == Group::keeps_training ? "keeps_training" : "changes_training";
+}
+
 void rank_lines(std::vector<AdviseLine>& lines) {
   std::stable_sort(lines.begin(), lines.end(), [](const AdviseLine& a, const AdviseLine& b) {
-    return std::make_tuple(!a.fits, a.candidate.impact, b.headroom, a.candidate.what) <
-           std::make_tuple(!b.fits, b.candidate.impact, a.headroom, b.candidate.what);
+    const Impact ia = a.candidate.impact;
+    const Impact ib = b.candidate.impact;
+    return std::make_tuple(!a.fits, group_of(ia), ia, b.headroom, a.candidate.what) <
+           std::make_tuple(!b.fits, group_of(ib), ib, a.headroom, b.candidate.what);
   });
 }
 
 namespace {
 
-// Every plan searched (where it has a search) and run, among the threads; lines in plan order.
-std::vector<AdviseLine> run_plans(const std::vector<Plan>& plans, const AdviseStudy& study, TraceCache& traces) {
-  std::vector<AdviseLine> lines(plans.size());
+// Lines in plan order, and for a plan whose workload the zoo parses but does not lower (a
+// combination of tokens it does not model: sharding with DDP) the error in its place.
+struct Ran {
+  std::vector<AdviseLine> lines;
+  std::vector<std::string> errors;  // empty where the plan ran
+};
+
+// Every plan searched (where it has a search) and run, among the threads.
+Ran run_plans(const std::vector<Plan>& plans, const AdviseStudy& study, TraceCache& traces) {
+  Ran ran{std::vector<AdviseLine>(plans.size()), std::vector<std::string>(plans.size())};
+  std::vector<AdviseLine>& lines = ran.lines;
   parallel_for(plans.size(), study.threads, [&](std::size_t i) {
     const Plan& plan = plans[i];
-    AdviseCandidate candidate = plan.at(plan.search ? search(plan, study.device, traces) : 0);
-    const RunResult result = replay(candidate, study.device, traces);
+    AdviseCandidate candidate;
+    RunResult result;
+    try {
+      candidate = plan.at(plan.search ? search(plan, study.device, traces) : 0);
+      result = replay(candidate, study.device, traces);
+    } catch (const Error& error) {
+      lines[i].candidate = plan.at(plan.search ? plan.search->low : 0);
+      ran.errors[i] = error.what();
+      return;
+    }
     lines[i] = line_of(std::move(candidate), result);
     if (plan.search) {  // say which end of the search the value is, after the setting's name
       const bool smallest = plan.search->smallest;
@@ -581,33 +828,59 @@ std::vector<AdviseLine> run_plans(const std::vector<Plan>& plans, const AdviseSt
       what.insert(std::min(what.find(" + "), what.size()), end);
     }
   });
-  return lines;
+  return ran;
 }
 
 }  // namespace
 
 AdviseResults run_advise(const AdviseStudy& study) {
+  if (study.ranks < 1) {
+    throw Error("advise: --ranks " + std::to_string(study.ranks) + " is below 1: give the GPUs the job runs on");
+  }
   const Subject subject = subject_of(study);
   AdviseResults results;
   results.device = study.device;
   results.framework = subject.framework;
   results.workload = subject.workload;
+  results.training = !subject.model || subject.model->options.training;
   Planner planner(study, subject);  // the plans read it while they run
   TraceCache traces;
-  std::vector<AdviseLine> lines = run_plans(planner.plans(results.not_tried), study, traces);
+  Ran singles = run_plans(planner.plans(results.not_tried), study, traces);
+  if (!singles.errors.front().empty()) throw Error(singles.errors.front());  // the program as it is
+  std::vector<AdviseLine> lines;
   std::vector<bool> fits;
-  for (const AdviseLine& line : lines) fits.push_back(line.fits);
-  results.as_is = std::move(lines.front());
-  lines.erase(lines.begin());
-  // Pairs when nothing fits but giving up training: inference alone is no answer for a training job.
-  const auto keeps_training = [](const AdviseLine& l) { return l.fits && l.candidate.impact < Impact::inference; };
+  for (std::size_t i = 0; i < singles.lines.size(); ++i) {
+    AdviseLine& line = singles.lines[i];
+    fits.push_back(line.fits);
+    if (i == 0) continue;
+    if (singles.errors[i].empty()) {
+      lines.push_back(std::move(line));
+    } else {
+      results.not_tried.push_back({line.candidate.what, "not modelled: " + singles.errors[i]});
+    }
+  }
+  results.as_is = std::move(singles.lines.front());
+  // Pairs when no single change that keeps the training fits: two that keep it rank above one
+  // that changes it.
+  const auto keeps_training = [](const AdviseLine& l) {
+    return l.fits && group_of(l.candidate.impact) == Group::keeps_training;
+  };
   if (!results.as_is.fits && std::none_of(lines.begin(), lines.end(), keeps_training)) {
     results.pairs_tried = true;
-    for (AdviseLine& line : run_plans(planner.pairs(fits), study, traces)) lines.push_back(std::move(line));
+    Ran pairs = run_plans(planner.pairs(fits), study, traces);
+    for (std::size_t i = 0; i < pairs.lines.size(); ++i) {
+      if (pairs.errors[i].empty()) lines.push_back(std::move(pairs.lines[i]));  // a pair the zoo does not model: none
+    }
   }
   results.lines = std::move(lines);
   rank_lines(results.lines);
   return results;
+}
+
+std::vector<std::string_view> advise_column_names() {
+  std::vector<std::string_view> names;
+  for (const Column<CsvRow>& column : kColumns) names.push_back(column.name);
+  return names;
 }
 
 void write_advise_csv(std::ostream& out, const AdviseResults& results) {

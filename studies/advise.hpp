@@ -6,14 +6,22 @@
 // `allocsim run` replays a scenario (load_workload, the engine, make_policy), so a line's
 // figures are those of a run of exactly its specs. Limits (memory_limit, the system reserve,
 // a memory fraction) are found by bisection, and the line is the run at the value found.
-// When no single change fits (but inference only), two at a time are tried: a setting with
-// a model change, or two model changes of different tokens.
+// Every change is in one of two groups: it keeps the training the same (the same model,
+// numerics and global batch: allocator settings, checkpointing, a fused optimizer,
+// accumulation, sharding over the ranks the job has) or it changes it (another optimizer,
+// LoRA, lower precision, a smaller batch, inference); the first group ranks first. For a
+// decoder advise also tries what LLM practitioners reach for, each built from the model
+// token table: fused AdamW, paged and 8-bit AdamW (bitsandbytes), LoRA and QLoRA (PEFT),
+// ZeRO-1/2/3 and FSDP over --ranks N, and a paged KV cache for a generation.
+// When no single change that keeps the training fits, two at a time are tried: a setting
+// with a model change, or two model changes of different tokens.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/device.hpp"
@@ -28,20 +36,34 @@ struct AdviseStudy {
   std::string policy;                  // the allocator it runs with now; empty: the framework's default
   std::vector<TenantChoice> tenants;   // the other processes on the device, after the workload
   DeviceSpec device;
+  // The GPUs the job runs on, each rank this workload (data parallel): ZeRO and FSDP are
+  // tried over them when there are two or more. Error below 1.
+  std::int64_t ranks = 1;
   unsigned threads = 1;
 };
 
-// How much a change asks of the user, least first: the ranking's second key, after fits.
+// How much a change asks of the user, least first: the ranking's third key, after fits and
+// the group. Every impact before `precision` keeps the training the same, every one from it
+// on changes it (group_of).
 enum class Impact : std::uint8_t {
-  none,       // the program as it is
-  setting,    // an allocator or process setting: the same model, batch and numerics
-  loop,       // the training loop changes, the effective batch and precision stay (accumulation)
-  precision,  // mixed precision
-  optimizer,  // a smaller optimizer state: other training dynamics
-  batch,      // a smaller effective batch
-  inference,  // no training at all
+  none,            // the program as it is
+  setting,         // an allocator or process setting: the same model, batch and numerics
+  implementation,  // the same computation by another kernel or memory: a fused optimizer, a paged KV cache
+  loop,            // the training loop changes, the effective batch and precision stay (accumulation, checkpointing)
+  sharding,        // the job's ranks share its state (ZeRO, FSDP): the same global batch and numerics
+  offload,         // state moved out of the card's memory (paged optimizer state): the same numerics, slower
+  precision,       // mixed precision
+  optimizer,       // a smaller optimizer state: other training dynamics
+  adapters,        // LoRA or QLoRA: the base frozen, low-rank adapters trained
+  batch,           // a smaller effective batch
+  inference,       // no training at all
 };
 std::string_view name_of(Impact impact);
+
+// The ranking's second key: whether the training (or a generation's results) stays as it is.
+enum class Group : std::uint8_t { keeps_training, changes_training };
+Group group_of(Impact impact);
+std::string_view name_of(Group group);  // "keeps_training", "changes_training": the CSV's words
 
 struct AdviseCandidate {
   std::string what;    // "memory growth", "batch 128 x 2 accumulation steps"
@@ -75,21 +97,24 @@ struct AdviseResults {
   DeviceSpec device;
   Framework framework = Framework::torch;
   std::string workload;          // the advised workload as run (the framework token set)
+  bool training = true;          // it trains (a trace counts as training): the groups' words
   AdviseLine as_is;              // the program unchanged, under the framework's default allocator
   std::vector<AdviseLine> lines;  // every candidate but as_is, ranked (rank_lines)
   bool pairs_tried = false;       // no single change fit (but inference), so two at a time were tried too
   std::vector<AdviseNote> not_tried;
 };
 
-// The ranking: what fits first, then the least impact, then the most headroom, then by name.
+// The ranking: what fits first, then what keeps the training, then the least impact, then the
+// most headroom, then by name.
 void rank_lines(std::vector<AdviseLine>& lines);
 
 // Error when the workload is neither a model nor a trace, a framework is needed and not
-// given, --framework contradicts the workload's own token, or the policy is not one of the
-// framework's allocators.
+// given, --framework contradicts the workload's own token, the policy is not one of the
+// framework's allocators, or ranks is below 1.
 AdviseResults run_advise(const AdviseStudy& study);
 
-// One row per line, as_is first, then the ranked lines (columns: advise_columns()).
+// One row per line, as_is first, then the ranked lines (columns: advise_column_names()).
 void write_advise_csv(std::ostream& out, const AdviseResults& results);
+std::vector<std::string_view> advise_column_names();
 
 }  // namespace allocsim

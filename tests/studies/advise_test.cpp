@@ -75,6 +75,7 @@ void check_ranked(const AdviseResults& results) {
     const AdviseLine& b = results.lines[i];
     INFO(a.candidate.what << " before " << b.candidate.what);
     CHECK((a.fits || !b.fits));
+    if (a.fits == b.fits) CHECK(group_of(a.candidate.impact) <= group_of(b.candidate.impact));
     if (a.fits == b.fits) CHECK(a.candidate.impact <= b.candidate.impact);
     if (a.fits == b.fits && a.candidate.impact == b.candidate.impact) CHECK(a.headroom >= b.headroom);
   }
@@ -321,8 +322,12 @@ TEST_CASE("advise: the command line teaches, writes CSV, and refuses what it can
   CHECK_THAT(advised.out, Catch::Contains("as it is (resnet50_tf_b256 @ bfc): does not fit") &&
                               Catch::Contains("What fits, ranked") && Catch::Contains("Not tried:"));
   const std::string written = read_file(csv);
-  CHECK(written.starts_with("rank,fits,impact,changes,what,change,workload,policy,tenants,device,capacity_bytes,"
-                            "effective_batch,"));
+  CHECK(written.starts_with("rank,fits,group,impact,changes,what,change,workload,policy,tenants,device,"
+                            "capacity_bytes,effective_batch,"));
+  CHECK_THAT(written, Catch::Contains(",keeps_training,") && Catch::Contains(",changes_training,"));
+  // ResNet-50 gets none of a decoder's changes; its groups are labelled.
+  CHECK_THAT(advised.out, Catch::Contains("Keeps the training the same") && Catch::Contains("Changes the training:"));
+  CHECK_THAT(written, !Catch::Contains("LoRA") && !Catch::Contains("ZeRO") && !Catch::Contains("fused"));
   CHECK(std::count(written.begin(), written.end(), '\n') >= 8);
 
   const Outcome conflict = cli({"advise", "--workload", "resnet50_b256_torch", "--framework", "tf"});
@@ -339,7 +344,203 @@ TEST_CASE("advise: the command line teaches, writes CSV, and refuses what it can
   const Outcome word = cli({"advise", "--workload", "resnet50", "--framework", "jax"});
   CHECK(word.status == 2);
   CHECK_THAT(word.err, Catch::Contains("jax"));
+  for (const char* ranks : {"0", "-3"}) {
+    const Outcome none = cli({"advise", "--workload", "llama2_7b_b4_bf16_adamw", "--device", "a100-80gb",
+                              std::string("--ranks=") + ranks, "--csv", dir.file("ranks.csv")});
+    CHECK(none.status == 2);
+    CHECK(one_line(none.err));
+    CHECK_THAT(none.err, Catch::Contains("--ranks " + std::string(ranks)));
+  }
   CHECK(dir.entries() == 1);
+}
+
+TEST_CASE("docs/advise.md documents every column of advise's CSV", "[advise]") {
+  const std::string guide = read_file(ALLOCSIM_DOCS "/advise.md");
+  for (const std::string_view name : advise_column_names()) {
+    CAPTURE(name);
+    CHECK_THAT(guide, Catch::Contains("`" + std::string(name) + "`"));
+  }
+}
+
+// The groups: everything before precision keeps the training, the rest changes it.
+TEST_CASE("advise: the groups and the ranking's group key", "[advise]") {
+  for (const Impact impact :
+       {Impact::none, Impact::setting, Impact::implementation, Impact::loop, Impact::sharding, Impact::offload}) {
+    CHECK(group_of(impact) == Group::keeps_training);
+  }
+  for (const Impact impact : {Impact::precision, Impact::optimizer, Impact::adapters, Impact::batch, Impact::inference}) {
+    CHECK(group_of(impact) == Group::changes_training);
+  }
+  CHECK(name_of(Group::keeps_training) == "keeps_training");
+  CHECK(name_of(Group::changes_training) == "changes_training");
+  const auto line = [](std::string what, bool fits, Impact impact, Bytes headroom) {
+    AdviseLine l;
+    l.candidate.what = std::move(what);
+    l.candidate.impact = impact;
+    l.fits = fits;
+    l.headroom = headroom;
+    return l;
+  };
+  // Sharding keeps the training: before another optimizer and LoRA, whatever their headroom.
+  std::vector<AdviseLine> lines{line("lora", true, Impact::adapters, 60_GiB), line("sgd", true, Impact::optimizer, 50_GiB),
+                                line("zero", true, Impact::sharding, 1_GiB), line("fused", false, Impact::implementation, 0)};
+  rank_lines(lines);
+  std::string order;
+  for (const AdviseLine& l : lines) order += l.candidate.what + " ";
+  CHECK(order == "zero sgd lora fused ");
+}
+
+const AdviseLine* line_at(const AdviseResults& results, std::string_view what, std::size_t* rank) {
+  for (std::size_t i = 0; i < results.lines.size(); ++i) {
+    if (results.lines[i].candidate.what == what) {
+      *rank = i;
+      return &results.lines[i];
+    }
+  }
+  return nullptr;
+}
+
+TEST_CASE("advise: Llama 2 7B with AdamW on an 80 GB card, one of 8 ranks", "[advise][llm]") {
+  AdviseStudy study;
+  study.workload = "llama2_7b_b4_bf16_adamw";
+  study.device = device_spec("a100-80gb");
+  study.ranks = 8;
+  study.threads = 2;
+  const AdviseResults results = run_advise(study);
+  CHECK_FALSE(results.as_is.fits);
+  check_ranked(results);
+  check_every_line_by_run(results, {"--device", "a100-80gb"});
+  // What practitioners reach for, each a line built from the zoo's tokens.
+  std::size_t zero3 = 0, fsdp = 0, lora = 0, qlora = 0, fused = 0, eight = 0;
+  const AdviseLine* zero3_line = line_at(results, "ZeRO-3 over 8 ranks", &zero3);
+  const AdviseLine* fsdp_line = line_at(results, "FSDP over 8 ranks", &fsdp);
+  const AdviseLine* lora_line = line_at(results, "LoRA r=16 on q_proj and v_proj", &lora);
+  const AdviseLine* qlora_line = line_at(results, "QLoRA r=16 on every linear, a 4-bit NF4 base", &qlora);
+  const AdviseLine* fused_line = line_at(results, "fused AdamW", &fused);
+  const AdviseLine* eight_line = line_at(results, "8-bit AdamW", &eight);
+  REQUIRE(zero3_line);
+  REQUIRE(fsdp_line);
+  REQUIRE(lora_line);
+  REQUIRE(qlora_line);
+  REQUIRE(fused_line);
+  REQUIRE(eight_line);
+  CHECK(zero3_line->candidate.workload == "llama2_7b_bf16_adamw_b4:zero=3,world=8");
+  CHECK(fsdp_line->candidate.workload == "llama2_7b_bf16_adamw_b4:fsdp=8");
+  CHECK(lora_line->candidate.workload == "llama2_7b_bf16_adamw_b4:lora=16");
+  CHECK(qlora_line->candidate.workload == "llama2_7b_bf16_adamw_b4:lora_targets=all,qlora=16");
+  CHECK(fused_line->candidate.workload == "llama2_7b_bf16_adamw_fused_b4");
+  CHECK(eight_line->candidate.workload == "llama2_7b_bf16_adamw8bit_b4");
+  CHECK(group_of(zero3_line->candidate.impact) == Group::keeps_training);
+  CHECK(group_of(fused_line->candidate.impact) == Group::keeps_training);
+  CHECK(group_of(eight_line->candidate.impact) == Group::changes_training);
+  CHECK(group_of(lora_line->candidate.impact) == Group::changes_training);
+  // Sharding over the 8 ranks fits and keeps the training: it ranks before LoRA, which fits too.
+  REQUIRE(zero3_line->fits);
+  REQUIRE(lora_line->fits);
+  CHECK(zero3 < lora);
+  CHECK(zero3_line->candidate.effective_batch == 4);
+  CHECK(group_of(results.lines.front().candidate.impact) == Group::keeps_training);
+  CHECK(results.lines.front().fits);
+  CHECK_FALSE(results.pairs_tried);  // a single change keeps the training
+  // Lower precision than bf16 autocast is not in the token table: a note, not a line.
+  const bool master_noted = std::any_of(results.not_tried.begin(), results.not_tried.end(), [](const AdviseNote& note) {
+    return note.what.find("master weights") != std::string::npos;
+  });
+  CHECK(master_noted);
+}
+
+TEST_CASE("advise: Llama 2 7B on one 80 GB card: no SGD first, sharding only with --ranks", "[advise][llm]") {
+  AdviseStudy study;
+  study.workload = "llama2_7b_b4_bf16_adamw";
+  study.device = device_spec("a100-80gb");
+  study.threads = 2;
+  const AdviseResults results = run_advise(study);
+  check_ranked(results);
+  REQUIRE_FALSE(results.lines.empty());
+  const AdviseLine& best = results.lines.front();
+  CHECK(best.fits);
+  CHECK(best.candidate.what.find("SGD") == std::string::npos);
+  CHECK_FALSE(find_line(results, "ZeRO"));
+  CHECK_FALSE(find_line(results, "FSDP"));
+  const bool ranks_noted = std::any_of(results.not_tried.begin(), results.not_tried.end(), [](const AdviseNote& note) {
+    return note.what == "ZeRO-1/2/3 and FSDP" && note.why.find("--ranks") != std::string::npos;
+  });
+  CHECK(ranks_noted);
+  // Among what fits, every change that keeps the training ranks before every one that changes it.
+  bool changed = false;
+  for (const AdviseLine& line : results.lines) {
+    if (!line.fits) break;
+    if (group_of(line.candidate.impact) == Group::changes_training) changed = true;
+    if (changed) CHECK(group_of(line.candidate.impact) == Group::changes_training);
+  }
+  // 8-bit and paged state, LoRA and QLoRA are tried.
+  CHECK(find_line(results, "paged 8-bit AdamW"));
+  CHECK(find_line(results, "paged AdamW (32-bit state)"));
+  CHECK(find_line(results, "QLoRA"));
+}
+
+TEST_CASE("advise: what the zoo does not lower is a note, not a line", "[advise][llm]") {
+  const auto noted = [](const AdviseResults& results, std::string_view what, std::string_view why) {
+    return std::any_of(results.not_tried.begin(), results.not_tried.end(), [&](const AdviseNote& note) {
+      return note.what == what && note.why.find(why) != std::string::npos;
+    });
+  };
+  // A job that shards with ZeRO-1 over its own 4 ranks: the higher stages, over its world;
+  // LoRA with ZeRO is not modelled, so the LoRA changes are notes with the zoo's reason.
+  AdviseStudy study;
+  const std::string decoder = "decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope";
+  study.workload = decoder + ",zero=1,world=4";
+  study.device.capacity = 64_MiB;
+  study.threads = 2;
+  const AdviseResults sharded = run_advise(study);
+  check_ranked(sharded);
+  CHECK(find_line(sharded, "ZeRO-2 over 4 ranks"));
+  CHECK(find_line(sharded, "ZeRO-3 over 4 ranks"));
+  CHECK_FALSE(find_line(sharded, "ZeRO-1"));
+  CHECK_FALSE(find_line(sharded, "FSDP"));
+  CHECK_FALSE(find_line(sharded, "LoRA"));
+  CHECK(noted(sharded, "LoRA r=16 on q_proj and v_proj", "not modelled: "));
+  CHECK(noted(sharded, "QLoRA r=16 on every linear, a 4-bit NF4 base", "not modelled: "));
+
+  // A LoRA job: no sharding (a note), and QLoRA keeps its rank and quantises the base.
+  study.workload = decoder + ",lora=8";
+  study.ranks = 4;
+  const AdviseResults lora = run_advise(study);
+  CHECK_FALSE(find_line(lora, "ZeRO"));
+  CHECK(noted(lora, "ZeRO-1/2/3 and FSDP", "not modelled with LoRA"));
+  const AdviseLine* qlora = find_line(lora, "QLoRA");
+  REQUIRE(qlora);
+  const auto spec = parse_model_spec(qlora->candidate.workload);
+  REQUIRE(spec);
+  CHECK(spec->decoder.nf4);
+  CHECK(spec->decoder.lora == 8);
+  CHECK(qlora->candidate.workload.ends_with(",qlora=8"));
+
+  // A DistributedDataParallel job: ZeRO and FSDP take DDP's place.
+  study.workload = "decoder_bf16_adamw_ddp_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope";
+  const AdviseResults ddp = run_advise(study);
+  const AdviseLine* zero1 = find_line(ddp, "ZeRO-1 over 4 ranks");
+  REQUIRE(zero1);
+  CHECK(zero1->candidate.workload == "decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,"
+                                     "rope,zero=1,world=4");
+  CHECK_THAT(zero1->candidate.change, Catch::Contains("in place of DistributedDataParallel"));
+  REQUIRE(find_line(ddp, "FSDP over 4 ranks"));
+  CHECK(find_line(ddp, "FSDP over 4 ranks")->candidate.workload.find("ddp") == std::string::npos);
+}
+
+TEST_CASE("advise: a generation is offered a paged KV cache, which keeps its results", "[advise][llm]") {
+  AdviseStudy study;
+  study.workload = "decoder_bf16_infer_prefill64_decode32_b4:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope";
+  study.device.capacity = 64_MiB;
+  study.threads = 2;
+  const AdviseResults results = run_advise(study);
+  CHECK_FALSE(results.training);
+  const AdviseLine* paged = find_line(results, "a paged KV cache");
+  REQUIRE(paged);
+  CHECK(paged->candidate.workload.find("cache=paged") != std::string::npos);
+  CHECK(group_of(paged->candidate.impact) == Group::keeps_training);
+  CHECK_FALSE(find_line(results, "LoRA"));
+  CHECK_FALSE(find_line(results, "AdamW"));
 }
 
 }  // namespace
