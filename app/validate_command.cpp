@@ -140,7 +140,7 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
 
   const std::unique_ptr<DeviceApi> api = open(choice);
   const Validation validation = validate(*api, trace, options);
-  const std::vector<Comparison> rows = compare(validation);
+  const std::vector<MetricComparison> rows = compare(validation);
   write_comparison_table(out, validation, rows);
 
   write_file_atomically(table, [&](std::ostream& file) { write_comparison_csv(file, validation, rows); });

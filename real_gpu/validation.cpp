@@ -62,7 +62,7 @@ std::string plain(const std::optional<double>& value) {
   return text.str();
 }
 
-std::string difference(const Comparison& row) {
+std::string difference(const MetricComparison& row) {
   if (!row.simulated || !row.measured) return "";
   if (row.target == Target::ratio) {
     if (*row.simulated == 0) return "";
@@ -73,7 +73,7 @@ std::string difference(const Comparison& row) {
   return plain(*row.measured - *row.simulated);
 }
 
-std::string verdict(const Comparison& row) {
+std::string verdict(const MetricComparison& row) {
   if (row.target == Target::ratio) return "cost";
   return row.agrees() ? "yes" : "NO";
 }
@@ -114,12 +114,12 @@ bool places_by_address(std::string_view policy_spec) {
   return false;
 }
 
-bool Comparison::agrees() const {
+bool MetricComparison::agrees() const {
   if (target == Target::ratio) return true;
   return simulated == measured;
 }
 
-std::vector<Comparison> compare(const Validation& validation) {
+std::vector<MetricComparison> compare(const Validation& validation) {
   const TenantResult& sim = validation.simulated.tenants.at(0);
   const TenantResult& real = validation.measured.tenants.at(0);
   const Bytes context = validation.device.context_overhead;
@@ -129,7 +129,7 @@ std::vector<Comparison> compare(const Validation& validation) {
   const bool capped = validation.capped;
   const bool segments_can_differ =
       capped || validation.page_mapped || places_by_address(validation.policy);
-  std::vector<Comparison> rows;
+  std::vector<MetricComparison> rows;
   const auto exact = [&rows](const char* metric, std::optional<double> simulated, std::optional<double> measured,
                              bool could_differ) {
     rows.push_back({metric, Target::exact, simulated, measured, could_differ || simulated != measured});
@@ -179,20 +179,20 @@ std::vector<Comparison> compare(const Validation& validation) {
   return rows;
 }
 
-void write_comparison_table(std::ostream& out, const Validation& validation, std::span<const Comparison> rows) {
+void write_comparison_table(std::ostream& out, const Validation& validation, std::span<const MetricComparison> rows) {
   out << validation.workload << " under " << validation.policy << " on " << validation.device.name << " ("
       << validation.backend << "): capacity " << format_bytes(validation.device.capacity) << ", in use before "
       << format_bytes(validation.device.context_overhead);
   if (validation.ballast != 0) out << ", ballast " << format_bytes(validation.ballast);
   out << '\n';
   std::size_t width = 6;
-  for (const Comparison& row : rows) width = std::max(width, row.metric.size());
+  for (const MetricComparison& row : rows) width = std::max(width, row.metric.size());
   out << std::left << std::setw(static_cast<int>(width)) << "metric" << std::right << std::setw(18) << "simulated"
       << std::setw(18) << "measured" << std::setw(14) << "difference" << "  agrees\n";
   std::size_t agreeing = 0;
   std::size_t exact = 0;
   std::size_t by_construction = 0;
-  for (const Comparison& row : rows) {
+  for (const MetricComparison& row : rows) {
     out << std::left << std::setw(static_cast<int>(width)) << row.metric << std::right << std::setw(18)
         << (row.simulated ? plain(row.simulated) : "-") << std::setw(18) << (row.measured ? plain(row.measured) : "-")
         << std::setw(14) << difference(row) << "  " << verdict(row) << (row.informative ? "" : " (by construction)")
@@ -209,10 +209,10 @@ void write_comparison_table(std::ostream& out, const Validation& validation, std
       << " more are equal by construction on this run (uncapped, placement independent of addresses)\n";
 }
 
-void write_comparison_csv(std::ostream& out, const Validation& validation, std::span<const Comparison> rows) {
+void write_comparison_csv(std::ostream& out, const Validation& validation, std::span<const MetricComparison> rows) {
   out << "workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,agrees,"
          "informative\n";
-  for (const Comparison& row : rows) {
+  for (const MetricComparison& row : rows) {
     out << csv_field(validation.workload) << ',' << csv_field(validation.policy) << ',' << validation.backend << ','
         << csv_field(validation.device.name) << ',' << validation.device.capacity << ',' << row.metric << ','
         << (row.target == Target::exact ? "exact" : "ratio") << ',' << plain(row.simulated) << ','

@@ -43,7 +43,7 @@ enum class Target : std::uint8_t {
   ratio,  // a cost: measured / simulated is reported
 };
 
-struct Comparison {
+struct MetricComparison {
   std::string metric;
   Target target;
   std::optional<double> simulated;  // nullopt: no value (no OOM happened)
@@ -60,12 +60,12 @@ struct Comparison {
 // it breaks ties between equal free blocks across segments by address (caching, growth).
 bool places_by_address(std::string_view policy_spec);
 
-std::vector<Comparison> compare(const Validation& validation);
+std::vector<MetricComparison> compare(const Validation& validation);
 
-void write_comparison_table(std::ostream& out, const Validation& validation, std::span<const Comparison> rows);
+void write_comparison_table(std::ostream& out, const Validation& validation, std::span<const MetricComparison> rows);
 // One row per metric: workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,
 // agrees,informative
-void write_comparison_csv(std::ostream& out, const Validation& validation, std::span<const Comparison> rows);
+void write_comparison_csv(std::ostream& out, const Validation& validation, std::span<const MetricComparison> rows);
 // One row per measured device call: index,op,bytes,measured_ns,simulated_ns
 void write_calls_csv(std::ostream& out, const Validation& validation);
 

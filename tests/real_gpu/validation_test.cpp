@@ -14,16 +14,16 @@ namespace {
 
 HostDeviceConfig card(bool backed) { return test::host_card(512_MiB, 64_MiB, backed); }
 
-const Comparison& row(const std::vector<Comparison>& rows, std::string_view metric) {
-  for (const Comparison& comparison : rows) {
+const MetricComparison& row(const std::vector<MetricComparison>& rows, std::string_view metric) {
+  for (const MetricComparison& comparison : rows) {
     if (comparison.metric == metric) return comparison;
   }
   FAIL("no metric " << metric);
   throw;
 }
 
-void require_exact_agreement(const std::vector<Comparison>& rows) {
-  for (const Comparison& comparison : rows) {
+void require_exact_agreement(const std::vector<MetricComparison>& rows) {
+  for (const MetricComparison& comparison : rows) {
     INFO(comparison.metric);
     if (comparison.target == Target::exact) CHECK(comparison.agrees());
   }
@@ -46,7 +46,7 @@ TEST_CASE("validation: a hand-worked trace under direct, in simulation and on th
   ValidationOptions options;
   options.policy = "direct";
   const Validation validation = validate(api, hand_trace(), options);
-  const std::vector<Comparison> rows = compare(validation);
+  const std::vector<MetricComparison> rows = compare(validation);
   require_exact_agreement(rows);
   CHECK(row(rows, "peak_reserved_bytes").measured == double(8_MiB));
   CHECK(row(rows, "device_used_peak_bytes").measured == double(8_MiB));
@@ -71,7 +71,7 @@ TEST_CASE("validation: reserved bytes are exactly the simulation's for bfc, cach
   ValidationOptions options;
   options.policy = policy;
   const Validation validation = validate(api, trace, options);
-  const std::vector<Comparison> rows = compare(validation);
+  const std::vector<MetricComparison> rows = compare(validation);
   if (!backed) {
     // The stand-in hands out increasing addresses like SimDevice: nothing may differ.
     require_exact_agreement(rows);
@@ -110,7 +110,7 @@ TEST_CASE("validation: page-mapped segments reserve what the simulation does", "
   options.policy = policy;
   options.device.source = SegmentSource::vmm;
   const Validation validation = validate(api, trace, options);
-  const std::vector<Comparison> rows = compare(validation);
+  const std::vector<MetricComparison> rows = compare(validation);
   CHECK(row(rows, "peak_reserved_bytes").agrees());
   CHECK(row(rows, "device_used_peak_bytes").agrees());
   CHECK(api.counters().maps > 0);
@@ -146,7 +146,7 @@ TEST_CASE("validation: an OOM under a cap happens at the same request on both si
   options.policy = "direct";
   options.device.cap = 80_MiB;
   const Validation validation = validate(api, trace, options);
-  const std::vector<Comparison> rows = compare(validation);
+  const std::vector<MetricComparison> rows = compare(validation);
   require_exact_agreement(rows);
   CHECK(validation.ballast == 432_MiB);
   CHECK(validation.device.capacity == 80_MiB);
@@ -164,7 +164,7 @@ TEST_CASE("validation: the table and the CSV files name every metric", "[real_gp
   options.policy = "caching";
   options.cost.malloc_fixed_ns = 1000;
   const Validation validation = validate(api, hand_trace(), options);
-  const std::vector<Comparison> rows = compare(validation);
+  const std::vector<MetricComparison> rows = compare(validation);
   std::ostringstream table;
   write_comparison_table(table, validation, rows);
   std::ostringstream csv;
@@ -174,7 +174,7 @@ TEST_CASE("validation: the table and the CSV files name every metric", "[real_gp
   CHECK_THAT(csv.str(), Catch::StartsWith(
                             "workload,policy,backend,device,capacity_bytes,metric,target,simulated,measured,difference,agrees,"
                             "informative\n"));
-  for (const Comparison& comparison : rows) {
+  for (const MetricComparison& comparison : rows) {
     CHECK_THAT(table.str(), Catch::Contains(comparison.metric));
     CHECK_THAT(csv.str(), Catch::Contains("," + comparison.metric + ","));
   }
@@ -192,12 +192,12 @@ TEST_CASE("validation: the table and the CSV files name every metric", "[real_gp
 TEST_CASE("validation: rows equal by construction are not informative; what could differ is", "[real_gpu]") {
   HostDeviceApi api(card(true));
   ValidationOptions options;
-  const auto informative = [](const std::vector<Comparison>& rows, std::string_view metric) {
+  const auto informative = [](const std::vector<MetricComparison>& rows, std::string_view metric) {
     return row(rows, metric).informative;
   };
   SECTION("uncapped direct: one trace, one policy, segments it never tells apart") {
     options.policy = "direct";
-    const std::vector<Comparison> rows = compare(validate(api, hand_trace(), options));
+    const std::vector<MetricComparison> rows = compare(validate(api, hand_trace(), options));
     CHECK(informative(rows, "device_used_peak_bytes"));  // the driver's own count
     for (const char* metric : {"events_replayed", "peak_allocated_bytes", "peak_reserved_bytes", "device_mallocs",
                                "device_frees", "device_failed_mallocs", "oom_count", "first_oom_event"}) {
@@ -207,7 +207,7 @@ TEST_CASE("validation: rows equal by construction are not informative; what coul
   }
   SECTION("uncapped caching: placement by address can change what it reserves") {
     options.policy = "caching";
-    const std::vector<Comparison> rows = compare(validate(api, hand_trace(), options));
+    const std::vector<MetricComparison> rows = compare(validate(api, hand_trace(), options));
     CHECK(informative(rows, "peak_reserved_bytes"));
     CHECK(informative(rows, "device_mallocs"));
     CHECK_FALSE(informative(rows, "oom_count"));
@@ -218,7 +218,7 @@ TEST_CASE("validation: rows equal by construction are not informative; what coul
     TraceBuilder builder(TraceInfo{"oom", "test"});
     builder.alloc(0, 3_MiB);
     builder.alloc(1, 200_MiB);  // more than the capped card has
-    const std::vector<Comparison> rows =
+    const std::vector<MetricComparison> rows =
         compare(validate(api, std::make_shared<const Trace>(std::move(builder).finish()), options));
     for (const char* metric : {"events_replayed", "peak_reserved_bytes", "oom_count", "first_oom_event",
                                "first_oom_bytes", "first_oom_kind"}) {
