@@ -405,7 +405,8 @@ std::string explanation_json(const OomExplanation& explanation) {
   document["try"] = explanation.tries;
   document["notes"] = explanation.notes;
   document["missing"] = explanation.missing;
-  return document.dump(2) + "\n";
+  // A pasted text may hold bytes that are not UTF-8: they are shown replaced, not refused.
+  return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace allocsim
