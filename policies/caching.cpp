@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "policies/torch_alloc_conf.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -140,8 +141,7 @@ void apply_conf(std::string_view conf, CachingSettings& settings) {
       if (error != std::errc{} || end != value.data() + value.size() || !(threshold > 0 && threshold < 1)) {
         throw Error("policy caching: garbage_collection_threshold must be a number in (0, 1)");
       }
-    } else if (key == "backend" && value == "native") {
-    } else if (key == "release_lock_on_cudamalloc" || key.starts_with("pinned_")) {
+    } else if (alloc_conf_key_without_effect(key, value)) {
       // no effect on what a single-threaded replay allocates
     } else if (key == "expandable_segments" && (value == "True" || value == "False")) {
       settings.expandable = value == "True";
