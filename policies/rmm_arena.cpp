@@ -8,7 +8,6 @@
 namespace allocsim {
 namespace {
 
-constexpr Bytes kRmmAlignment = 256;
 constexpr Bytes kSuperblockMinimum = 1_MiB;
 
 bool handled_by_global(Bytes size) { return size > kSuperblockMinimum; }
@@ -19,7 +18,7 @@ RmmArenaPolicy::RmmArenaPolicy(const Params& params, Device& device)
     : device_(device), whole_device_(params.text("arena_size") == "free") {
   const std::string_view size = params.text("arena_size");
   const Bytes bytes = whole_device_ ? device.available() : size == "half" ? device.available() / 2 : params.bytes("arena_size");
-  arena_size_ = align_down(bytes, kRmmAlignment);
+  arena_size_ = align_down(bytes, kBlockAlignment);
   // Half of a device with under 2 MiB free is found only here, where the device is.
   if (!whole_device_ && arena_size_ < kSuperblockMinimum) {
     throw Error("policy rmm-arena: arena_size " + format_bytes_exact(arena_size_) +
@@ -30,7 +29,7 @@ RmmArenaPolicy::RmmArenaPolicy(const Params& params, Device& device)
 void RmmArenaPolicy::check_params(const Params& params) {
   const std::string_view size = params.text("arena_size");
   if (size == "free" || size == "half") return;
-  const Bytes bytes = align_down(params.bytes("arena_size"), kRmmAlignment);
+  const Bytes bytes = align_down(params.bytes("arena_size"), kBlockAlignment);
   if (bytes < kSuperblockMinimum) {
     throw Error("policy rmm-arena: arena_size " + format_bytes_exact(bytes) + " is smaller than the 1 MiB minimum superblock");
   }
@@ -69,14 +68,14 @@ bool RmmArenaPolicy::fits(const Superblock& superblock, Bytes size) {
 
 Allocation RmmArenaPolicy::allocate(const Request& request) {
   if (!upstream_) {
-    if (whole_device_) arena_size_ = align_down(device_.available(), kRmmAlignment);  // free memory now
+    if (whole_device_) arena_size_ = align_down(device_.available(), kBlockAlignment);  // free memory now
     if (arena_size_ < kSuperblockMinimum) return std::nullopt;
     upstream_ = device_.malloc(arena_size_);
     if (!upstream_) return std::nullopt;
     global_.insert(new_superblock(upstream_->addr, arena_size_));
     note_free(Range{upstream_->addr, arena_size_});
   }
-  const Bytes size = align_up(request.bytes, kRmmAlignment);
+  const Bytes size = align_up(request.bytes, kBlockAlignment);
   if (size == 0) return Block{0, 0, 0, request.id, request.stream};
   auto addr = try_allocate(size, request.stream);
   if (!addr) {

@@ -6,17 +6,12 @@
 #include "sim/error.hpp"
 
 namespace allocsim {
-namespace {
-
-constexpr Bytes kRmmAlignment = 256;
-
-}  // namespace
 
 RmmBinningPolicy::RmmBinningPolicy(const Params& params, Device& device)
     : device_(device), blocks_per_chunk_(params.count("blocks")) {
   if (params.text("min_exp") == "none") return;
   for (std::uint64_t exp = params.count("min_exp"); exp <= params.count("max_exp"); ++exp) {
-    bins_.push_back(Bin{align_up(Bytes{1} << exp, kRmmAlignment), {}, {}, 0});
+    bins_.push_back(Bin{align_up(Bytes{1} << exp, kBlockAlignment), {}, {}, 0});
   }
 }
 

@@ -8,11 +8,9 @@
 namespace allocsim {
 namespace {
 
-constexpr Bytes kRmmAlignment = 256;  // CUDA_ALLOCATION_ALIGNMENT
-
 Bytes multiple_of_256(const Params& params, std::string_view key) {
   const Bytes bytes = params.bytes(key);
-  if (bytes % kRmmAlignment != 0) {
+  if (bytes % kBlockAlignment != 0) {
     throw Error("policy rmm-pool: " + std::string(key) + " must be a multiple of 256 B, not " + format_bytes_exact(bytes));
   }
   return bytes;
@@ -22,7 +20,7 @@ Bytes multiple_of_256(const Params& params, std::string_view key) {
 
 RmmPoolPolicy::RmmPoolPolicy(const Params& params, Device& device)
     : device_(device),
-      initial_(params.text("initial") == "half" ? align_down(device.available() / 2, kRmmAlignment)
+      initial_(params.text("initial") == "half" ? align_down(device.available() / 2, kBlockAlignment)
                                                 : multiple_of_256(params, "initial")) {
   if (params.text("maximum") != "none") maximum_ = multiple_of_256(params, "maximum");
   // A maximum under half the device's free memory is found only here, where the device is.
@@ -47,8 +45,8 @@ RmmPoolPolicy::~RmmPoolPolicy() {
 
 Bytes RmmPoolPolicy::size_to_grow(Bytes bytes, Bytes pool_size, std::optional<Bytes> maximum) {
   if (!maximum) return std::max(bytes, pool_size);
-  const Bytes remaining = *maximum > pool_size ? align_up(*maximum - pool_size, kRmmAlignment) : 0;
-  const Bytes aligned = align_up(bytes, kRmmAlignment);
+  const Bytes remaining = *maximum > pool_size ? align_up(*maximum - pool_size, kBlockAlignment) : 0;
+  const Bytes aligned = align_up(bytes, kBlockAlignment);
   return aligned <= remaining ? std::max(aligned, remaining / 2) : 0;
 }
 
@@ -64,7 +62,7 @@ Allocation RmmPoolPolicy::allocate(const Request& request) {
     if (!expand(initial_, initial_, 0)) return std::nullopt;
   }
   started_ = true;
-  const Bytes size = align_up(request.bytes, kRmmAlignment);
+  const Bytes size = align_up(request.bytes, kBlockAlignment);
   if (size == 0) return Block{0, 0, 0, request.id, request.stream};
   // The smallest block that fits, the first (lowest address) among equals, split at the
   // front: the rest stays in the same list.

@@ -14,7 +14,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Nanos since(Clock::time_point start) {
+Nanos nonzero_since(Clock::time_point start) {
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
   return static_cast<Nanos>(std::max<std::int64_t>(ns, 1));  // a zero would make bandwidth infinite
 }
@@ -31,14 +31,14 @@ void measure_malloc_free(DeviceApi& api, const std::vector<Bytes>& sizes, int re
       api.synchronize();
       auto start = Clock::now();
       const auto addr = api.malloc(bytes);
-      const Nanos malloc_ns = since(start);
+      const Nanos malloc_ns = nonzero_since(start);
       if (!addr) throw Error("calibrate: cudaMalloc of " + format_bytes(bytes) + " failed with memory free");
       api.touch(*addr, bytes);
       api.synchronize();
       start = Clock::now();
       api.free(*addr);
       profile.samples.push_back({"malloc", bytes, malloc_ns});
-      profile.samples.push_back({"free", bytes, since(start)});
+      profile.samples.push_back({"free", bytes, nonzero_since(start)});
     }
   }
 }
@@ -56,12 +56,12 @@ void measure_map_unmap(DeviceApi& api, const std::vector<Bytes>& sizes, int repe
       api.synchronize();
       auto start = Clock::now();
       api.map(at, std::span(&*physical, 1));
-      const Nanos map_ns = since(start);
+      const Nanos map_ns = nonzero_since(start);
       api.touch(at, bytes);
       api.synchronize();
       start = Clock::now();
       api.unmap(at, bytes);
-      const Nanos unmap_ns = since(start);
+      const Nanos unmap_ns = nonzero_since(start);
       api.release_physical(*physical);
       api.release_addresses(at, bytes);
       profile.samples.push_back({"map", bytes, map_ns});
@@ -83,7 +83,7 @@ double measure_copy(DeviceApi& api, Bytes bytes, int repeats, CostProfile& profi
     const auto start = Clock::now();
     api.copy(*b, *a, bytes);
     api.synchronize();
-    const Nanos ns = since(start);
+    const Nanos ns = nonzero_since(start);
     total += ns;
     profile.samples.push_back({"copy", bytes, ns});
   }

@@ -8,12 +8,6 @@ namespace {
 
 constexpr std::string_view kRanOut = "ranoutofmemorytryingtoallocate";
 
-
-std::string_view skip_spaces(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  return text;
-}
-
 // The whole number at the start of `text` (after spaces); nothing when there is none.
 std::optional<Bytes> number_at(std::string_view text) {
   text = skip_spaces(text);

@@ -10,8 +10,6 @@
 namespace allocsim {
 namespace {
 
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
 char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
 
 bool starts_with_nocase(std::string_view text, std::string_view prefix) {
@@ -42,11 +40,6 @@ constexpr std::array<UnitSpelling, 10> kSpellings{{
     {"tb", "TB", "TB", false},
     {"b", "B", "B", false},
 }};
-
-std::string_view skip_spaces(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  return text;
-}
 
 // `dddd-dd-dd` then a space or T and the time, an optional zone: an ISO timestamp.
 std::size_t iso_timestamp_length(std::string_view text) {

@@ -5,6 +5,7 @@
 // way the framework prints sizes, so that the arithmetic is in the user's units.
 #pragma once
 
+#include <cctype>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,17 @@
 #include "sim/units.hpp"
 
 namespace allocsim {
+
+// The character tests the message readers share, on bytes of any value (a pasted text may
+// hold any byte, and <cctype> wants an unsigned char).
+inline bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+inline bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+
+// `text` without its leading spaces and tabs.
+inline std::string_view skip_spaces(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  return text;
+}
 
 // A size as a message prints it: the bytes it stands for, give or take `error`.
 struct PrintedSize {

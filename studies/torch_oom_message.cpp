@@ -7,9 +7,6 @@ namespace {
 
 constexpr std::string_view kAnchor = "outofmemory.triedtoallocate";
 
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
-
 // The message read without spaces, and its lower-case twin for finding the words.
 struct Flat {
   std::string_view text;

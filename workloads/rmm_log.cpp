@@ -30,9 +30,9 @@ std::optional<std::uint64_t> parse_handle(std::string_view text, int base) {
   return parse_number(text, base);
 }
 
-class Reader {
+class RmmLogReader {
  public:
-  explicit Reader(const std::string& name) : builder_(TraceInfo{name, "rmm-log"}) {}
+  explicit RmmLogReader(const std::string& name) : builder_(TraceInfo{name, "rmm-log"}) {}
 
   void row(std::string_view line, std::size_t line_number) {
     std::array<std::string_view, 6> fields;
@@ -109,7 +109,7 @@ class Reader {
 }  // namespace
 
 RmmLog parse_rmm_log(std::string_view text, const std::string& name) {
-  Reader reader(name);
+  RmmLogReader reader(name);
   bool seen_header = false;
   for_each_line(text, name, [&](std::string_view text, std::size_t line_number) {
     if (seen_header) {

@@ -146,7 +146,7 @@ std::optional<Nanos> prefix_time(std::string_view prefix) {
   }
 }
 
-class Reader {
+class TfLogReader {
  public:
   void line(std::string_view line, std::size_t line_number) {
     const auto label = line.find(kLabel);
@@ -284,7 +284,7 @@ class Reader {
 }  // namespace
 
 TfMemoryLog parse_tf_memory_log(std::string_view text, const std::string& name, std::optional<int> cuda_device) {
-  Reader reader;
+  TfLogReader reader;
   for_each_line(text, name, [&](std::string_view line, std::size_t line_number) { reader.line(line, line_number); });
   return std::move(reader).finish(name, cuda_device);
 }
