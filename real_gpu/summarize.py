@@ -10,7 +10,7 @@ checks need no GPU, so this runs anywhere on recorded results.
 
 Checks (the target each is held to in brackets; until a hardware run is committed under
 results/validation/ these are targets, not results):
-  snapshot_replay      caching replay of each recorded snapshot (converted by tools/torch_snapshot.py,
+  snapshot_replay      caching replay of each recorded snapshot (read by allocsim itself,
                        `allocsim run --policy caching` with the run's settings) vs torch
                        max_memory_reserved [exact]; and, when this allocsim has it, the simulated
                        reserved peak of `allocsim replay-check FILE` (which rebuilds the state the
@@ -38,9 +38,6 @@ import subprocess
 import sys
 import tempfile
 
-# Snapshots are converted here rather than by allocsim's own pickle reader, which runs the
-# converter from the source tree it was built in: a carried binary's may not exist.
-CONVERTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "torch_snapshot.py")
 
 def run_allocsim(allocsim, args, timeout=300):
     return subprocess.run([allocsim] + args, capture_output=True, text=True, timeout=timeout)
@@ -97,14 +94,8 @@ def snapshot_rows(allocsim, record, replay_check):
         measured = run["max_memory_reserved"]
         case = os.path.basename(run["snapshot"])
         try:
-            with tempfile.TemporaryDirectory() as folder:
-                trace = os.path.join(folder, "trace.csv")
-                converted = subprocess.run([sys.executable, CONVERTER, run["snapshot"], "-o", trace],
-                                           capture_output=True, text=True, timeout=300)
-                if converted.returncode != 0:
-                    raise RuntimeError(converted.stderr.strip() or "torch_snapshot.py failed")
-                tenant = simulate(allocsim, trace, caching_spec(conf), record["total_bytes"],
-                                  held_before(record))
+            tenant = simulate(allocsim, run["snapshot"], caching_spec(conf), record["total_bytes"],
+                              held_before(record))
             predicted = tenant["peak_reserved_bytes"]
             rows.append(row("snapshot_replay", case, predicted, measured, "exact", predicted == measured,
                             f"allocsim run --policy {caching_spec(conf)}"))

@@ -3,7 +3,7 @@
 
     python3 tools/check_memory_viz.py SNAPSHOT.pickle [MORE.pickle ...]
 
-Loads the pickle with the converter's plain-data unpickler (no globals) and checks what
+Loads the pickle with a plain-data unpickler (no globals, as allocsim's own reader) and checks what
 the viewer needs (docs/export.md): `segments` and `device_traces` (a list per device any
 segment names); every integer in [0, 2^53); segment and block fields; blocks tiling
 their segment in address order; then, device by device, the trace replayed backwards
@@ -14,11 +14,8 @@ before the first entry (a recording that began with the process). Prints one lin
 exits 0 when every file passes (stdout), 1 when one does not (the first problem named, on
 stderr), 2 when it cannot be read.
 """
-import os
+import pickle
 import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_snapshot import PlainDataUnpickler  # noqa: E402
 
 LIMIT = 1 << 53
 SEGMENT_KEYS = ("device", "address", "total_size", "allocated_size", "stream", "segment_type", "blocks", "frames")
@@ -28,6 +25,17 @@ STATES = ("active_allocated", "active_pending_free", "inactive")
 
 class Bad(Exception):
     pass
+
+
+class PlainDataUnpickler(pickle.Unpickler):
+    """Loads only plain data: every global (class, function) and persistent id is refused,
+    so loading a pickle cannot import modules or call anything."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"refused global {module}.{name}: a memory snapshot is plain data")
+
+    def persistent_load(self, pid):
+        raise pickle.UnpicklingError("refused persistent id: a memory snapshot is plain data")
 
 
 def integers(value, where):

@@ -1,6 +1,7 @@
 // PyTorch memory snapshots (torch.cuda.memory._dump_snapshot pickles) as workloads. The
-// conversion runs tools/torch_snapshot.py, whose unpickler refuses every global: a pickle
-// can run code, and snapshots come from strangers.
+// pickle is read by read_pickle, which refuses every opcode that would make anything but
+// plain data: a pickle can run code, and snapshots come from strangers. The snapshot
+// then becomes our CSV trace and a JSON sidecar (convert_snapshot), read as any trace.
 #pragma once
 
 #include <filesystem>
@@ -10,31 +11,29 @@
 
 #include "sim/trace.hpp"
 #include "workloads/reader.hpp"
+#include "workloads/snapshot_conversion.hpp"
 
 namespace allocsim {
 
-// Throws Error with the converter's one-line reason when the file cannot be converted.
+// Throws Error with a one-line reason naming the file when it cannot be converted.
 // `options.cuda_device`: whose trace (none: the only device with one).
 Trace read_torch_snapshot(const std::filesystem::path& pickle, const LoadOptions& options = {});
+
+// The same from a pickle's bytes in memory (pickle.dumps(snapshot) in Python); errors name `name`.
+Trace read_torch_snapshot_bytes(std::string_view pickle_bytes, const std::string& name,
+                                std::optional<int> cuda_device = {});
 
 // By content: a pickle's first bytes (0x80, then protocol 2 to 5); by name: a path ending in .pickle.
 Claim claims_torch_snapshot(std::string_view spec, std::string_view head);
 
-// What tools/torch_snapshot.py writes: our CSV trace and a JSON sidecar (settings, segments,
-// segment events). Throws Error with the converter's one-line reason when it fails.
-struct ConverterOutput {
-  std::string csv;
-  std::string sidecar;
-};
-ConverterOutput run_snapshot_converter(const std::filesystem::path& pickle, std::optional<int> cuda_device = {});
+// A snapshot's pickle bytes as our CSV trace and JSON sidecar (settings, segments, segment
+// events). Errors name `name`; `source` (default: name's file name) is what the texts mention.
+ConverterOutput convert_snapshot_bytes(std::string_view pickle_bytes, const std::string& name,
+                                       std::optional<int> cuda_device = {});
+// The same for a file; Error "PATH: cannot open" when it cannot be read.
+ConverterOutput convert_snapshot_file(const std::filesystem::path& pickle, std::optional<int> cuda_device = {});
 
-// The converter's CSV as a trace named after `pickle`; Error "PICKLE (converted):LINE: ...".
+// The converted CSV as a trace named after `pickle`; Error "PICKLE (converted):LINE: ...".
 Trace parse_converted_trace(std::string_view csv, const std::string& pickle);
-
-struct ConvertedSnapshot {
-  Trace trace;
-  std::string sidecar;  // the converter's JSON: settings, segments, segment events
-};
-ConvertedSnapshot convert_torch_snapshot(const std::filesystem::path& pickle, std::optional<int> cuda_device = {});
 
 }  // namespace allocsim

@@ -165,8 +165,14 @@ TorchRecording parse_torch_recording(std::string_view csv, std::string_view side
 }
 
 TorchRecording read_torch_recording(const std::filesystem::path& pickle, std::optional<int> cuda_device) {
-  const ConverterOutput output = run_snapshot_converter(pickle, cuda_device);
+  const ConverterOutput output = convert_snapshot_file(pickle, cuda_device);
   return parse_torch_recording(output.csv, output.sidecar, pickle.string());
+}
+
+TorchRecording read_torch_recording_bytes(std::string_view pickle_bytes, const std::string& name,
+                                          std::optional<int> cuda_device) {
+  const ConverterOutput output = convert_snapshot_bytes(pickle_bytes, name, cuda_device);
+  return parse_torch_recording(output.csv, output.sidecar, name);
 }
 
 }  // namespace allocsim

@@ -95,14 +95,20 @@ struct TorchRecording {
   static constexpr std::string_view kNoFrame = "(no frame outside torch)";
 };
 
-// Converts with tools/torch_snapshot.py (restricted unpickler); throws Error with its reason.
+// Reads a snapshot's pickle (plain data only: read_pickle) and converts it
+// (convert_snapshot); throws Error with a one-line reason naming the file.
 // `cuda_device`: whose trace (none: the only device with one; several: an error listing them).
 TorchRecording read_torch_recording(const std::filesystem::path& pickle, std::optional<int> cuda_device = {});
+
+// The same from the pickle's bytes in memory (pickle.dumps(snapshot) in Python, a file
+// dropped on a web page); errors name `name`.
+TorchRecording read_torch_recording_bytes(std::string_view pickle_bytes, const std::string& name,
+                                          std::optional<int> cuda_device = {});
 
 // The converter's JSON sidecar, parsed; `trace` is left empty. Throws Error on bad JSON.
 TorchRecording parse_torch_sidecar(std::string_view json, const std::string& origin);
 
-// The converter's two outputs (run_snapshot_converter) parsed: the CSV trace and the sidecar.
+// The converter's two outputs (convert_snapshot) parsed: the CSV trace and the sidecar.
 // Throws Error naming `pickle`. What the snapshot fuzz target calls (tests/fuzz).
 TorchRecording parse_torch_recording(std::string_view csv, std::string_view sidecar, const std::string& pickle);
 

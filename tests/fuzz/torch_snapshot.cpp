@@ -1,6 +1,7 @@
-// The C++ side of the PyTorch snapshot reader: what it parses of tools/torch_snapshot.py's
+// The second half of the PyTorch snapshot reader: what it parses of convert_snapshot's
 // output, the CSV trace and the JSON sidecar. An input is the two texts joined by a NUL
-// byte (a seed is `csv \0 json`); the Python unpickler before them is not fuzzed here.
+// byte (a seed is `csv \0 json`), so sidecars no pickle would produce are tried too; the
+// whole path from the pickle's bytes is the pickle_snapshot target.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

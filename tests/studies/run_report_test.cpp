@@ -194,7 +194,7 @@ TEST_CASE("an OOM's free blocks and policy state are told once while they stay t
 }
 
 TEST_CASE("a recording's blocks, all tagged other, are coloured by their first frame outside torch", "[report]") {
-  // What tools/torch_snapshot.py makes of a snapshot with frames: every tag other, the
+  // What the snapshot reader makes of a snapshot with frames: every tag other, the
   // frames as layers.
   TraceBuilder builder({"recording", "test"});
   const AllocId a = builder.alloc(0, 4_MiB, 0, Tag::other, "model.py:42 forward");

@@ -1,6 +1,7 @@
 // Synthetic PyTorch memory snapshots for the replay-check tests: a few lines of Python that
-// build `snapshot` from plain dicts and lists, pickled by the standard library (python3,
-// the interpreter the converter itself runs on). No torch, no files outside a TempDir.
+// build `snapshot` from plain dicts and lists, pickled by the standard library (python3:
+// Python's own pickler, what _dump_snapshot uses, so the reader meets real opcodes). No
+// torch, no files outside a TempDir.
 #pragma once
 
 #include <cstdlib>

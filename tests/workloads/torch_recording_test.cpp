@@ -1,4 +1,4 @@
-// The C++ side of the snapshot reader: tools/torch_snapshot.py's two outputs, the CSV trace
+// The second half of the snapshot reader: the conversion's two outputs, the CSV trace
 // and the JSON sidecar, parsed from buffers (parse_torch_recording). A sidecar that is not
 // what the converter writes is an Error naming the pickle, never a crash.
 #include <string>

@@ -8,8 +8,8 @@ FAKE_TORCH_CALLS when the process exits. Memory is a toy model with a real shape
 take bytes when made and give them back when dropped (CPython frees at the last reference),
 reserved bytes round up to 2 MiB segments, set_per_process_memory_fraction caps them and an
 allocation past the cap raises OutOfMemoryError. The allocator's history is a trace of
-alloc/free_completed entries that _dump_snapshot writes as the snapshot format tools/
-torch_snapshot.py reads. The first matmul makes a cuBLAS workspace that is never freed. AMP: a GradScaler whose scale is above 4096 sees the first step's
+alloc/free_completed entries that _dump_snapshot writes as the snapshot format allocsim's
+snapshot reader reads. The first matmul makes a cuBLAS workspace that is never freed. AMP: a GradScaler whose scale is above 4096 sees the first step's
 gradients overflow, skips that optimizer step and halves the scale, as a fresh ResNet-50 at
 65536 does. FAKE_TORCH_DIE_AT_MODEL=N kills the process (no clean-up) at the N-th model.
 """

@@ -1,0 +1,320 @@
+// A snapshot's dict turned into our CSV trace and sidecar: the conversion rules
+// (snapshot_conversion.cpp's opening comment), one case each, and its errors naming the
+// entry. These were the Python converter's tests (tools/tests/test_torch_snapshot.py),
+// kept with their assertions when the converter moved into C++.
+#include "workloads/snapshot_conversion.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "sim/error.hpp"
+#include "workloads/pickle_writer.hpp"
+#include "workloads/snapshot_import.hpp"
+#include "workloads/torch_recording.hpp"
+
+namespace allocsim {
+namespace {
+
+using nlohmann::json;
+
+json entry(const char* action, std::int64_t addr, std::int64_t size, std::int64_t stream, std::int64_t time_us) {
+  return {{"action", action}, {"addr", addr}, {"size", size}, {"stream", stream}, {"time_us", time_us}, {"frames", json::array()}};
+}
+
+// A recording that starts mid-run, on two streams, with an empty_cache() and a failed malloc.
+json tiny() {
+  json snapshot = json::parse(R"({"segments": [
+      {"device": 0, "address": 327680, "total_size": 2097152, "stream": 777, "segment_type": "small",
+       "blocks": [{"address": 327680, "size": 512, "requested_size": 64, "state": "active_allocated"},
+                  {"address": 328192, "size": 512, "requested_size": 0, "state": "inactive"}]},
+      {"device": 0, "address": 65536, "total_size": 2097152, "stream": 777, "segment_type": "small",
+       "blocks": [{"address": 65536, "size": 512, "requested_size": 200, "state": "active_allocated"},
+                  {"address": 131072, "size": 512, "requested_size": 300, "state": "active_allocated"}]}]})");
+  snapshot["device_traces"] = json::array({json::array({
+      entry("segment_alloc", 0x10000, 2097152, 777, 1000),
+      entry("alloc", 0x10000, 100, 777, 1000),
+      entry("alloc", 0x20000, 300, 5, 1002),
+      entry("free_requested", 0x30000, 50, 5, 1003),  // a block from before the recording
+      entry("free_completed", 0x30000, 50, 5, 1004),
+      entry("free_requested", 0x10000, 100, 777, 1001),  // goes back in time: clamped
+      entry("free_completed", 0x10000, 100, 777, 1005),
+      entry("segment_free", 0x10000, 2097152, 777, 1006),  // empty_cache(): one release
+      entry("segment_free", 0x40000, 2097152, 777, 1007),
+      entry("alloc", 0x10000, 200, 777, 1008),             // the address is reused
+      entry("segment_free", 0x60000, 2097152, 777, 1009),  // a failed malloc's own release
+      json{{"action", "oom"}, {"device_free", 0}, {"size", 1048576}, {"stream", 777}, {"time_us", 1010}},
+      entry("snapshot", 0, 600, 0, 1011),
+  })});
+  return snapshot;
+}
+
+constexpr const char* kTinyRows =
+    "time_ns,op,id,bytes,stream,tag\n"
+    "0,alloc,0x30000,50,0,other\n"
+    "0,alloc,0x50000,64,1,other\n"
+    "0,alloc,0x10000,100,1,other\n"
+    "2000,alloc,0x20000,300,0,other\n"
+    "4000,free,0x30000,50,,\n"
+    "5000,free,0x10000,100,,\n"
+    "6000,release,,,,\n"
+    "8000,alloc,0x10000,200,1,other\n";
+
+// The snapshot pickled as Python would (tuples as lists), by our own writer.
+void write(PickleWriter& pickle, const json& value) {
+  if (value.is_object()) {
+    pickle.begin_dict();
+    for (const auto& [key, item] : value.items()) {
+      pickle.key(key);
+      write(pickle, item);
+    }
+    pickle.end_dict();
+  } else if (value.is_array()) {
+    pickle.begin_list();
+    for (const json& item : value) write(pickle, item);
+    pickle.end_list();
+  } else if (value.is_string()) {
+    pickle.value(value.get<std::string>());
+  } else if (value.is_boolean()) {
+    pickle.value(value.get<bool>());
+  } else if (value.is_number_unsigned()) {
+    pickle.value(value.get<std::uint64_t>());
+  } else if (value.is_number_integer()) {
+    pickle.value(value.get<std::int64_t>());
+  } else if (value.is_number_float()) {
+    pickle.value(value.get<double>());
+  } else {
+    pickle.none();
+  }
+}
+ConverterOutput converted(const json& snapshot, std::optional<int> device) {
+  std::ostringstream out;
+  PickleWriter pickle(out);
+  write(pickle, snapshot);
+  pickle.finish();
+  return convert_snapshot_bytes(out.str(), "snap.pickle", device);
+}
+
+struct Converted {
+  std::string csv;
+  json sidecar;
+};
+Converted convert(const json& snapshot, std::optional<int> device = {}) {
+  const ConverterOutput output = converted(snapshot, device);
+  return Converted{output.csv, json::parse(output.sidecar)};
+}
+
+std::string data_lines(const std::string& csv) {
+  std::istringstream in(csv);
+  std::string out, line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with('#')) out += line + "\n";
+  }
+  return out;
+}
+
+std::string error_of(const json& snapshot, std::optional<int> device = {}) {
+  try {
+    static_cast<void>(converted(snapshot, device));
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+TEST_CASE("snapshot conversion: a tiny snapshot converts exactly", "[snapshot]") {
+  const Converted out = convert(tiny());
+  CHECK(data_lines(out.csv) == kTinyRows);
+  CHECK_THAT(out.csv, Catch::Contains("# 2 pre-existing blocks"));
+  CHECK_THAT(out.csv, Catch::Contains("# 1 timestamps clamped"));
+  CHECK_THAT(out.csv, Catch::Contains("1 bursts inside a failed malloc left out"));
+  CHECK_THAT(out.csv, Catch::Contains("# streams (ours = cuda): 0 = 5, 1 = 777"));
+  const json& settings = out.sidecar;
+  CHECK_FALSE(settings["allocator_settings_recorded"].get<bool>());
+  CHECK(settings["allocator_settings"]["max_split_size"] == -1);
+  std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> events;
+  for (const json& e : settings["segment_events"]) {
+    events.emplace_back(e["action"], e["addr"], e["size"], e["stream"], e["before_event"], e["during_event"]);
+  }
+  // The rows that made them: an alloc, the release row (twice), and none for the failed
+  // malloc's own release (8 is past the last row).
+  CHECK(events == decltype(events){{"segment_alloc", 0x10000, 2097152, 1, 2, 2},
+                                   {"segment_free", 0x10000, 2097152, 1, 7, 6},
+                                   {"segment_free", 0x40000, 2097152, 1, 7, 6},
+                                   {"segment_free", 0x60000, 2097152, 1, 8, 8}});
+  CHECK(settings["ooms"].size() == 1);
+  CHECK(settings["ooms"][0]["size"] == 1048576);
+  CHECK(settings["ooms"][0]["before_event"] == 8);
+  CHECK(settings["preexisting"] == json::parse(R"([{"addr": 196608, "size": 50, "stream": 0, "block_size": null},
+                                                   {"addr": 327680, "size": 64, "stream": 1, "block_size": 512}])"));
+  // At the start: the snapshot's segments with the trace's segment events undone.
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::string>> start;
+  for (const json& s : settings["segments_at_start"]) start.emplace_back(s["addr"], s["size"], s["stream"], s["pool"]);
+  CHECK(start == decltype(start){{0x40000, 2097152, 1, "small"}, {0x50000, 2097152, 1, "small"}, {0x60000, 2097152, 1, "small"}});
+  CHECK(settings["segments_at_end"][0]["blocks"] ==
+        json::parse(R"([{"addr": 65536, "size": 512, "allocated": true}, {"addr": 131072, "size": 512, "allocated": true}])"));
+  CHECK(settings["segments_at_end"][1]["blocks"] ==
+        json::parse(R"([{"addr": 327680, "size": 512, "allocated": true}, {"addr": 328192, "size": 512, "allocated": false}])"));
+}
+
+TEST_CASE("snapshot conversion: recorded settings and a second device", "[snapshot]") {
+  json snapshot = tiny();
+  snapshot["allocator_settings"] = {{"expandable_segments", true}};
+  snapshot["device_traces"] = json::array({json::array(), json::array({entry("alloc", 0x100, 7, 0, 5)})});
+  CHECK(convert(snapshot, 1).sidecar["allocator_settings"] == json{{"expandable_segments", true}});
+}
+
+TEST_CASE("snapshot conversion: errors name the snapshot and the entry on one line", "[snapshot]") {
+  CHECK(error_of(json::array({1, 2})) == "snap.pickle: not a memory snapshot: the pickle holds a list, not a dict");
+  CHECK(error_of(json{{"segments", json::array()}}) == "snap.pickle: not a memory snapshot: no 'device_traces' list");
+  CHECK(error_of(json{{"segments", json::array()}, {"device_traces", json::array()}}) ==
+        "snap.pickle: no device traces (was _record_memory_history enabled?)");
+  CHECK(error_of(tiny(), 3) == "snap.pickle: no device trace 3 (the snapshot has 1)");
+  json broken = tiny();
+  broken["device_traces"] = json::parse(R"([[{"action": "alloc", "addr": 1, "stream": 0, "time_us": 0}]])");
+  CHECK(error_of(broken) == "snap.pickle: device_traces[0][0] (alloc) lacks key 'size'");
+  // A NUL byte and a newline in a value are escaped, as Python's repr shows them.
+  json nul = {{"segments", json::array()}, {"device_traces", json::array({json::array({entry("alloc", 1, 0, 0, 1)})})}};
+  nul["device_traces"][0][0]["size"] = std::string("a\0\nb", 4);
+  CHECK(error_of(nul) == "snap.pickle: device_traces[0][0] (alloc): 'size' is 'a\\x00\\nb', not a number");
+  json negative = nul;
+  negative["device_traces"][0][0]["size"] = -5;
+  CHECK(error_of(negative) == "snap.pickle: device_traces[0][0] (alloc): negative size -5");
+  const json sizeless = json::parse(R"({"segments": [{"device": 0, "address": 0, "total_size": 2097152,
+      "blocks": [{"size": 512, "state": "inactive"}, {"state": "inactive"}]}],
+      "device_traces": [[{"action": "alloc", "addr": 1, "size": 512, "stream": 0, "time_us": 1}]]})");
+  CHECK(error_of(sizeless) == "snap.pickle: segments[0].blocks[1] lacks its size");
+  json no_address = sizeless;
+  no_address["segments"][0].erase("address");
+  CHECK(error_of(no_address) == "snap.pickle: segments[0] lacks address or total_size (address None, total_size 2097152)");
+  CHECK(error_of(json::parse(R"({"segments": [], "device_traces": [["STORAGE"]]})")) ==
+        "snap.pickle: device_traces[0][0] is not a trace entry (a dict with an 'action')");
+}
+
+TEST_CASE("snapshot conversion: PyTorch 2.0, without time, addresses or requested sizes", "[snapshot]") {
+  // Rule 2: no time_us; blocks tile their segment and carry only history.
+  const json snapshot = json::parse(R"({"segments": [{"device": 0, "address": 16777216, "total_size": 2097152, "stream": 0,
+      "blocks": [{"size": 1024, "state": "inactive", "history": []},
+                 {"size": 512, "state": "active_allocated", "history": [{"addr": 16778240, "real_size": 300, "frames": []}]},
+                 {"size": 2095616, "state": "inactive"}]}],
+      "device_traces": [[{"action": "alloc", "addr": 16777216, "size": 1000, "stream": 0},
+                         {"action": "free_completed", "addr": 16777216, "size": 1000, "stream": 0}]]})");
+  const Converted out = convert(snapshot);
+  CHECK(data_lines(out.csv) ==
+        "time_ns,op,id,bytes,stream,tag\n0,alloc,0x1000400,300,0,other\n0,alloc,0x1000000,1000,0,other\n"
+        "1000,free,0x1000000,1000,,\n");
+  std::vector<std::int64_t> blocks;
+  for (const json& block : out.sidecar["segments_at_end"][0]["blocks"]) blocks.push_back(block["addr"]);
+  CHECK(blocks == std::vector<std::int64_t>{0x1000000, 0x1000400, 0x1000600});
+  CHECK(out.sidecar["format"].get<std::string>().starts_with("PyTorch 2.0"));
+  CHECK_FALSE(out.sidecar["allocator_settings_recorded"].get<bool>());
+  CHECK(out.sidecar["addresses"] == json::array({0x1000400, 0x1000000}));
+}
+
+TEST_CASE("snapshot conversion: older than 2.0 is refused naming the version", "[snapshot]") {
+  CHECK_THAT(error_of(json::parse(R"([{"address": 0, "total_size": 2097152, "blocks": []}])")),
+             Catch::Contains("PyTorch 1.13 or older"));
+}
+
+TEST_CASE("snapshot conversion: several devices need a choice", "[snapshot]") {
+  // Rule 3: one list per visible device; the only non-empty one by default.
+  const json one = entry("alloc", 0x100, 7, 0, 5);
+  const auto with_traces = [](json traces) { return json{{"segments", json::array()}, {"device_traces", traces}}; };
+  CHECK(convert(with_traces(json::array({json::array(), json::array({one})}))).sidecar["device"] == 1);
+  CHECK_THAT(error_of(with_traces(json::array({json::array({one}), json::array(), json::array({one, one})}))),
+             Catch::Contains("2 devices have traces: 0 (1 entries), 2 (2 entries); choose one with --cuda-device N"));
+  CHECK(convert(with_traces(json::array({json::array({one}), json::array(), json::array({one})})), 2).sidecar["device"] == 2);
+}
+
+TEST_CASE("snapshot conversion: streams numbered by raw value", "[snapshot]") {
+  // Rule 4: 0x200 appears first but is numbered after 0x100 (and the default stream 0).
+  json snapshot = json::parse(R"({"segments": [{"device": 0, "address": 150994944, "total_size": 2097152, "stream": 0, "blocks": []}]})");
+  snapshot["device_traces"] = json::array({json::array({entry("alloc", 0x100, 7, 0x200, 1), entry("alloc", 0x300, 7, 0x100, 2)})});
+  CHECK(convert(snapshot).sidecar["streams"] ==
+        json::parse(R"([{"stream": 0, "cuda_stream": 0}, {"stream": 1, "cuda_stream": 256}, {"stream": 2, "cuda_stream": 512}])"));
+}
+
+TEST_CASE("snapshot conversion: frames outside torch and categories", "[snapshot]") {
+  const json torch_frame = {{"filename", "/usr/lib/python3/site-packages/torch/nn/modules/linear.py"}, {"line", 125}, {"name", "forward"}};
+  const json cpp_frame = {{"filename", "/pytorch/c10/cuda/CUDACachingAllocator.cpp"}, {"line", 900}, {"name", "malloc"}};
+  const json model = {{"filename", "/home/me/model.py"}, {"line", 42}, {"name", "forward"}};
+  const json cache = {{"filename", "/home/me/cache.py"}, {"line", 7}, {"name", "update"}};
+  json entries = json::array({entry("alloc", 0x100, 7, 0, 1), entry("alloc", 0x200, 7, 0, 2), entry("alloc", 0x300, 7, 0, 3),
+                              entry("alloc", 0x400, 7, 0, 4)});
+  entries[0]["frames"] = {cpp_frame, torch_frame, model};
+  entries[1]["frames"] = {torch_frame, cache, model};
+  entries[1]["category"] = "PARAMETER";
+  entries[2]["frames"] = {torch_frame};
+  entries[3]["frames"] = {model};
+  entries[3]["category"] = "Category.GRADIENT";
+  const json snapshot = {{"segments", json::array()}, {"device_traces", json::array({entries})}};
+  const Converted out = convert(snapshot);
+  CHECK(out.sidecar["frames"] == json::array({"model.py:42 forward", "cache.py:7 update"}));
+  CHECK(out.sidecar["alloc_frames"] == json::array({0, 1, -1, 0}));
+  CHECK(data_lines(out.csv) ==
+        "time_ns,op,id,bytes,stream,tag\n0,alloc,0x100,7,0,other\n1000,alloc,0x200,7,0,weight\n"
+        "2000,alloc,0x300,7,0,other\n3000,alloc,0x400,7,0,gradient\n");
+  // No frames recorded: nothing in the sidecar.
+  const json plain = {{"segments", json::array()}, {"device_traces", json::array({json::array({entry("alloc", 0x100, 7, 0, 1)})})}};
+  CHECK(convert(plain).sidecar["alloc_frames"] == json::array());
+}
+
+TEST_CASE("snapshot conversion: expandable segments at the start undo the maps", "[snapshot]") {
+  // Rule 6: a snapshot lists an expandable segment per mapped range; the trace's maps and
+  // unmaps, undone, leave what was mapped when the recording began.
+  constexpr std::int64_t M = 1 << 20, base = 0x2000000;
+  const json segment = {{"device", 0}, {"address", base}, {"total_size", 40 * M}, {"stream", 0}, {"segment_type", "large"},
+                        {"is_expandable", true},
+                        {"blocks", json::array({json{{"address", base}, {"size", 40 * M}, {"state", "inactive"}}})}};
+  json maps = json::array({entry("segment_map", base + 20 * M, 20 * M, 0, 1), entry("alloc", base + 20 * M, 5, 0, 1),
+                           entry("segment_unmap", base + 60 * M, 20 * M, 0, 2)});
+  const auto start = [&] {
+    std::vector<std::tuple<std::int64_t, std::int64_t, std::string, bool>> out;
+    const json snapshot = {{"segments", json::array({segment})}, {"device_traces", json::array({maps})}};
+    const Converted converted = convert(snapshot);
+    for (const json& s : converted.sidecar["segments_at_start"]) out.emplace_back(s["addr"], s["size"], s["pool"], s["expandable"]);
+    return out;
+  };
+  CHECK(start() == decltype(start()){{base, 20 * M, "large", true}, {base + 60 * M, 20 * M, "large", true}});
+  maps[2] = entry("segment_map", base, 20 * M, 0, 0);  // mapped from the first entry on: nothing at the start
+  CHECK(start().empty());
+}
+
+TEST_CASE("snapshot conversion: private pools are named with their entry", "[snapshot]") {
+  // Rule 7: replay-check refuses them by these names.
+  json snapshot = json::parse(R"({"segments": [
+      {"device": 0, "address": 150994944, "total_size": 2097152, "stream": 0, "segment_pool_id": [0, 0], "blocks": []},
+      {"device": 0, "address": 167772160, "total_size": 2097152, "stream": 0, "segment_pool_id": [3, 1], "blocks": []}]})");
+  json pooled = entry("alloc", 0x200, 7, 0, 1);
+  pooled["pool_id"] = {4, 0};
+  snapshot["device_traces"] = json::array({json::array({entry("alloc", 0x100, 7, 0, 1), pooled})});
+  CHECK(convert(snapshot).sidecar["private_pools"] ==
+        json::parse(R"j([{"pool": "(3, 1)", "entry": "segments[1]"}, {"pool": "(4, 0)", "entry": "device_traces[0][1]"}])j"));
+}
+
+TEST_CASE("snapshot conversion: a pickle's bytes in memory read as its file does", "[snapshot]") {
+  const std::string path = std::string(ALLOCSIM_TEST_DATA) + "/tiny.snapshot.pickle";
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const TorchRecording from_file = read_torch_recording(path);
+  const TorchRecording from_bytes = read_torch_recording_bytes(bytes, path);
+  // Events are 16 plain bytes (sim/types.hpp): equal bytes, equal events.
+  const auto same = [](const Trace& a, const Trace& b) {
+    return a.events.size() == b.events.size() &&
+           std::memcmp(a.events.data(), b.events.data(), a.events.size() * sizeof(Event)) == 0;
+  };
+  CHECK(same(from_bytes.trace, from_file.trace));
+  CHECK(from_bytes.addresses == from_file.addresses);
+  CHECK(from_bytes.segments_at_end.size() == from_file.segments_at_end.size());
+  CHECK(same(read_torch_snapshot_bytes(bytes, "tiny"), from_file.trace));
+  CHECK_THROWS_WITH(read_torch_recording_bytes(bytes.substr(0, 100), "dropped.pickle"),
+                    Catch::StartsWith("dropped.pickle: byte "));
+  CHECK_THROWS_WITH(read_torch_recording("/nonexistent/x.pickle"), "/nonexistent/x.pickle: cannot open");
+}
+
+}  // namespace
+}  // namespace allocsim
