@@ -60,6 +60,7 @@ py::tuple run_command(const std::string& command, const std::vector<std::string>
     const SavedSignals saved;
     catch_interrupts();  // the commands that stop between units install them too: harmless
     clear_interrupt();
+    hold_interrupts(true);  // a ^C while the command sets up is still this command's
     try {
       status = dispatch(command, args, out, err);
       if (interrupt_signal() != 0 && status == 0) stopped = std::string("interrupted by ") + signal_name(interrupt_signal());
@@ -67,8 +68,13 @@ py::tuple run_command(const std::string& command, const std::vector<std::string>
       status = -interrupted.signal();
       stopped = interrupted.what();
     } catch (const boost::program_options::error& error) {
+      hold_interrupts(false);
       throw Error(std::string(error.what()) + " (see allocsim " + command + " --help)");
+    } catch (...) {
+      hold_interrupts(false);
+      throw;
     }
+    hold_interrupts(false);
     if (!stopped.empty() && status == 0) status = -interrupt_signal();
     clear_interrupt();
   }

@@ -45,16 +45,15 @@ def _integers(values, argument, n, dtype):
     if len(array) != n:
         raise ValueError(f"{argument}: {len(array)} values, time_ns has {n}")
     if n and not np.issubdtype(array.dtype, np.integer):
-        if array.dtype == object or np.issubdtype(array.dtype, np.floating):
-            try:
-                as_int = array.astype(np.int64) if array.dtype != object else np.array([int(v) for v in array], dtype=object)
-            except (TypeError, ValueError, OverflowError):
-                raise TypeError(f"{argument}: integers, not {array.dtype}") from None
-            if not all(float(a) == float(b) for a, b in zip(array.tolist(), as_int.tolist())):
-                raise TypeError(f"{argument}: integers; {array.dtype} values with fractions are not")
-            array = as_int
-        else:
-            raise TypeError(f"{argument}: integers, not {array.dtype}")
+        items = array.tolist()
+        whole = []
+        for i, value in enumerate(items):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{argument}[{i}]: an integer, not {type(value).__name__}")
+            if isinstance(value, float) and not value.is_integer():
+                raise TypeError(f"{argument}[{i}]: an integer, not {value!r}")
+            whole.append(int(value))
+        array = np.array(whole, dtype=object)
     info = np.iinfo(dtype)
     for value in (array.min(), array.max()) if n else ():
         if int(value) < info.min or int(value) > info.max:
