@@ -38,4 +38,4 @@ class BinaryDistribution(Distribution):
         return True
 
 
-setup(packages=[], cmdclass={"build_py": BuildWithCMake}, distclass=BinaryDistribution)
+setup(packages=["allocsim"], package_dir={"allocsim": "python/allocsim"}, cmdclass={"build_py": BuildWithCMake}, distclass=BinaryDistribution)

@@ -57,13 +57,14 @@ def test_bad_keywords(kwargs, error, naming):
 
 
 def test_ctrl_c_stops_a_sweep_with_the_rows_that_finished():
+    before = signal.getsignal(signal.SIGINT)
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     began = time.monotonic()
     with pytest.raises(KeyboardInterrupt) as raised:
         allocsim.sweep(workload="random:n=200000", param=["seed=1:400:1"], policy="bfc", threads=2, quiet=True)
     stopped = time.monotonic() - began
-    assert stopped < 2.5, stopped
+    assert stopped < 3.0, stopped  # the signal at 1 s, then the points running finish (on a loaded machine)
     assert isinstance(raised.value, allocsim.Interrupted)
     assert len(raised.value.partial) > 0
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Python's own, back
+    assert signal.getsignal(signal.SIGINT) is before  # Python's own handler, back
