@@ -9,6 +9,10 @@ from hypothesis import strategies as st
 import allocsim
 from allocsim import _core
 
+# No example database in the source tree: every run draws afresh (the seeds print on failure).
+settings.register_profile("allocsim", database=None)
+settings.load_profile("allocsim")
+
 # Until the in-memory pickle reader is built in, a well-formed dict is refused as such.
 REFUSED = (TypeError, ValueError) if hasattr(_core, "_replay_bytes") else (TypeError, ValueError, NotImplementedError)
 
