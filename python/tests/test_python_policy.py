@@ -120,3 +120,36 @@ def test_the_guide_shows_this_best_fit(source):
     code = (source / "python" / "tests" / "best_fit.py").read_text()
     start = code.index("class BestFit")
     assert code[start:].strip() in guide
+
+
+class Paged(allocsim.Policy):
+    """A range of addresses, pages mapped into it one after another: the VMM calls from Python."""
+
+    PAGE = 2 << 20
+
+    def allocate(self, request):
+        if not hasattr(self, "base"):
+            self.base = self.top = self.device.reserve_addresses(1 << 34)
+            self.pages = []
+        size = -(-max(request.bytes, 1) // self.PAGE) * self.PAGE
+        page = self.device.create_physical(size)
+        if page is None:
+            return None
+        self.device.map(self.top, [page])
+        self.pages.append((self.top, page))
+        block = allocsim.Block(self.top, size, request)
+        self.top += size
+        return block
+
+    def deallocate(self, block):
+        for i, (at, page) in enumerate(self.pages):
+            if at == block.addr:
+                self.device.unmap(at, page.bytes)
+                self.device.release_physical(page)
+                del self.pages[i]
+                return
+
+
+def test_a_policy_of_mapped_pages():
+    result = allocsim.run("random:n=400,seed=2,live=64MiB,max=4MiB", policy=Paged, capacity="4GiB", check=True)
+    assert result.oom_count == 0 and result.peak_reserved_bytes >= result.peak_allocated_bytes > 0
