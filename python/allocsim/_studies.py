@@ -1,0 +1,99 @@
+"""sweep, maxbatch, advise, compare: the commands, in-process, their CSV as a DataFrame.
+
+Keyword arguments are the command's long options (dashes as underscores): values in the
+command line's syntax ("bfc,caching", "8:64", "16GiB") or as Python lists and numbers.
+"""
+import io
+import os
+import tempfile
+
+from . import _core
+
+# Options the commands take several times (each value its own, commas and all).
+_REPEATED = {"workload", "policy", "tenant", "param"}
+
+
+class Interrupted(KeyboardInterrupt):
+    """^C stopped the command; ``partial`` holds the rows of what finished (a DataFrame)."""
+
+    def __init__(self, message, partial):
+        super().__init__(message)
+        self.partial = partial
+
+
+def _text(value, argument):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    if hasattr(value, "__fspath__"):
+        return os.fsdecode(os.fspath(value))
+    raise TypeError(f"{argument}: a str, number or bool, or a list of them, not {type(value).__name__}")
+
+
+def _arguments(options):
+    arguments = []
+    for key, value in options.items():
+        if key == "csv":
+            raise TypeError("csv: the DataFrame returned is the CSV (DataFrame.to_csv writes it)")
+        option = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            arguments.append(option)
+        elif isinstance(value, (list, tuple)):
+            if not value:
+                raise ValueError(f"{key}: an empty list")
+            texts = [_text(item, key) for item in value]
+            if key in _REPEATED:
+                for text in texts:
+                    arguments += [option, text]
+            else:
+                arguments += [option, ",".join(texts)]
+        else:
+            arguments += [option, _text(value, key)]
+    return arguments
+
+
+def _read_csv(path):
+    import pandas
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return pandas.DataFrame()
+    with open(path, encoding="utf-8") as file:
+        return pandas.read_csv(io.StringIO(file.read()))
+
+
+def _run_command(command, options):
+    arguments = _arguments(options)
+    with tempfile.TemporaryDirectory(prefix="allocsim-") as folder:
+        csv = os.path.join(folder, command + ".csv")
+        try:
+            status, out, stopped = _core._command(command, arguments + ["--csv", csv])
+        except _core.Error as error:
+            raise ValueError(f"{command}: {error}") from None
+        rows = _read_csv(csv)
+        if stopped:
+            raise Interrupted(f"{command}: {stopped}", rows)
+    rows.attrs["output"] = out
+    rows.attrs["status"] = status
+    return rows
+
+
+def sweep(**options):
+    """``allocsim sweep``: the cross product of list-valued options, one row per tenant per point."""
+    return _run_command("sweep", options)
+
+
+def maxbatch(**options):
+    """``allocsim maxbatch``: the largest batch that runs without OOM, one row per device, policy and variant."""
+    return _run_command("maxbatch", options)
+
+
+def advise(**options):
+    """``allocsim advise``: what to change so that a workload fits, one row per line of advice."""
+    return _run_command("advise", options)
+
+
+def compare(**options):
+    """``allocsim compare``: one workload through several policies, one row per policy."""
+    return _run_command("compare", options)

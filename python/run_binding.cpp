@@ -1,0 +1,267 @@
+// allocsim.run, replay and replay_check: scenarios built as the commands build them
+// (studies/scenario_choice, the registry, the catalogue), replayed by the engine, and
+// their results as the JSON writer gives them, so Result carries every field it carries.
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "policies/registry.hpp"
+#include "python/bindings.hpp"
+#include "python/run_handle.hpp"
+#include "sim/error.hpp"
+#include "sim/report.hpp"
+#include "sim/units.hpp"
+#include "studies/replay_check.hpp"
+#include "studies/replay_from_recording.hpp"
+#include "studies/replay_log.hpp"
+#include "studies/report_page.hpp"
+#include "studies/scenario_choice.hpp"
+#include "workloads/catalogue.hpp"
+#include "workloads/torch_recording.hpp"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+namespace allocsim::python {
+namespace {
+
+// One tenant as the Python layer passes it: a spec or path (str) or a Trace; a policy spec
+// (str) or a Python policy (an allocsim.Policy subclass or instance) named `policy_name`.
+struct TenantArgument {
+  py::object workload;
+  py::object policy;
+  std::string policy_name;
+  Nanos start = 0;
+};
+
+std::shared_ptr<RunHandle> make_run(const std::vector<TenantArgument>& tenants, const DeviceChoice& device,
+                                    const std::string& on_oom, bool check) {
+  Scenario scenario;
+  scenario.device = chosen_device(device);
+  if (on_oom != "stop" && on_oom != "continue") throw Error("on_oom is 'stop' or 'continue', not '" + on_oom + "'");
+  scenario.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
+  scenario.check = check;
+  std::map<std::string, py::object> python_policies;
+  std::map<std::string, std::shared_ptr<const Trace>> loaded;  // a workload named twice loads once
+  for (const TenantArgument& tenant : tenants) {
+    std::shared_ptr<const Trace> trace;
+    if (py::isinstance<py::str>(tenant.workload)) {
+      const std::string spec = tenant.workload.cast<std::string>();
+      refuse_workload_list(spec);
+      auto& known = loaded[spec];
+      if (!known) {
+        const LoadOptions options{std::nullopt, scenario.device.compute_capability};
+        py::gil_scoped_release unlocked;
+        try {
+          known = std::make_shared<const Trace>(load_workload(spec, options));
+        } catch (const Error& error) {
+          throw Error("workload: " + std::string(error.what()));
+        }
+      }
+      trace = known;
+    } else {
+      trace = tenant.workload.cast<std::shared_ptr<Trace>>();
+    }
+    std::string policy;
+    if (py::isinstance<py::str>(tenant.policy)) {
+      policy = parse_policy_spec(tenant.policy.cast<std::string>()).text;
+    } else {
+      policy = tenant.policy_name;
+      python_policies.emplace(policy, tenant.policy);
+    }
+    scenario.tenants.push_back(TenantSpec{std::move(trace), policy, tenant.start});
+  }
+  auto handle = std::make_shared<RunHandle>(std::move(scenario), std::move(python_policies));
+  handle->run();
+  return handle;
+}
+
+std::string result_json(const RunResult& result) {
+  std::ostringstream out;
+  write_json(out, result);
+  return out.str();
+}
+
+py::dict breakdown(const RunResult& result, std::size_t tenant) {
+  const Breakdown& at_peak = result.tenants.at(tenant).at_peak;
+  py::dict by_tag;
+  for (int k = 0; k < kTagCount; ++k) {
+    const Bytes bytes = at_peak.by_tag[static_cast<std::size_t>(k)];
+    if (bytes > 0) by_tag[py::str(std::string(name_of(static_cast<Tag>(k))))] = bytes;
+  }
+  py::list layers;
+  for (const auto& [name, bytes] : at_peak.top_layers) layers.append(py::make_tuple(name, bytes));
+  return py::dict("event"_a = at_peak.event, "by_tag"_a = by_tag, "top_layers"_a = layers,
+                  "total_bytes"_a = at_peak.total(), "text"_a = describe_breakdown(at_peak));
+}
+
+py::dict timeline(RunHandle& handle, std::size_t tenant) {
+  std::vector<Sample> mine;
+  for (const Sample& sample : handle.recorders().timeline.points()) {
+    if (sample.tenant == tenant) mine.push_back(sample);
+  }
+  const auto n = static_cast<py::ssize_t>(mine.size());
+  py::array_t<std::uint64_t> time(n), event(n), allocated(n), reserved(n), device_used(n);
+  for (py::ssize_t k = 0; k < n; ++k) {
+    const Sample& sample = mine[static_cast<std::size_t>(k)];
+    time.mutable_at(k) = sample.time;
+    event.mutable_at(k) = sample.event;
+    allocated.mutable_at(k) = sample.allocated;
+    reserved.mutable_at(k) = sample.reserved;
+    device_used.mutable_at(k) = sample.device_used;
+  }
+  return py::dict("time_ns"_a = time, "event"_a = event, "allocated_bytes"_a = allocated, "reserved_bytes"_a = reserved,
+                  "device_used_bytes"_a = device_used);
+}
+
+void write_report(RunHandle& handle, const std::string& path, const std::string& title) {
+  const RunRecorders& recorders = handle.recorders();
+  const ReportedRun reported{handle.label(), handle.scenario(), handle.result(), recorders};
+  const std::string heading = title.empty() ? "allocsim: " + run_title(handle.result()) : title;
+  write_report_page(path, heading, run_report_data(heading, "python: allocsim", {&reported, 1}));
+}
+
+std::optional<Bytes> capacity_of(const std::optional<std::string>& capacity) {
+  if (!capacity) return std::nullopt;
+  const Bytes bytes = parse_bytes(*capacity);
+  if (bytes == 0) throw Error("capacity must be more than 0 bytes");
+  return bytes;
+}
+
+std::vector<std::string> policy_texts(const std::vector<std::string>& lists) {
+  std::vector<std::string> texts;
+  for (const PolicySpec& policy : parse_policy_lists(lists)) texts.push_back(policy.text);
+  return texts;
+}
+
+py::dict replay_of_recording(const TorchRecording& recording, const std::vector<std::string>& policies,
+                             const std::optional<std::string>& capacity) {
+  const std::vector<std::string> texts = policy_texts(policies);
+  const std::optional<Bytes> bytes = capacity_of(capacity);
+  std::optional<WhatIf> what_if;
+  {
+    py::gil_scoped_release unlocked;
+    what_if.emplace(replay_from_recording(recording, texts, bytes, {}, true));
+  }
+  py::list runs;
+  for (WhatIfOutcome& outcome : what_if->replayed) {
+    runs.append(std::make_shared<RunHandle>(outcome.scenario, outcome.run, outcome.recorders, outcome.policy));
+  }
+  py::list failed;
+  for (const WhatIf::Failed& failure : what_if->failed) failed.append(py::make_tuple(failure.policy, failure.error));
+  const WhatIfOutcome& recorded = what_if->recorded;
+  return py::dict("runs"_a = runs, "failed"_a = failed, "capacity_bytes"_a = what_if->capacity,
+                  "capacity_source"_a = what_if->capacity_source,
+                  "recorded"_a = py::dict("policy"_a = recorded.policy, "peak_reserved_bytes"_a = recorded.peak_reserved,
+                                          "peak_allocated_bytes"_a = recorded.peak_allocated,
+                                          "device_allocs"_a = recorded.device_allocs, "ooms"_a = recorded.ooms,
+                                          "first_oom"_a = recorded.first_oom),
+                  "replay_check_divergence"_a = what_if->replay_check_divergence,
+                  "events"_a = recording.trace.events.size(), "device"_a = recording.device);
+}
+
+py::dict replay_path(const std::string& path, const std::vector<std::string>& policies,
+                     const std::optional<std::string>& capacity, std::optional<int> cuda_device) {
+  if (find_reader(path).holds == Holds::allocator_state) {
+    std::optional<TorchRecording> recording;
+    {
+      py::gil_scoped_release unlocked;
+      recording.emplace(read_torch_recording(path, cuda_device));
+    }
+    return replay_of_recording(*recording, policies, capacity);
+  }
+  // A log (RMM's, our CSV): every policy from an empty allocator, as `allocsim replay LOG` does.
+  DeviceSpec device;
+  if (const std::optional<Bytes> bytes = capacity_of(capacity)) device.capacity = *bytes;
+  LoadOptions options;
+  options.cuda_device = cuda_device;
+  const std::vector<std::string> texts = policy_texts(policies);
+  std::optional<LogReplay> replay;
+  {
+    py::gil_scoped_release unlocked;
+    replay.emplace(replay_log_file(path, texts, device, options, {}, true));
+  }
+  py::list runs;
+  for (LogReplayOutcome& outcome : replay->outcomes) {
+    runs.append(std::make_shared<RunHandle>(outcome.scenario, outcome.run, outcome.recorders, outcome.policy));
+  }
+  return py::dict("runs"_a = runs, "failed"_a = py::list(), "capacity_bytes"_a = device.capacity,
+                  "events"_a = replay->events, "log_failures"_a = replay->failures);
+}
+
+py::dict check_recording(const TorchRecording& recording, const std::string& capacity) {
+  const Bytes bytes = parse_bytes(capacity);
+  if (bytes == 0) throw Error("capacity must be more than 0 bytes");
+  std::optional<ReplayCheck> check;
+  {
+    py::gil_scoped_release unlocked;
+    check.emplace(replay_check(recording, bytes));
+  }
+  return py::dict("exact"_a = check->exact(), "divergence"_a = check->divergence, "final_state"_a = check->final_state,
+                  "policy"_a = check->policy, "events"_a = check->events, "preexisting"_a = check->preexisting,
+                  "recorded_peak_reserved_bytes"_a = check->recorded_peak_reserved,
+                  "simulated_peak_reserved_bytes"_a = check->simulated_peak_reserved,
+                  "recorded_ooms"_a = check->recorded_ooms, "replayed_ooms"_a = check->replayed_ooms,
+                  "settings_not_modelled"_a = check->settings_not_modelled,
+                  "settings_without_effect"_a = check->settings_without_effect,
+                  "ambiguous_sizes"_a = check->ambiguous_sizes);
+}
+
+}  // namespace
+
+void bind_run(py::module_& module) {
+  py::class_<TenantArgument>(module, "_Tenant")
+      .def(py::init([](py::object workload, py::object policy, std::string name, Nanos start) {
+        return TenantArgument{std::move(workload), std::move(policy), std::move(name), start};
+      }));
+  py::class_<RunHandle, std::shared_ptr<RunHandle>>(module, "Run")
+      .def("json", [](const RunHandle& run) { return result_json(run.result()); })
+      .def("breakdown", [](const RunHandle& run, std::size_t tenant) { return breakdown(run.result(), tenant); })
+      .def("timeline", &timeline)
+      .def("report", &write_report, "path"_a, "title"_a = "")
+      .def("table", [](const RunHandle& run) {
+        std::ostringstream out;
+        write_table(out, run.result());
+        return out.str();
+      })
+      .def_property_readonly("label", &RunHandle::label)
+      .def_property_readonly("tenants", [](const RunHandle& run) { return run.result().tenants.size(); });
+  module.def("_run", [](const std::vector<TenantArgument>& tenants, const std::string& device, const std::string& capacity,
+                        const std::string& on_oom, bool check) {
+    DeviceChoice choice;
+    choice.presets = device;
+    choice.capacities = capacity;
+    return make_run(tenants, choice, on_oom, check);
+  });
+  module.def("_replay_path", &replay_path);
+  module.def("_parse_tenant", [](const std::string& text) {
+    const TenantChoice tenant = parse_tenant(text);
+    return py::make_tuple(tenant.workload, tenant.policy, tenant.start);
+  });
+  module.def("_parse_nanos", [](const std::string& text) { return parse_nanos(text); });
+  module.def("_parse_bytes", [](const std::string& text) { return parse_bytes(text); });
+  module.def("_check_policy", [](const std::string& spec) { return parse_policy_spec(spec).text; });
+  module.def("_check_device", [](const std::string& device, const std::string& capacity) {
+    DeviceChoice choice;
+    choice.presets = device;
+    choice.capacities = capacity;
+    chosen_device(choice);
+  });
+  module.def("_replay_check_path", [](const std::string& path, const std::string& capacity, std::optional<int> cuda_device) {
+    std::optional<TorchRecording> recording;
+    {
+      py::gil_scoped_release unlocked;
+      recording.emplace(read_torch_recording(path, cuda_device));
+    }
+    return check_recording(*recording, capacity);
+  });
+}
+
+}  // namespace allocsim::python

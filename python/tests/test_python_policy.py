@@ -1,0 +1,155 @@
+"""Policies written in Python, replayed by the engine beside the built-ins."""
+import pytest
+
+import allocsim
+from best_fit import BestFit
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("on_oom", ["stop", "continue"])
+def test_best_fit_in_python_is_the_built_in_bestfit(seed, on_oom):
+    workload = f"random:n=3000,seed={seed},live=256MiB"
+    ours = allocsim.run(workload, policy=BestFit, capacity="300MiB", on_oom=on_oom)
+    theirs = allocsim.run(workload, policy="bestfit", capacity="300MiB", on_oom=on_oom)
+    assert ours.policy == "py:BestFit"
+    for field in ("peak_allocated_bytes", "peak_reserved_bytes", "peak_requested_bytes", "oom_count",
+                  "first_oom_event", "first_oom_bytes", "device_mallocs", "device_frees", "events_replayed"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert [oom.event for oom in ours.ooms] == [oom.event for oom in theirs.ooms]
+
+
+def test_some_seed_runs_out_of_memory():
+    assert allocsim.run("random:n=3000,seed=1,live=256MiB", policy=BestFit, capacity="300MiB",
+                        on_oom="continue").oom_count > 0
+
+
+def test_a_python_policy_beside_a_built_in_tenant():
+    result = allocsim.run("random:n=500,seed=5", policy=BestFit, capacity="4GiB",
+                          tenants=["random:n=500,seed=6@caching"])
+    assert [t.policy for t in result.tenants] == ["py:BestFit", "caching"]
+    assert result.timeline.reserved.max() > 0
+
+
+def test_release_and_check_mode():
+    trace = allocsim.Trace.from_arrays([0, 1, 2, 3], ["alloc", "free", "release", "alloc"], [1, 1, -1, 2],
+                                       [1000, 0, 0, 5000])
+    result = allocsim.run(trace, policy=BestFit, check=True)
+    assert result.device_frees == 1 and result.device_mallocs == 2
+
+
+class Raises(allocsim.Policy):
+    def allocate(self, request):
+        if request.id == 2:
+            raise KeyError("boom")
+        segment = self.device.malloc(max(256, request.bytes))
+        return allocsim.Block(segment.addr, segment.bytes, request)
+
+    def deallocate(self, block):
+        pass
+
+
+def test_an_exception_names_the_event():
+    with pytest.raises(allocsim.PolicyError, match=r"event 2 \(alloc of allocation 2") as raised:
+        allocsim.run("random:n=100,seed=1", policy=Raises)
+    assert isinstance(raised.value.__cause__, KeyError)
+
+
+class Overlapping(allocsim.Policy):
+    def allocate(self, request):
+        if not hasattr(self, "segment"):
+            self.segment = self.device.malloc(1 << 30)
+        return allocsim.Block(self.segment.addr, max(256, request.bytes), request)
+
+    def deallocate(self, block):
+        pass
+
+
+class Misaligned(Overlapping):
+    def allocate(self, request):
+        block = super().allocate(request)
+        return allocsim.Block(block.addr + 8, block.size, request)
+
+
+class Outside(allocsim.Policy):
+    def allocate(self, request):
+        return allocsim.Block(1 << 40, max(256, request.bytes), request)
+
+    def deallocate(self, block):
+        pass
+
+
+class Small(Overlapping):
+    def allocate(self, request):
+        return allocsim.Block(self.device.malloc(1 << 20).addr, 256, request)
+
+
+class NotABlock(allocsim.Policy):
+    def allocate(self, request):
+        return 42
+
+    def deallocate(self, block):
+        pass
+
+
+@pytest.mark.parametrize("policy, why", [
+    (Overlapping, "overlaps the live block"),
+    (Misaligned, "not aligned to 256"),
+    (Outside, "outside every segment"),
+    (NotABlock, "returned int, not an allocsim.Block"),
+])
+def test_a_broken_block_is_refused(policy, why):
+    trace = allocsim.Trace.from_arrays([0, 1], ["alloc", "alloc"], [1, 2], [1000, 1000])
+    with pytest.raises(allocsim.PolicyError, match=why):
+        allocsim.run(trace, policy=policy)
+
+
+def test_a_smaller_block_is_refused():
+    trace = allocsim.Trace.from_arrays([0], ["alloc"], [1], [1000])
+    with pytest.raises(allocsim.PolicyError, match="smaller than the 1000 bytes"):
+        allocsim.run(trace, policy=Small)
+
+
+def test_the_device_outlives_no_run():
+    policy = BestFit()
+    allocsim.run("random:n=50,seed=1", policy=policy)
+    assert policy.device is None
+
+
+def test_the_guide_shows_this_best_fit(source):
+    guide = (source / "docs" / "python.md").read_text()
+    code = (source / "python" / "tests" / "best_fit.py").read_text()
+    start = code.index("class BestFit")
+    assert code[start:].strip() in guide
+
+
+class Paged(allocsim.Policy):
+    """A range of addresses, pages mapped into it one after another: the VMM calls from Python."""
+
+    PAGE = 2 << 20
+
+    def allocate(self, request):
+        if not hasattr(self, "base"):
+            self.base = self.top = self.device.reserve_addresses(1 << 34)
+            self.pages = []
+        size = -(-max(request.bytes, 1) // self.PAGE) * self.PAGE
+        page = self.device.create_physical(size)
+        if page is None:
+            return None
+        self.device.map(self.top, [page])
+        self.pages.append((self.top, page))
+        block = allocsim.Block(self.top, size, request)
+        self.top += size
+        return block
+
+    def deallocate(self, block):
+        for i, (at, page) in enumerate(self.pages):
+            if at == block.addr:
+                self.device.unmap(at, page.bytes)
+                self.device.release_physical(page)
+                del self.pages[i]
+                return
+
+
+def test_a_policy_of_mapped_pages():
+    result = allocsim.run("random:n=400,seed=2,live=64MiB,max=4MiB", policy=Paged, capacity="4GiB", check=True)
+    assert result.oom_count == 0 and result.peak_reserved_bytes >= result.peak_allocated_bytes > 0
