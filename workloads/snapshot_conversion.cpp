@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "sim/error.hpp"
+#include "sim/types.hpp"
 #include "workloads/python_repr.hpp"
 
 namespace allocsim {
@@ -420,10 +421,9 @@ json private_pools(const Value snapshot, int device) {
   return result;
 }
 
-enum class Op : std::uint8_t { alloc, free, release };
 struct Row {
   std::int64_t time_ns;
-  Op op;
+  Op op;  // alloc, free or release: a snapshot has no syncs
   std::int64_t addr;
   std::int64_t size;
   std::int64_t stream;  // raw CUDA stream, allocs only
