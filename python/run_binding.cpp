@@ -262,6 +262,27 @@ void bind_run(py::module_& module) {
     }
     return check_recording(*recording, capacity);
   });
+  // A snapshot dict, pickled by the Python layer: read in memory, never written to disk.
+  module.def("_replay_bytes", [](const py::bytes& data, const std::string& name, const std::vector<std::string>& policies,
+                                 const std::optional<std::string>& capacity, std::optional<int> cuda_device) {
+    const std::string pickle = data;
+    std::optional<TorchRecording> recording;
+    {
+      py::gil_scoped_release unlocked;
+      recording.emplace(read_torch_recording_bytes(pickle, name, cuda_device));
+    }
+    return replay_of_recording(*recording, policies, capacity);
+  });
+  module.def("_replay_check_bytes", [](const py::bytes& data, const std::string& name, const std::string& capacity,
+                                       std::optional<int> cuda_device) {
+    const std::string pickle = data;
+    std::optional<TorchRecording> recording;
+    {
+      py::gil_scoped_release unlocked;
+      recording.emplace(read_torch_recording_bytes(pickle, name, cuda_device));
+    }
+    return check_recording(*recording, capacity);
+  });
 }
 
 }  // namespace allocsim::python

@@ -114,11 +114,7 @@ def _snapshot_source(snapshot):
     """('path', str) or ('dict', pickle bytes): what replay and replay_check read."""
     if isinstance(snapshot, dict):
         from ._snapshot import snapshot_bytes
-        data = snapshot_bytes(snapshot)
-        if not hasattr(_core, "_replay_bytes"):
-            raise NotImplementedError("snapshot: this build reads snapshots from files only; give the path of the "
-                                      "pickle torch.cuda.memory._dump_snapshot() writes")
-        return "dict", data
+        return "dict", snapshot_bytes(snapshot)
     if isinstance(snapshot, (str, bytes)) or hasattr(snapshot, "__fspath__"):
         path = os.fsdecode(os.fspath(snapshot))
         if not os.path.exists(path):

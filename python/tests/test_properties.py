@@ -13,8 +13,7 @@ from allocsim import _core
 settings.register_profile("allocsim", database=None)
 settings.load_profile("allocsim")
 
-# Until the in-memory pickle reader is built in, a well-formed dict is refused as such.
-REFUSED = (TypeError, ValueError) if hasattr(_core, "_replay_bytes") else (TypeError, ValueError, NotImplementedError)
+REFUSED = (TypeError, ValueError)
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
                     st.text(max_size=8), st.binary(max_size=8))

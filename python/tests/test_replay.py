@@ -24,10 +24,6 @@ def test_replay_details_and_check(snapshot_path, tmp_path):
     assert check.exact, check
 
 
-dict_path = pytest.mark.skipif(not hasattr(_core, "_replay_bytes"), reason="the C++ pickle reader has not landed")
-
-
-@dict_path
 def test_replay_the_dict_as_the_path(snapshot_path):
     snapshot = pickle.loads(snapshot_path.read_bytes())
     from_dict = allocsim.replay(snapshot)
