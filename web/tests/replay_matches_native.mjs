@@ -15,6 +15,9 @@ if (!existsSync(native)) skip(`no native allocsim at ${native} (build the releas
 if (!existsSync(traces)) skip(`no shared recordings at ${traces}`);
 const recordings = readdirSync(traces).filter((f) => f.endsWith('.pickle')).sort();
 if (recordings.length === 0) skip(`no .pickle in ${traces}`);
+// The module reads the converter's output until it reads pickles itself (the C++ reader).
+const converter = join(tools, 'torch_snapshot.py');
+if (!existsSync(converter)) skip(`no snapshot converter at ${converter}: the module reads its output`);
 
 const createAllocsimCore = createRequire(import.meta.url)(resolve(core));
 const module = await createAllocsimCore();
@@ -60,7 +63,7 @@ try {
     const pickle = join(traces, recording);
     const csv = join(folder, 'trace.csv');
     const sidecar = join(folder, 'settings.json');
-    execFileSync('python3', [join(tools, 'torch_snapshot.py'), pickle, '-o', csv, '--settings-out', sidecar]);
+    execFileSync('python3', [converter, pickle, '-o', csv, '--settings-out', sidecar]);
     const trace = readFileSync(csv);
     const sidecarText = readFileSync(sidecar, 'utf8');
     for (const { policies, capacity } of settings) {
