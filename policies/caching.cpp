@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "policies/torch_alloc_conf.hpp"
+#include "sim/float_chars.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -137,7 +138,7 @@ void apply_conf(std::string_view conf, CachingSettings& settings) {
       settings.divisions = parse_roundup_divisions(value);
     } else if (key == "garbage_collection_threshold") {
       double& threshold = settings.gc_threshold;
-      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), threshold);
+      const auto [end, error] = double_from_chars(value.data(), value.data() + value.size(), threshold);
       if (error != std::errc{} || end != value.data() + value.size() || !(threshold > 0 && threshold < 1)) {
         throw Error("policy caching: garbage_collection_threshold must be a number in (0, 1)");
       }

@@ -34,8 +34,8 @@ VmmPolicy::~VmmPolicy() {
 
 void VmmPolicy::map_free_pages(Addr at, std::uint64_t count) {
   const auto first = free_pages_.end() - static_cast<std::ptrdiff_t>(count);
-  device_.map(at, std::span<const Segment>(first, free_pages_.end()));
-  mapped_.emplace(at, std::pmr::vector<Segment>(first, free_pages_.end(), &pool_));
+  device_.map(at, std::span<const Segment>(free_pages_).last(count));
+  mapped_.emplace(at, pooled::vector<Segment>(first, free_pages_.end(), &pool_));
   free_pages_.erase(first, free_pages_.end());
 }
 

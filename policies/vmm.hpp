@@ -21,12 +21,12 @@
 
 #include <array>
 #include <map>
-#include <memory_resource>
 #include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
 
+#include "policies/common/node_pool.hpp"
 #include "policies/common/tiled_ranges.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
@@ -71,15 +71,15 @@ class VmmPolicy final : public Policy {
   std::vector<Segment> free_pages_;  // held and mapped nowhere
   std::uint64_t large_pages_ = 0;    // mapped under live large blocks
   // Tree and hash nodes come from a pool, so that a steady state allocates nothing.
-  std::pmr::unsynchronized_pool_resource pool_;
+  pooled::NodePool pool_;
   // Every mapped range (large blocks, cached ranges, small pages) -> its physical pages in
   // order: what unmapping it gives back.
-  std::pmr::unordered_map<Addr, std::pmr::vector<Segment>> mapped_{&pool_};
-  std::pmr::multimap<std::uint64_t, Addr> cached_{&pool_};  // page count -> a freed range, still mapped
+  pooled::unordered_map<Addr, pooled::vector<Segment>> mapped_{&pool_};
+  pooled::multimap<std::uint64_t, Addr> cached_{&pool_};  // page count -> a freed range, still mapped
   std::uint64_t cached_pages_ = 0;
   TiledRanges small_free_;  // inside mapped small pages, each page a range of its own
-  std::pmr::unordered_map<Addr, Bytes> small_pages_{&pool_};  // virtual page -> live bytes in it
-  std::pmr::set<Addr> empty_small_{&pool_};                   // small pages with nothing live
+  pooled::unordered_map<Addr, Bytes> small_pages_{&pool_};  // virtual page -> live bytes in it
+  pooled::set<Addr> empty_small_{&pool_};                   // small pages with nothing live
   Bytes allocated_ = 0;
   std::uint64_t maps_ = 0;
   std::uint64_t unmaps_ = 0;

@@ -1,9 +1,9 @@
 #include "sim/metrics.hpp"
 
 #include <array>
-#include <charconv>
 #include <cstdio>
 
+#include "sim/float_chars.hpp"
 #include "sim/verdict.hpp"
 
 namespace allocsim {
@@ -172,9 +172,7 @@ std::string format_plain(const MetricValue& value) {
   if (const auto* text = std::get_if<std::string>(&value)) return *text;
   if (const auto* integer = std::get_if<std::uint64_t>(&value)) return std::to_string(*integer);
   if (const auto* real = std::get_if<double>(&value)) {
-    char buffer[32];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, *real);
-    return std::string(buffer, result.ptr);
+    return double_to_shortest(*real);
   }
   return {};
 }

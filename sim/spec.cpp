@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "sim/error.hpp"
+#include "sim/float_chars.hpp"
 
 namespace allocsim {
 
@@ -153,7 +154,7 @@ std::uint64_t Params::count(std::string_view key) const {
 double Params::number(std::string_view key) const {
   const std::string_view value = text(key);
   double out = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  const auto [end, ec] = double_from_chars(value.data(), value.data() + value.size(), out);
   if (ec != std::errc{} || end != value.data() + value.size() || value.empty() || !std::isfinite(out)) {
     bad_value(key, "a number");
   }

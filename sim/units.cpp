@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "sim/error.hpp"
+#include "sim/float_chars.hpp"
 
 namespace allocsim {
 namespace {
@@ -131,7 +132,7 @@ Nanos parse_nanos(std::string_view text) {
     throw Error("bad time '" + std::string(text) + "': " + std::string(why) + " (examples: 0, 500ms, 2.5s, 10us)");
   };
   double value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const auto [end, error] = double_from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || !std::isfinite(value)) return fail("not a number");
   if (value < 0 || text.front() == '-') return fail("negative");
   const std::string unit = lowercase(std::string_view(end, static_cast<std::size_t>(text.data() + text.size() - end)));

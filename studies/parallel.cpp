@@ -10,6 +10,21 @@
 #include <vector>
 
 namespace allocsim {
+namespace {
+
+// Threads joined when the scope ends, an exception's unwinding included: std::jthread's
+// join, which LLVM 14's libc++ (the wasm build's) lacks.
+struct JoinedThreads {
+  std::vector<std::thread> threads;
+  JoinedThreads() = default;
+  JoinedThreads(const JoinedThreads&) = delete;
+  JoinedThreads& operator=(const JoinedThreads&) = delete;
+  ~JoinedThreads() {
+    for (std::thread& thread : threads) thread.join();
+  }
+};
+
+}  // namespace
 
 std::size_t parallel_for(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& work,
                          const std::function<void(std::size_t)>& tick, const std::function<bool()>& stop) {
@@ -22,10 +37,10 @@ std::size_t parallel_for(std::size_t count, unsigned threads, const std::functio
   std::atomic<unsigned> running{0};  // workers not yet returned
   const auto workers_wanted = static_cast<unsigned>(std::clamp<std::size_t>(count, 1, std::max(1u, threads)));
   {
-    std::vector<std::jthread> workers;
+    JoinedThreads workers;
     for (unsigned t = 0; t < workers_wanted && count > 0; ++t) {
       ++running;
-      workers.emplace_back([&] {
+      workers.threads.emplace_back([&] {
         const auto leave = [&] {
           const std::lock_guard lock(mutex);
           --running;

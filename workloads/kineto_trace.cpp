@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <compare>
+#include <tuple>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -35,7 +35,9 @@ constexpr Nanos kMaxSpan = Nanos{1} << 62;
 struct Thread {
   std::optional<std::int64_t> number;
   std::string name;
-  auto operator<=>(const Thread&) const = default;
+  // Spelt out, not <=>: LLVM 14's libc++ (the wasm build's) has no <=> for optional or string.
+  friend bool operator==(const Thread&, const Thread&) = default;
+  friend bool operator<(const Thread& a, const Thread& b) { return std::tie(a.number, a.name) < std::tie(b.number, b.name); }
 };
 
 struct MemoryEvent {

@@ -1,6 +1,5 @@
 #include "workloads/pickle_writer.hpp"
 
-#include <bit>
 #include <cstring>
 #include <limits>
 
@@ -135,7 +134,8 @@ void PickleWriter::value(std::uint64_t number) {
 void PickleWriter::value(double number) {
   before_value();
   put(kBinFloat);
-  const auto bits = std::bit_cast<std::uint64_t>(number);
+  std::uint64_t bits = 0;  // std::bit_cast, which LLVM 14's libc++ (the wasm build's) lacks
+  std::memcpy(&bits, &number, sizeof bits);
   for (int i = 7; i >= 0; --i) put(static_cast<char>((bits >> (8 * i)) & 0xff));  // big-endian
   after_value();
 }

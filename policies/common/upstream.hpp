@@ -7,9 +7,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <memory_resource>
 #include <string_view>
 
+#include "policies/common/node_pool.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -37,8 +37,8 @@ class UpstreamDevice final : public Device {
   Device& device_;
   // What the upstream handed out, to hand back exactly. The map's nodes come from a pool
   // that reuses them, so a steady state allocates nothing (rmm-binning's large requests).
-  std::pmr::unsynchronized_pool_resource nodes_;
-  std::pmr::map<Addr, Block> blocks_{&nodes_};
+  pooled::NodePool nodes_;
+  pooled::map<Addr, Block> blocks_{&nodes_};
   std::uint32_t next_id_ = 0;     // the upstream's own request ids
 };
 

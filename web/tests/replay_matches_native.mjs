@@ -1,0 +1,103 @@
+// Each shared PyTorch recording replayed twice under the same settings: by allocsim_core.js
+// (the wasm build) in node and by a native `allocsim replay`. The --csv text must be
+// byte-identical, and replay-check's verdict and each side's OOM kinds the same.
+// Usage: node replay_matches_native.mjs CORE.js NATIVE_ALLOCSIM TRACES_DIR TOOLS_DIR
+// Exit 77 (skipped) without a native binary or recordings.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const [core, native, traces, tools] = process.argv.slice(2);
+const skip = (why) => { console.log(`skipped: ${why}`); process.exit(77); };
+if (!existsSync(native)) skip(`no native allocsim at ${native} (build the release preset)`);
+if (!existsSync(traces)) skip(`no shared recordings at ${traces}`);
+const recordings = readdirSync(traces).filter((f) => f.endsWith('.pickle')).sort();
+if (recordings.length === 0) skip(`no .pickle in ${traces}`);
+// The module reads the converter's output until it reads pickles itself (the C++ reader).
+const converter = join(tools, 'torch_snapshot.py');
+if (!existsSync(converter)) skip(`no snapshot converter at ${converter}: the module reads its output`);
+
+const createAllocsimCore = createRequire(import.meta.url)(resolve(core));
+const module = await createAllocsimCore();
+
+// The module's one call: the recording's bytes in its memory, the request as a C string.
+function replay(bytes, request) {
+  const data = module._malloc(bytes.length);
+  module.HEAPU8.set(bytes, data);
+  const text = JSON.stringify(request);
+  const size = module.lengthBytesUTF8(text) + 1;
+  const requestText = module._malloc(size);
+  module.stringToUTF8(text, requestText, size);
+  try {
+    return JSON.parse(module.UTF8ToString(module._allocsim_replay(data, bytes.length, requestText)));
+  } finally {
+    module._free(data);
+    module._free(requestText);
+  }
+}
+
+// The OOM kind row's text for a side, as replay_command.cpp's oom_kinds writes it.
+const kindOrder = ['capacity', 'fragmentation', 'reservation'];
+function oomKindsText(side) {
+  if (side.first_oom_kind === null) return 'none';
+  const first = kindOrder.indexOf(side.first_oom_kind);
+  const parts = [];
+  for (let k = 0; k < kindOrder.length; ++k) {
+    const kind = kindOrder[(first + k) % kindOrder.length];
+    if (side.oom_kinds[kind]) parts.push(`${kind} (${side.oom_kinds[kind]})`);
+  }
+  return parts.join(', ');
+}
+
+const settings = [
+  { policies: 'caching,expandable,caching:max_split_size=128MiB,caching:gc_threshold=0.8,fraction=0.95', capacity: null },
+  { policies: 'caching,expandable', capacity: '3GiB' },
+];
+const folder = mkdtempSync(join(tmpdir(), 'allocsim-wasm-test-'));
+let failures = 0;
+const fail = (what) => { console.log(`FAIL ${what}`); ++failures; };
+try {
+  for (const recording of recordings) {
+    const pickle = join(traces, recording);
+    const csv = join(folder, 'trace.csv');
+    const sidecar = join(folder, 'settings.json');
+    execFileSync('python3', [converter, pickle, '-o', csv, '--settings-out', sidecar]);
+    const trace = readFileSync(csv);
+    const sidecarText = readFileSync(sidecar, 'utf8');
+    for (const { policies, capacity } of settings) {
+      const label = `${recording} --policy ${policies}${capacity ? ` --capacity ${capacity}` : ''}`;
+      const started = performance.now();
+      const answer = replay(trace, { name: pickle, policies, capacity, sidecar: sidecarText });
+      const wasmSeconds = (performance.now() - started) / 1000;
+      const nativeCsv = join(folder, 'native.csv');
+      const args = ['replay', pickle, '--policy', policies, '--csv', nativeCsv, ...(capacity ? ['--capacity', capacity] : [])];
+      const nativeStarted = performance.now();
+      const stdout = execFileSync(native, args, { encoding: 'utf8' });
+      const nativeSeconds = (performance.now() - nativeStarted) / 1000;
+      console.log(`${label}: wasm ${wasmSeconds.toFixed(3)} s (replay), native ${nativeSeconds.toFixed(3)} s (command, snapshot conversion included)`);
+      if (answer.error) { fail(`${label}: wasm said ${answer.error}`); continue; }
+      if (answer.csv !== readFileSync(nativeCsv, 'utf8')) fail(`${label}: the CSV differs\nwasm:\n${answer.csv}\nnative:\n${readFileSync(nativeCsv, 'utf8')}`);
+      const verdict = answer.replay_check === 'exact' ? 'replay-check: exact' : `replay-check: diverged (${answer.replay_check_divergence})`;
+      if (!stdout.includes(verdict)) fail(`${label}: native does not say "${verdict}"`);
+      const kindRow = stdout.split('\n').find((line) => line.startsWith('  OOM kind'));
+      const cells = kindRow.trim().split(/\s{3,}/).slice(1);
+      const expected = answer.sides.map((side) => (side.side === 'recorded' ? '-' : oomKindsText(side)));
+      if (JSON.stringify(cells) !== JSON.stringify(expected)) fail(`${label}: OOM kinds ${JSON.stringify(expected)}, native ${JSON.stringify(cells)}`);
+    }
+  }
+  // A bad spec is the command line's one-line error, caught in the module.
+  const bad = replay(new Uint8Array(), { name: 'x.pickle', policies: 'caching:no_such_key=1', sidecar: '{}' });
+  let nativeError = '';
+  try {
+    execFileSync(native, ['replay', join(traces, recordings[0]), '--policy', 'caching:no_such_key=1'], { stdio: 'pipe' });
+  } catch (error) {
+    nativeError = error.stderr.toString();
+  }
+  if (!bad.error || !nativeError.includes(bad.error)) fail(`bad spec: wasm "${bad.error}", native "${nativeError.trim()}"`);
+} finally {
+  rmSync(folder, { recursive: true, force: true });
+}
+console.log(failures === 0 ? `wasm replays match the native ones on ${recordings.length} recordings` : `${failures} failures`);
+process.exit(failures === 0 ? 0 : 1);

@@ -1,0 +1,26 @@
+// The browser page's answer for one recording: replay's what-if (studies/replay_from_recording)
+// as JSON, the same numbers the command line's `allocsim replay` prints and writes to --csv.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/units.hpp"
+#include "workloads/torch_recording.hpp"
+
+namespace allocsim {
+
+// Contract:
+// - replays `recording` through each of `policies` as `allocsim replay FILE --policy ...
+//   [--capacity ...]` does (replay_from_recording), and returns: the recording's summary,
+//   the capacity and why, replay-check's verdict, one object per side (the recorded run
+//   first) with its peaks, segments reserved, OOM count, first OOM and its kind, each
+//   policy that could not replay and why, and the --csv file's text.
+// - throws Error as the command line does (a bad spec, a recording it cannot rebuild).
+nlohmann::json what_if_json(const TorchRecording& recording, const std::string& name, std::span<const std::string> policies,
+                            std::optional<Bytes> capacity);
+
+}  // namespace allocsim
