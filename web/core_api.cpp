@@ -32,9 +32,8 @@ const char* answer(const json& value) {
   return answer_text().c_str();
 }
 
-// Request: {"name": FILE, "policies": [SPEC...] or "a,b", "capacity": SIZE or null,
-// "sidecar": JSON text}. `bytes` is the recording: the converter's CSV trace with its JSON
-// sidecar (what tools/torch_snapshot.py writes from a snapshot).
+// Request: {"name": FILE, "policies": [SPEC...] or "a,b", "capacity": SIZE or null}.
+// `bytes` is the recording: a PyTorch snapshot pickle, read by the command line's reader.
 json replay(std::string_view bytes, const json& request) {
   const std::string name = request.value("name", std::string("snapshot"));
   std::vector<std::string> lists;
@@ -51,7 +50,7 @@ json replay(std::string_view bytes, const json& request) {
     capacity = parse_bytes(request.at("capacity").get<std::string>());
     if (*capacity == 0) throw Error("--capacity must be more than 0 bytes");
   }
-  const TorchRecording recording = parse_torch_recording(bytes, request.at("sidecar").get<std::string>(), name);
+  const TorchRecording recording = read_torch_recording_bytes(bytes, name);
   return what_if_json(recording, name, specs, capacity);
 }
 

@@ -336,7 +336,7 @@ class AtraceStreamFactory final : public EventSourceFactory {
 };
 
 // `file`: the mapping `bytes` is, if any, given its pages back as they are read.
-Trace parse(std::string_view bytes, std::string_view name, TraceProgress* progress, const MappedFile* file) {
+Trace decode_atrace(std::string_view bytes, std::string_view name, TraceProgress* progress, const MappedFile* file) {
   AtraceRecords records(bytes, name, file);
   const Layout& layout = records.layout();
   MaterialiseHooks hooks;
@@ -369,12 +369,12 @@ Trace parse(std::string_view bytes, std::string_view name, TraceProgress* progre
 }  // namespace
 
 Trace parse_atrace(std::string_view bytes, std::string_view name, TraceProgress* progress) {
-  return parse(bytes, name, progress, nullptr);
+  return decode_atrace(bytes, name, progress, nullptr);
 }
 
 Trace read_atrace_file(const std::filesystem::path& path, TraceProgress* progress) {
   const MappedFile file(path);
-  return parse(file.bytes(), path.string(), progress, &file);
+  return decode_atrace(file.bytes(), path.string(), progress, &file);
 }
 
 Claim claims_atrace(std::string_view spec, std::string_view head) {

@@ -1,7 +1,6 @@
 #include "workloads/pickle_reader.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -89,9 +88,9 @@ bool is_utf8(std::string_view text) {
   return true;
 }
 
-class Decoder {
+class PickleDecoder {
  public:
-  Decoder(std::string_view bytes, const std::string& name) : in_(bytes), name_(name) {}
+  PickleDecoder(std::string_view bytes, const std::string& name) : in_(bytes), name_(name) {}
 
   PickleGraph run() {
     while (true) {
@@ -303,7 +302,9 @@ class Decoder {
         const std::string_view part = take(8, "BINFLOAT");
         std::uint64_t bits = 0;
         for (const char c : part) bits = (bits << 8) | static_cast<unsigned char>(c);
-        push(json(std::bit_cast<double>(bits)));
+        double value = 0;
+        std::memcpy(&value, &bits, sizeof value);  // std::bit_cast, which LLVM 14's libc++ (the wasm build's) lacks
+        push(json(value));
         return false;
       }
       case 0x8c: text(little_endian(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE"); return false;
@@ -393,7 +394,7 @@ class Decoder {
 
 }  // namespace
 
-PickleGraph decode_pickle(std::string_view bytes, const std::string& name) { return Decoder(bytes, name).run(); }
+PickleGraph decode_pickle(std::string_view bytes, const std::string& name) { return PickleDecoder(bytes, name).run(); }
 
 json read_pickle(std::string_view bytes, const std::string& name) { return decode_pickle(bytes, name).root().to_json(); }
 

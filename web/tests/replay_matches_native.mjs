@@ -1,7 +1,7 @@
 // Each shared PyTorch recording replayed twice under the same settings: by allocsim_core.js
 // (the wasm build) in node and by a native `allocsim replay`. The --csv text must be
 // byte-identical, and replay-check's verdict and each side's OOM kinds the same.
-// Usage: node replay_matches_native.mjs CORE.js NATIVE_ALLOCSIM TRACES_DIR TOOLS_DIR
+// Usage: node replay_matches_native.mjs CORE.js NATIVE_ALLOCSIM TRACES_DIR
 // Exit 77 (skipped) without a native binary or recordings.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -9,15 +9,12 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-const [core, native, traces, tools] = process.argv.slice(2);
+const [core, native, traces] = process.argv.slice(2);
 const skip = (why) => { console.log(`skipped: ${why}`); process.exit(77); };
 if (!existsSync(native)) skip(`no native allocsim at ${native} (build the release preset)`);
 if (!existsSync(traces)) skip(`no shared recordings at ${traces}`);
 const recordings = readdirSync(traces).filter((f) => f.endsWith('.pickle')).sort();
 if (recordings.length === 0) skip(`no .pickle in ${traces}`);
-// The module reads the converter's output until it reads pickles itself (the C++ reader).
-const converter = join(tools, 'torch_snapshot.py');
-if (!existsSync(converter)) skip(`no snapshot converter at ${converter}: the module reads its output`);
 
 const createAllocsimCore = createRequire(import.meta.url)(resolve(core));
 const module = await createAllocsimCore();
@@ -61,22 +58,18 @@ const fail = (what) => { console.log(`FAIL ${what}`); ++failures; };
 try {
   for (const recording of recordings) {
     const pickle = join(traces, recording);
-    const csv = join(folder, 'trace.csv');
-    const sidecar = join(folder, 'settings.json');
-    execFileSync('python3', [converter, pickle, '-o', csv, '--settings-out', sidecar]);
-    const trace = readFileSync(csv);
-    const sidecarText = readFileSync(sidecar, 'utf8');
+    const bytes = readFileSync(pickle);
     for (const { policies, capacity } of settings) {
       const label = `${recording} --policy ${policies}${capacity ? ` --capacity ${capacity}` : ''}`;
       const started = performance.now();
-      const answer = replay(trace, { name: pickle, policies, capacity, sidecar: sidecarText });
+      const answer = replay(bytes, { name: pickle, policies, capacity });
       const wasmSeconds = (performance.now() - started) / 1000;
       const nativeCsv = join(folder, 'native.csv');
       const args = ['replay', pickle, '--policy', policies, '--csv', nativeCsv, ...(capacity ? ['--capacity', capacity] : [])];
       const nativeStarted = performance.now();
       const stdout = execFileSync(native, args, { encoding: 'utf8' });
       const nativeSeconds = (performance.now() - nativeStarted) / 1000;
-      console.log(`${label}: wasm ${wasmSeconds.toFixed(3)} s (replay), native ${nativeSeconds.toFixed(3)} s (command, snapshot conversion included)`);
+      console.log(`${label}: wasm ${wasmSeconds.toFixed(3)} s (replay), native ${nativeSeconds.toFixed(3)} s (whole command)`);
       if (answer.error) { fail(`${label}: wasm said ${answer.error}`); continue; }
       if (answer.csv !== readFileSync(nativeCsv, 'utf8')) fail(`${label}: the CSV differs\nwasm:\n${answer.csv}\nnative:\n${readFileSync(nativeCsv, 'utf8')}`);
       const verdict = answer.replay_check === 'exact' ? 'replay-check: exact' : `replay-check: diverged (${answer.replay_check_divergence})`;
@@ -88,7 +81,7 @@ try {
     }
   }
   // A bad spec is the command line's one-line error, caught in the module.
-  const bad = replay(new Uint8Array(), { name: 'x.pickle', policies: 'caching:no_such_key=1', sidecar: '{}' });
+  const bad = replay(new Uint8Array(), { name: 'x.pickle', policies: 'caching:no_such_key=1' });
   let nativeError = '';
   try {
     execFileSync(native, ['replay', join(traces, recordings[0]), '--policy', 'caching:no_such_key=1'], { stdio: 'pipe' });
