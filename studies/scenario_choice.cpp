@@ -21,14 +21,14 @@ std::vector<DeviceSpec> chosen_devices(const DeviceChoice& choice) {
       capacities.emplace_back(capacity);
     }
   }
-  const auto size_option = [](const std::string& text) {
-    return text.empty() ? std::nullopt : std::optional<Bytes>(parse_bytes(text));
-  };
-  const std::optional<Bytes> context = size_option(choice.context);
-  const std::optional<Bytes> granularity =
-      choice.granularity.empty() ? std::nullopt : std::optional<Bytes>(parse_granularity(choice.granularity));
-  const std::optional<CostModel> cost =
-      choice.cost_profile.empty() ? std::nullopt : std::optional<CostModel>(load_cost_profile(choice.cost_profile).cost);
+  // Assigned where given, not built by a conditional expression: that form GCC 12 flags as
+  // maybe-uninitialized once a unity build inlines it.
+  std::optional<Bytes> context;
+  if (!choice.context.empty()) context = parse_bytes(choice.context);
+  std::optional<Bytes> granularity;
+  if (!choice.granularity.empty()) granularity = parse_granularity(choice.granularity);
+  std::optional<CostModel> cost;
+  if (!choice.cost_profile.empty()) cost = load_cost_profile(choice.cost_profile).cost;
 
   std::vector<DeviceSpec> devices;
   for (const std::string& preset : presets) {
