@@ -31,3 +31,13 @@ echo "== HTML reports: two tenants on a V100 (B starts 1 ms after A's bfc took t
   --report results/report_resnet50_b64.html >/dev/null
 "$allocsim" compare --workload workloads/traces/seed_fragmentation.csv --policy bfc,direct,caching,expandable \
   --capacity 10GiB --report results/report_compare_fragmentation.html >/dev/null
+
+# The browser page is emscripten's output: rebuilt where emscripten is, else the committed one stays.
+if command -v em++ >/dev/null; then
+  echo "== The browser page (docs/web.md): the wasm preset's allocsim.html" >&2
+  [[ -f build/wasm/build.ninja ]] || cmake --preset wasm >/dev/null
+  cmake --build --preset wasm --target allocsim_page >/dev/null
+  cp build/wasm/allocsim.html "$out/allocsim.html"
+else
+  echo "== The browser page: no emscripten, results/allocsim.html left as it is (tools/setup --all installs it)" >&2
+fi
