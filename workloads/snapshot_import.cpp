@@ -37,8 +37,4 @@ Trace read_torch_snapshot(const std::filesystem::path& pickle, const LoadOptions
   return parse_converted_trace(convert_snapshot_file(pickle, options.cuda_device).csv, pickle.string());
 }
 
-Trace read_torch_snapshot_bytes(std::string_view pickle_bytes, const std::string& name, std::optional<int> cuda_device) {
-  return parse_converted_trace(convert_snapshot_bytes(pickle_bytes, name, cuda_device).csv, name);
-}
-
 }  // namespace allocsim

@@ -1,5 +1,5 @@
 // PyTorch memory snapshots (torch.cuda.memory._dump_snapshot pickles) as workloads. The
-// pickle is read by read_pickle, which refuses every opcode that would make anything but
+// pickle is read by decode_pickle, which refuses every opcode that would make anything but
 // plain data: a pickle can run code, and snapshots come from strangers. The snapshot
 // then becomes our CSV trace and a JSON sidecar (convert_snapshot), read as any trace.
 #pragma once
@@ -18,10 +18,6 @@ namespace allocsim {
 // Throws Error with a one-line reason naming the file when it cannot be converted.
 // `options.cuda_device`: whose trace (none: the only device with one).
 Trace read_torch_snapshot(const std::filesystem::path& pickle, const LoadOptions& options = {});
-
-// The same from a pickle's bytes in memory (pickle.dumps(snapshot) in Python); errors name `name`.
-Trace read_torch_snapshot_bytes(std::string_view pickle_bytes, const std::string& name,
-                                std::optional<int> cuda_device = {});
 
 // By content: a pickle's first bytes (0x80, then protocol 2 to 5); by name: a path ending in .pickle.
 Claim claims_torch_snapshot(std::string_view spec, std::string_view head);

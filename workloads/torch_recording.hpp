@@ -95,7 +95,7 @@ struct TorchRecording {
   static constexpr std::string_view kNoFrame = "(no frame outside torch)";
 };
 
-// Reads a snapshot's pickle (plain data only: read_pickle) and converts it
+// Reads a snapshot's pickle (plain data only: decode_pickle) and converts it
 // (convert_snapshot); throws Error with a one-line reason naming the file.
 // `cuda_device`: whose trace (none: the only device with one; several: an error listing them).
 TorchRecording read_torch_recording(const std::filesystem::path& pickle, std::optional<int> cuda_device = {});
