@@ -96,7 +96,7 @@ std::optional<Framework> parse_framework(const std::string& text) {
 
 std::string as_run(const AdviseCandidate& candidate) {
   std::string text = candidate.workload + " @ " + candidate.policy;
-  for (const TenantChoice& tenant : candidate.tenants) text += " + " + tenant.workload + " @ " + tenant.policy;
+  for (const TenantChoice& tenant : candidate.tenants) text += " + " + tenant.workload + " @ " + tenant.policy.text;
   return text;
 }
 
@@ -173,11 +173,9 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
   study.workload = o.workload;
   study.framework = parse_framework(o.framework);
   o.policy = policy_or_alloc_conf(o.policy, o.alloc_conf, out);
-  if (!o.policy.empty()) parse_policy_spec(o.policy);
-  study.policy = o.policy;
+  if (!o.policy.empty()) study.policy = parse_policy_spec(o.policy);
   for (const std::string& tenant : o.tenants) {
     study.tenants.push_back(parse_tenant(tenant));
-    parse_policy_spec(study.tenants.back().policy);
   }
   study.ranks = o.ranks;
   study.device = chosen_device(o.device);

@@ -90,9 +90,10 @@ int compare_command(std::span<const std::string> args, std::ostream& out) {
   paths.output("--report", options.report);
   paths.check();
   const DeviceSpec device = chosen_device(options.device);
-  for (const std::string& policy : policies) parse_policy_spec(policy);  // before a long trace load
+  std::vector<PolicyMaker> makers;  // read before a long trace load
+  for (const std::string& policy : policies) makers.push_back(policy_maker(policy));
   const auto trace = std::make_shared<const Trace>(load_workload(options.workload, LoadOptions{std::nullopt, device.compute_capability}));
-  const Comparison comparison = compare_policies(trace, device, policies, on_oom, !options.report.empty());
+  const Comparison comparison = compare_policies(trace, device, makers, on_oom, !options.report.empty());
 
   out << "device " << device.name << ": " << format_bytes(device.capacity) << ", context "
       << format_bytes(device.context_overhead) << ", granularity " << format_bytes(device.granularity) << '\n';

@@ -161,8 +161,8 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   SweepOptions sweep;
   sweep.workloads = {o.workload};
   sweep.policies = o.policies;
-  std::vector<std::string> policies;
-  for (const SweepPoint& point : expand_sweep(sweep)) policies.push_back(point.policy);
+  std::vector<PolicyMaker> policies;
+  for (const SweepPoint& point : expand_sweep(sweep)) policies.push_back(point.scenario.tenants.front().policy);
 
   MaxBatchStudy study;
   study.workload = o.workload;
@@ -208,9 +208,9 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
           << format_bytes(device.capacity) << ", context " << format_bytes(device.context_overhead) << ")\n";
     }
     if (as_given.kept.empty()) {
-      describe(out, as_given.policy, as_given.found, as_given.device, o.limit);
+      describe(out, as_given.policy.text, as_given.found, as_given.device, o.limit);
     } else {
-      out << "policy " << as_given.policy << ": " << kept_from(as_given, o.csv) << '\n';
+      out << "policy " << as_given.policy.text << ": " << kept_from(as_given, o.csv) << '\n';
     }
     for (std::size_t v = 1; v < variants; ++v) {
       const MaxBatchRow& row = results.rows[first + v];

@@ -143,8 +143,8 @@ int replay_log_command(const std::string& file, const std::vector<std::string>& 
                        const ExportFiles& exports,
                        const std::string& report,
                        std::ostream& out) {
-  std::vector<std::string> policies;
-  for (const PolicySpec& policy : parse_policy_lists(policy_lists)) policies.push_back(policy.text);
+  std::vector<PolicyMaker> policies;
+  for (const PolicySpec& policy : parse_policy_lists(policy_lists)) policies.push_back(policy.maker());
   DeviceSpec device;
   if (capacity) device.capacity = *capacity;
   LoadOptions options;

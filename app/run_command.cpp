@@ -102,7 +102,7 @@ std::vector<TenantChoice> tenant_specs(const RunOptions& options) {
   if (!options.workload.empty() || !options.policy.empty()) {
     if (options.workload.empty()) throw Error("--policy needs a --workload to replay");
     if (options.policy.empty()) throw Error("--workload needs a --policy (see `allocsim policies`)");
-    tenants.push_back(TenantChoice{options.workload, options.policy});
+    tenants.push_back(TenantChoice{options.workload, parse_policy_spec(options.policy)});
   }
   for (const std::string& tenant : options.tenants) tenants.push_back(parse_tenant(tenant));
   for (const TenantChoice& tenant : tenants) refuse_workload_list(tenant.workload);
@@ -148,7 +148,6 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   const bool overlap_load = options.save_trace.empty() && options.report.empty() && options.memory_viz.empty() &&
                             options.chrome_trace.empty();
   std::map<std::string, std::shared_ptr<const BackgroundTrace>> loading;
-  for (const TenantChoice& tenant : tenants) parse_policy_spec(tenant.policy);  // before any long trace load
   std::vector<std::string> recordings;  // PyTorch snapshots among the workloads, said so above the table
   for (const auto& [workload, policy, start] : tenants) {
     std::optional<ModelSpec> batched;  // the model workload at --batch
@@ -163,14 +162,14 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
     }
     if (options.stream) {
       scenario.tenants.push_back(
-          TenantSpec::from_source(batched ? stream_workload(*batched) : stream_workload(workload), policy, start));
+          TenantSpec::from_source(batched ? stream_workload(*batched) : stream_workload(workload), policy.maker(), start));
       continue;
     }
     const LoadOptions load_options{options.cuda_device, scenario.device.compute_capability};
     if (overlap_load && !batched && names_a_file(workload)) {
       auto& load = loading[workload];
       if (!load) load = load_in_background(workload, load_options);
-      scenario.tenants.push_back(TenantSpec::from_source(load, policy, start));
+      scenario.tenants.push_back(TenantSpec::from_source(load, policy.maker(), start));
       continue;
     }
     auto& trace = traces[workload];
@@ -178,7 +177,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
       trace = std::make_shared<const Trace>(batched ? load_workload(*batched, load_options)
                                                     : load_workload(workload, load_options));
     }
-    scenario.tenants.push_back(TenantSpec{trace, policy, start});
+    scenario.tenants.push_back(TenantSpec{trace, policy.maker(), start});
   }
 
   if (!options.save_trace.empty()) {

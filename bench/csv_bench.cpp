@@ -74,9 +74,9 @@ class TemporaryCsv {
 RunResult replay_caching(TenantSpec tenant) {
   Scenario scenario;  // default DeviceSpec, as replay_bench
   scenario.tenants.push_back(std::move(tenant));
-  return run(scenario, build_policy);
+  return run(scenario);
 }
-RunResult replay_caching(std::shared_ptr<const Trace> trace) { return replay_caching(TenantSpec{std::move(trace), "caching"}); }
+RunResult replay_caching(std::shared_ptr<const Trace> trace) { return replay_caching(TenantSpec{std::move(trace), policy_maker("caching")}); }
 
 void parse_benchmark(benchmark::State& state, const std::filesystem::path& csv, std::size_t events) {
   for (auto _ : state) {
@@ -139,7 +139,7 @@ void stream_parse_benchmark(benchmark::State& state, const std::filesystem::path
 void stream_replay_benchmark(benchmark::State& state, const std::filesystem::path& csv, std::size_t events) {
   const std::shared_ptr<const EventSourceFactory> factory = csv_trace_file_stream(csv);
   for (auto _ : state) {
-    const RunResult result = replay_caching(TenantSpec::from_source(factory, "caching"));
+    const RunResult result = replay_caching(TenantSpec::from_source(factory, policy_maker("caching")));
     if (result.events_replayed != events) state.SkipWithError("the replay stopped at an OOM");
     benchmark::DoNotOptimize(result.peak_device);
   }
@@ -169,7 +169,7 @@ void load_and_replay_benchmark(benchmark::State& state, const std::filesystem::p
 
 void background_benchmark(benchmark::State& state, const std::filesystem::path& csv, std::size_t events) {
   for (auto _ : state) {
-    const RunResult result = replay_caching(TenantSpec::from_source(load_in_background(csv.string()), "caching"));
+    const RunResult result = replay_caching(TenantSpec::from_source(load_in_background(csv.string()), policy_maker("caching")));
     if (result.events_replayed != events) state.SkipWithError("the replay stopped at an OOM");
     benchmark::DoNotOptimize(result.peak_device);
   }

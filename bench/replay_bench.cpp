@@ -125,8 +125,8 @@ class NoopPolicy final : public Policy {
 };
 
 struct BenchCase {
-  std::string policy;  // the spec handed to the factory
-  PolicyFactory factory;
+  std::string policy;  // its name in the table
+  PolicyMaker maker;
 };
 
 // Whether ALLOCSIM_BENCH_POLICIES (a comma-separated list; unset or empty: every policy)
@@ -144,11 +144,11 @@ bool selected(std::string_view policy) {
 }
 
 std::vector<BenchCase> bench_cases() {
-  std::vector<BenchCase> cases{{"noop", [](std::string_view, Device&) {
+  std::vector<BenchCase> cases{{"noop", PolicyMaker{"noop", [](Device&) {
                                          return MadePolicy(std::make_unique<NoopPolicy>(), &direct_loop<NoopPolicy>);
-                                       }}};
+                                       }}}};
   for (const PolicyInfo& info : all_policies()) {
-    cases.push_back({std::string(info.name), build_policy});
+    cases.push_back({std::string(info.name), policy_maker(info.name)});
   }
   std::erase_if(cases, [](const BenchCase& bench) { return !selected(bench.policy); });
   return cases;
@@ -197,17 +197,17 @@ void scan_benchmark(benchmark::State& state) {
   state.counters["events_per_second"] = benchmark::Counter(events, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-Scenario scenario_for(const std::string& policy) {
+Scenario scenario_for(const PolicyMaker& policy) {
   Scenario scenario;  // default DeviceSpec: 16 GiB; bestfit takes all of it as one region
   scenario.tenants.push_back(TenantSpec{shared_trace(), policy});
   return scenario;
 }
 
 void replay_benchmark(benchmark::State& state, const BenchCase& bench) {
-  const Scenario scenario = scenario_for(bench.policy);
+  const Scenario scenario = scenario_for(bench.maker);
   const auto events = static_cast<std::int64_t>(scenario.tenants.front().trace->events.size());
   for (auto _ : state) {
-    const RunResult result = run(scenario, bench.factory);
+    const RunResult result = run(scenario);
     if (result.events_replayed != static_cast<std::size_t>(events)) {
       state.SkipWithError("the replay stopped at an OOM");
       break;
@@ -255,12 +255,12 @@ std::vector<MemoryRow> measure(const std::vector<BenchCase>& cases, std::size_t 
     });
   }
   for (const BenchCase& bench : cases) {
-    const Scenario scenario = scenario_for(bench.policy);
+    const Scenario scenario = scenario_for(bench.maker);
     const std::size_t events = scenario.tenants.front().trace->events.size();
     reset_heap_peak();
     const std::uint64_t allocations_before = heap_allocations.load(std::memory_order_relaxed);
     const double start = cpu_seconds();
-    const RunResult result = run(scenario, bench.factory);
+    const RunResult result = run(scenario);
     const double seconds = cpu_seconds() - start;
     rows.push_back(MemoryRow{
         .policy = bench.policy,

@@ -232,10 +232,10 @@ std::vector<PolicySpec> parse_policy_lists(std::span<const std::string> lists) {
   return policies;
 }
 
-MadePolicy build_policy(std::string_view spec_text, Device& device) { return parse_policy_spec(spec_text).build(device); }
-
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device) {
-  return std::move(build_policy(spec, device).policy);
+  return std::move(parse_policy_spec(spec).build(device).policy);
 }
+
+PolicyMaker policy_maker(std::string_view spec) { return parse_policy_spec(spec).maker(); }
 
 }  // namespace allocsim

@@ -49,6 +49,10 @@ struct PolicySpec {
   std::string text;
 
   MadePolicy build(Device& device) const { return row->make(params, device); }
+  // What a tenant carries (sim/engine.hpp): this spec, made when the tenant starts.
+  PolicyMaker maker() const {
+    return PolicyMaker{text, [row = row, params = params](Device& device) { return row->make(params, device); }};
+  }
 };
 
 // The name (or alias) found in the registry, every key and value checked by its row.
@@ -62,7 +66,7 @@ std::vector<PolicySpec> parse_policy_lists(std::span<const std::string> lists);
 // "name:key=value,..." -> a policy on `device`; throws Error on an unknown policy or key.
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device);
 
-// The same, with the loop the engine runs it by: the PolicyFactory a replay passes to run().
-MadePolicy build_policy(std::string_view spec, Device& device);
+// "name:key=value,..." read and checked, as a tenant carries it; throws as parse_policy_spec.
+PolicyMaker policy_maker(std::string_view spec);
 
 }  // namespace allocsim

@@ -69,14 +69,14 @@ std::shared_ptr<RunHandle> make_run(const std::vector<TenantArgument>& tenants, 
     } else {
       trace = tenant.workload.cast<std::shared_ptr<Trace>>();
     }
-    std::string policy;
+    PolicyMaker policy;
     if (py::isinstance<py::str>(tenant.policy)) {
-      policy = parse_policy_spec(tenant.policy.cast<std::string>()).text;
+      policy = policy_maker(tenant.policy.cast<std::string>());
     } else {
-      policy = tenant.policy_name;
-      python_policies.emplace(policy, tenant.policy);
+      policy.text = tenant.policy_name;  // made by the RunHandle
+      python_policies.emplace(policy.text, tenant.policy);
     }
-    scenario.tenants.push_back(TenantSpec{std::move(trace), policy, tenant.start});
+    scenario.tenants.push_back(TenantSpec{std::move(trace), std::move(policy), tenant.start});
   }
   auto handle = std::make_shared<RunHandle>(std::move(scenario), std::move(python_policies));
   handle->run();
@@ -182,11 +182,12 @@ py::dict replay_path(const std::string& path, const std::vector<std::string>& po
   if (const std::optional<Bytes> bytes = capacity_of(capacity)) device.capacity = *bytes;
   LoadOptions options;
   options.cuda_device = cuda_device;
-  const std::vector<std::string> texts = policy_texts(policies);
+  std::vector<PolicyMaker> makers;
+  for (const PolicySpec& policy : parse_policy_lists(policies)) makers.push_back(policy.maker());
   std::optional<LogReplay> replay;
   {
     py::gil_scoped_release unlocked;
-    replay.emplace(replay_log_file(path, texts, device, options, {}, true));
+    replay.emplace(replay_log_file(path, makers, device, options, {}, true));
   }
   py::list runs;
   for (LogReplayOutcome& outcome : replay->outcomes) {
@@ -243,7 +244,7 @@ void bind_run(py::module_& module) {
   module.def("_replay_path", &replay_path);
   module.def("_parse_tenant", [](const std::string& text) {
     const TenantChoice tenant = parse_tenant(text);
-    return py::make_tuple(tenant.workload, tenant.policy, tenant.start);
+    return py::make_tuple(tenant.workload, tenant.policy.text, tenant.start);
   });
   module.def("_parse_nanos", [](const std::string& text) { return parse_nanos(text); });
   module.def("_parse_bytes", [](const std::string& text) { return parse_bytes(text); });

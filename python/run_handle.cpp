@@ -41,27 +41,27 @@ const RunRecorders& RunHandle::recorders() {
 }
 
 RunResult RunHandle::replay(std::span<Observer* const> observers) {
-  const PolicyFactory factory = [this](std::string_view spec, Device& device) -> MadePolicy {
-    const auto python = python_policies_.find(std::string(spec));
-    if (python == python_policies_.end()) return build_policy(spec, device);
-    std::shared_ptr<const Trace> trace;
-    for (const TenantSpec& tenant : scenario_.tenants) {
-      if (tenant.policy == spec) trace = tenant.trace;
-    }
-    py::object policy = python->second;
-    if (ran_ && !py::isinstance<py::type>(policy)) {
-      const auto pristine = pristine_.find(python->first);
-      if (pristine == pristine_.end()) {
-        throw Error("policy " + python->first + ": an instance that copy.deepcopy cannot copy runs once; pass its "
-                    "class for the timeline and the report, which replay the run again");
+  // A Python policy's tenant carries its name only: it is made here, afresh for each replay.
+  Scenario scenario = scenario_;
+  for (TenantSpec& tenant : scenario.tenants) {
+    const auto python = python_policies_.find(tenant.policy.text);
+    if (python == python_policies_.end()) continue;
+    tenant.policy.make = [this, python, trace = tenant.trace](Device& device) -> MadePolicy {
+      py::object policy = python->second;
+      if (ran_ && !py::isinstance<py::type>(policy)) {
+        const auto pristine = pristine_.find(python->first);
+        if (pristine == pristine_.end()) {
+          throw Error("policy " + python->first + ": an instance that copy.deepcopy cannot copy runs once; pass its "
+                      "class for the timeline and the report, which replay the run again");
+        }
+        policy = py::module_::import("copy").attr("deepcopy")(pristine->second);
       }
-      policy = py::module_::import("copy").attr("deepcopy")(pristine->second);
-    }
-    return make_python_policy(policy, device, python->first, std::move(trace));
-  };
-  if (!python_policies_.empty()) return allocsim::run(scenario_, factory, observers);
+      return make_python_policy(policy, device, python->first, trace);
+    };
+  }
+  if (!python_policies_.empty()) return allocsim::run(scenario, observers);
   py::gil_scoped_release unlocked;  // C++ policies only: other Python threads run meanwhile
-  return allocsim::run(scenario_, factory, observers);
+  return allocsim::run(scenario, observers);
 }
 
 }  // namespace allocsim::python

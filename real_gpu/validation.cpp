@@ -12,11 +12,12 @@
 namespace allocsim {
 namespace {
 
-Scenario scenario_for(std::shared_ptr<const Trace> trace, const ValidationOptions& options, DeviceSpec device) {
+Scenario scenario_for(std::shared_ptr<const Trace> trace, const ValidationOptions& options, const PolicySpec& policy,
+                      DeviceSpec device) {
   Scenario scenario;
   scenario.device = std::move(device);
   scenario.on_oom = options.on_oom;
-  scenario.tenants.push_back(TenantSpec{std::move(trace), options.policy, 0});
+  scenario.tenants.push_back(TenantSpec{std::move(trace), policy.maker(), 0});
   return scenario;
 }
 
@@ -91,11 +92,12 @@ Validation validate(DeviceApi& api, std::shared_ptr<const Trace> trace, const Va
   validation.device = device.mirror(options.cost);
   validation.ballast = device.ballast();
   validation.capped = options.device.cap != 0;
-  const std::string name(find_policy(parse_spec(options.policy).name).name);
+  const PolicySpec policy = parse_policy_spec(options.policy);
+  const std::string_view name = policy.row->name;
   validation.page_mapped = options.device.source == SegmentSource::vmm || name == "vmm" || name == "expandable";
-  const Scenario scenario = scenario_for(trace, options, validation.device);
-  validation.simulated = run(scenario, build_policy);
-  validation.measured = run_on(device, scenario, build_policy);
+  const Scenario scenario = scenario_for(trace, options, policy, validation.device);
+  validation.simulated = run(scenario);
+  validation.measured = run_on(device, scenario);
   validation.calls = device.calls();
   return validation;
 }

@@ -52,9 +52,8 @@ std::unique_ptr<EventSource> open_source(const TenantSpec& spec) {
 // The engine: every tenant's replay, merged in time order.
 class Replay final : ReplayHooks {
  public:
-  Replay(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
-         std::span<Observer* const> observers)
-      : device_(device), scenario_(scenario), make_policy_(make_policy), observers_(observers),
+  Replay(Device& device, const Scenario& scenario, std::span<Observer* const> observers)
+      : device_(device), scenario_(scenario), observers_(observers),
         baseline_used_(device.used()),
         peak_used_(baseline_used_) {
     for (const TenantSpec& spec : scenario.tenants) {
@@ -64,7 +63,7 @@ class Replay final : ReplayHooks {
       run.observers = observers_;
       if (!observers_.empty()) run.device.listen(&run);
       run.result.workload = run.source->name();
-      run.result.policy = spec.policy;
+      run.result.policy = spec.policy.text;
     }
   }
 
@@ -161,7 +160,7 @@ class Replay final : ReplayHooks {
     peak_used_ = std::max(peak_used_, device_.used());
     if (run.context_open) contexts_ += scenario_.device.context_overhead;
     run.result.context = run.context_open ? scenario_.device.context_overhead : 0;
-    MadePolicy made = make_policy_(run.spec.policy, run.device);
+    MadePolicy made = run.spec.policy.make(run.device);
     run.policy = std::move(made.policy);
     run.loop = made.loop;
     const EventSource& source = *run.source;
@@ -314,7 +313,6 @@ class Replay final : ReplayHooks {
 
   Device& device_;
   const Scenario& scenario_;
-  const PolicyFactory& make_policy_;
   std::span<Observer* const> observers_;
   std::deque<TenantReplay> tenants_;  // a deque: each policy holds a reference into its TenantReplay
   Bytes baseline_used_;
@@ -334,7 +332,7 @@ void TenantReplay::moved(const Move& move) {
   const std::uint32_t id = index_of(move.id);
   const std::uint32_t slot = id < slot_of.size() ? slot_of[id] : kNoSlot;
   if (slot == kNoSlot || live[slot].id != move.id || live[slot].addr != move.from || live[slot].size != move.size) {
-    throw Error("policy " + spec.policy + " moved allocation " + std::to_string(index_of(move.id)) +
+    throw Error("policy " + spec.policy.text + " moved allocation " + std::to_string(index_of(move.id)) +
                 " from an address or size it does not have");
   }
   live[slot].addr = move.to;
@@ -353,15 +351,14 @@ void TenantReplay::tell_block(BlockAction action, AllocId id, Addr addr, Bytes s
 
 void TenantReplay::grow_ids(std::uint32_t id) { grow_to_hold(slot_of, id, kNoSlot); }
 
-RunResult run_on(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
-                 std::span<Observer* const> observers) {
+RunResult run_on(Device& device, const Scenario& scenario, std::span<Observer* const> observers) {
   if (scenario.tenants.empty()) throw Error("a scenario needs at least one tenant");
-  return Replay(device, scenario, make_policy, observers).run();
+  return Replay(device, scenario, observers).run();
 }
 
-RunResult run(const Scenario& scenario, const PolicyFactory& make_policy, std::span<Observer* const> observers) {
+RunResult run(const Scenario& scenario, std::span<Observer* const> observers) {
   SimDevice device(scenario.device, Contexts::per_open);
-  return run_on(device, scenario, make_policy, observers);
+  return run_on(device, scenario, observers);
 }
 
 }  // namespace allocsim

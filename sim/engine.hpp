@@ -4,11 +4,8 @@
 // allocator has spent in device calls, so slow allocators delay their program.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <span>
-#include <string>
-#include <string_view>
 #include <vector>
 
 #include "sim/device.hpp"
@@ -23,22 +20,21 @@ namespace allocsim {
 
 struct TenantSpec {
   TenantSpec() = default;
-  TenantSpec(std::shared_ptr<const Trace> trace_in, std::string policy_in, Nanos start_in = 0)
+  TenantSpec(std::shared_ptr<const Trace> trace_in, PolicyMaker policy_in, Nanos start_in = 0)
       : trace(std::move(trace_in)), policy(std::move(policy_in)), start(start_in) {}
   // A tenant whose events come from `source`: a stream (a .atrace file, a generator), so
   // that the replay holds only the live allocations (a policy that plans over the whole
   // trace, optimal, refuses it), or a trace loading in the background (sim/background_trace.hpp).
-  static TenantSpec from_source(std::shared_ptr<const EventSourceFactory> source, std::string policy, Nanos start = 0) {
+  static TenantSpec from_source(std::shared_ptr<const EventSourceFactory> source, PolicyMaker policy, Nanos start = 0) {
     TenantSpec spec(nullptr, std::move(policy), start);
     spec.source = std::move(source);
     return spec;
   }
 
   std::shared_ptr<const Trace> trace;
-  // A policy spec, built by the scenario's factory when the tenant starts. Contract: the
-  // command checked it where it read it (policies/registry's parse_policy_spec): a bad spec
-  // met here is an Error only when its tenant starts, after the tenants before it ran.
-  std::string policy;
+  // Read and checked where the command took it (policies/registry's parse_policy_spec);
+  // made on the device when the tenant starts.
+  PolicyMaker policy;
   Nanos start = 0;     // added to every event time
   std::shared_ptr<const EventSourceFactory> source;  // used when trace is null
 };
@@ -55,14 +51,10 @@ struct Scenario {
   bool check = false;  // policy.check() and engine invariants after every event
 };
 
-using PolicyFactory = std::function<MadePolicy(std::string_view spec, Device& device)>;
-
 // Replays on a SimDevice built from scenario.device.
-RunResult run(const Scenario& scenario, const PolicyFactory& make_policy,
-              std::span<Observer* const> observers = {});
+RunResult run(const Scenario& scenario, std::span<Observer* const> observers = {});
 
 // Replays on a device the caller owns (a real GPU); scenario.device only names it.
-RunResult run_on(Device& device, const Scenario& scenario, const PolicyFactory& make_policy,
-                 std::span<Observer* const> observers = {});
+RunResult run_on(Device& device, const Scenario& scenario, std::span<Observer* const> observers = {});
 
 }  // namespace allocsim

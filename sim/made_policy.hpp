@@ -3,9 +3,12 @@
 #pragma once
 
 #include <concepts>
+#include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 
+#include "sim/device.hpp"
 #include "sim/policy.hpp"
 
 namespace allocsim {
@@ -24,6 +27,14 @@ struct MadePolicy {
 
   std::unique_ptr<Policy> policy;
   DirectLoop loop;
+};
+
+// A tenant's policy as its command read it: the spec as written (what results and messages
+// show) and how to make it on the tenant's device when the tenant starts. The registry's
+// PolicySpec gives one (policies/registry.hpp), a policy written in Python another.
+struct PolicyMaker {
+  std::string text;
+  std::function<MadePolicy(Device& device)> make;
 };
 
 }  // namespace allocsim

@@ -38,21 +38,21 @@ std::string_view policy_name(const std::string& policy) { return find_policy(par
 
 // Which framework's settings a policy takes: its row's, when advise knows that framework's
 // settings (PyTorch's, TensorFlow's).
-std::optional<Framework> framework_of_policy(const std::string& policy) {
-  const Framework framework = parse_policy_spec(policy).row->framework;
+std::optional<Framework> framework_of_policy(const PolicySpec& policy) {
+  const Framework framework = policy.row->framework;
   if (framework == Framework::tf || framework == Framework::torch) return framework;
   return std::nullopt;
 }
 
 // The advised program's allocator: as given, when it is one of its framework's.
 std::string policy_of(const AdviseStudy& study, Framework framework) {
-  if (study.policy.empty()) return default_policy(framework);
-  if (framework_of_policy(study.policy) != framework) {
-    throw Error("advise: --policy " + study.policy + " is not one of " +
+  if (!study.policy) return default_policy(framework);
+  if (framework_of_policy(*study.policy) != framework) {
+    throw Error("advise: --policy " + study.policy->text + " is not one of " +
                 (framework == Framework::tf ? "TensorFlow's allocators (bfc, growth and their options)"
                                             : "PyTorch's allocators (caching, expandable and their options)"));
   }
-  return study.policy;
+  return study.policy->text;
 }
 
 Subject subject_of(const AdviseStudy& study) {
@@ -143,7 +143,7 @@ class Planner {
 
   std::vector<Plan> plans(std::vector<AdviseNote>& notes) {
     std::string nothing = "nothing: ";
-    if (!study_.policy.empty()) {
+    if (study_.policy) {
       nothing += "the allocator as it runs now";
     } else {
       nothing += tf() ? "TensorFlow's default allocator (BFC, preallocating)" : "PyTorch's default caching allocator";
@@ -297,18 +297,18 @@ class Planner {
     const auto changed = [this, tenant](std::string what, std::string change, std::string policy) {
       AdviseCandidate candidate =
           make_candidate(std::move(what), std::move(change), Impact::setting, subject_.workload, base_policy());
-      candidate.tenants[tenant - 1].policy = std::move(policy);
+      candidate.tenants[tenant - 1].policy = parse_policy_spec(policy);
       return candidate;
     };
     if (*framework == Framework::tf) {
-      if (policy_name(given.policy) == "bfc") {
+      if (given.policy.row->name == "bfc") {
         add(changed("memory growth in tenant " + std::to_string(tenant), in + kGrowthCall,
-                    renamed(given.policy, "growth")));
+                    renamed(given.policy.text, "growth")));
       }
       add_search(
           [tenant, given, in, changed](std::int64_t mib) {
             return changed("memory_limit in tenant " + std::to_string(tenant),
-                           in + memory_limit_call(mib), with_arg(given.policy, "limit", mib_value(mib)));
+                           in + memory_limit_call(mib), with_arg(given.policy.text, "limit", mib_value(mib)));
           },
           {1, capacity_mib(), true, tenant});
     } else {
@@ -316,7 +316,7 @@ class Planner {
           [tenant, given, in, changed](std::int64_t percent) {
             return changed("memory fraction in tenant " + std::to_string(tenant),
                            in + "torch.cuda.set_per_process_memory_fraction(" + hundredths(percent) + ")",
-                           with_arg(given.policy, "fraction", hundredths(percent)));
+                           with_arg(given.policy.text, "fraction", hundredths(percent)));
           },
           {1, 100, true, tenant});
     }
@@ -652,11 +652,12 @@ class Planner {
 RunResult replay(const AdviseCandidate& candidate, const DeviceSpec& device, TraceCache& traces) {
   Scenario scenario;
   scenario.device = device;
-  scenario.tenants.push_back(TenantSpec{traces.get(candidate.workload, device.compute_capability), candidate.policy, 0});
+  scenario.tenants.push_back(
+      TenantSpec{traces.get(candidate.workload, device.compute_capability), policy_maker(candidate.policy), 0});
   for (const TenantChoice& tenant : candidate.tenants) {
-    scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload, device.compute_capability), tenant.policy, 0});
+    scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload, device.compute_capability), tenant.policy.maker(), 0});
   }
-  return run(scenario, build_policy);
+  return run(scenario);
 }
 
 AdviseLine line_of(AdviseCandidate candidate, const RunResult& result) {
@@ -697,7 +698,7 @@ std::int64_t search(const Plan& plan, const DeviceSpec& device, TraceCache& trac
 
 std::string tenants_text(const std::vector<TenantChoice>& tenants) {
   std::string text;
-  for (const TenantChoice& tenant : tenants) text += (text.empty() ? "" : " ") + tenant.workload + "@" + tenant.policy;
+  for (const TenantChoice& tenant : tenants) text += (text.empty() ? "" : " ") + tenant.workload + "@" + tenant.policy.text;
   return text;
 }
 

@@ -3,7 +3,7 @@
 // workload spec (through the model token table), a policy spec (registry names and keys) and
 // the other tenants as they would then run, with the exact words of the change (the
 // tf.config call, the environment variable, the code). Every candidate is replayed the way
-// `allocsim run` replays a scenario (load_workload, the engine, make_policy), so a line's
+// `allocsim run` replays a scenario (load_workload, the engine), so a line's
 // figures are those of a run of exactly its specs. Limits (memory_limit, the system reserve,
 // a memory fraction) are found by bisection, and the line is the run at the value found.
 // Every change is in one of two groups: it keeps the training the same (the same model,
@@ -33,7 +33,7 @@ namespace allocsim {
 struct AdviseStudy {
   std::string workload;                // a model workload, or a trace (then --framework is needed)
   std::optional<Framework> framework;  // none: the workload's framework token
-  std::string policy;                  // the allocator it runs with now; empty: the framework's default
+  std::optional<PolicySpec> policy;    // the allocator it runs with now; none: the framework's default
   std::vector<TenantChoice> tenants;   // the other processes on the device, after the workload
   DeviceSpec device;
   // The GPUs the job runs on, each rank this workload (data parallel): ZeRO and FSDP are

@@ -121,7 +121,7 @@ BatchReport batch_report_from_maxbatch(const MaxBatchResults& results) {
     const std::string facet_name = row.device.name + ", " + row.variant.name();
     auto [it, added] = facet_index.emplace(facet_name, facets.size());
     if (added) facets.push_back(FacetBuilder{BatchFacet{facet_name, row.device.capacity, {}}, {}});
-    BatchCurve& curve = facets[it->second].curve(row.policy);
+    BatchCurve& curve = facets[it->second].curve(row.policy.text);
     if (!row.searched) {  // kept from an earlier run's CSV: its answer is known, its batches are not
       if (!row.kept.empty()) curve.largest = whole_number(row.kept.at(maxbatch_column("largest_batch")));
       continue;

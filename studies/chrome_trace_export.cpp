@@ -90,7 +90,7 @@ void ChromeTraceExport::write(std::ostream& out) const {
   for (std::size_t t = 0; t < scenario_.tenants.size(); ++t) {
     const TenantSpec& tenant = scenario_.tenants[t];
     events.push_back(process_name(pid_of(t), "tenant " + std::to_string(t) + ": " + tenant.trace->info.name + " @ " +
-                                                 tenant.policy));
+                                                 tenant.policy.text));
     tags.push_back(tags_of(*tenant.trace));
   }
   for (const Sample& sample : timeline_.points()) {

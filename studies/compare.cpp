@@ -1,6 +1,5 @@
 #include "studies/compare.hpp"
 
-#include "policies/registry.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -14,12 +13,11 @@ std::vector<ReportedRun> Comparison::reported() const {
 }
 
 Comparison compare_policies(const std::shared_ptr<const Trace>& trace, const DeviceSpec& device,
-                            std::span<const std::string> policies, OnOom on_oom, bool record) {
+                            std::span<const PolicyMaker> policies, OnOom on_oom, bool record) {
   if (policies.empty()) throw Error("compare needs at least one policy");
-  for (const std::string& policy : policies) parse_policy_spec(policy);
   Comparison comparison;
-  comparison.policies.assign(policies.begin(), policies.end());
-  for (const std::string& policy : policies) {
+  for (const PolicyMaker& policy : policies) {
+    comparison.policies.push_back(policy.text);
     Scenario& scenario = comparison.scenarios.emplace_back();
     scenario.device = device;
     scenario.on_oom = on_oom;
@@ -28,7 +26,7 @@ Comparison compare_policies(const std::shared_ptr<const Trace>& trace, const Dev
   for (const Scenario& scenario : comparison.scenarios) {
     std::vector<Observer*> observers;
     if (record) observers = comparison.recorders.emplace_back(std::make_unique<RunRecorders>())->observers();
-    comparison.runs.push_back(run(scenario, build_policy, observers));
+    comparison.runs.push_back(run(scenario, observers));
   }
   return comparison;
 }

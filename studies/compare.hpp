@@ -21,9 +21,8 @@ struct Comparison {
   std::vector<ReportedRun> reported() const;  // for run_report_data: each run named by its policy
 };
 
-// Contract: every spec is checked before the first run (Error naming the bad one); the
-// runs are independent and in the order given.
+// The runs are independent and in the order given.
 Comparison compare_policies(const std::shared_ptr<const Trace>& trace, const DeviceSpec& device,
-                            std::span<const std::string> policies, OnOom on_oom, bool record);
+                            std::span<const PolicyMaker> policies, OnOom on_oom, bool record);
 
 }  // namespace allocsim

@@ -48,7 +48,7 @@ const std::array<Column<Row>, 18> kColumns{{
     {"capacity_bytes", Unit::bytes, "device memory in total", [](const Row& r) -> MetricValue { return r.device.capacity; }},
     {"context_bytes", Unit::bytes, "the CUDA context's share",
      [](const Row& r) -> MetricValue { return r.device.context_overhead; }},
-    {"policy", Unit::text, "the policy spec", [](const Row& r) -> MetricValue { return r.policy; }},
+    {"policy", Unit::text, "the policy spec", [](const Row& r) -> MetricValue { return r.policy.text; }},
     {"variant", Unit::text, "as given, or the token added (amp, accN)",
      [](const Row& r) -> MetricValue { return r.variant.name(); }},
     {"largest_batch", Unit::count, "the largest batch (per micro-batch) that ran; empty when not even 1 did",
@@ -104,7 +104,7 @@ MaxBatchResults plan_maxbatch(const MaxBatchStudy& study) {
   MaxBatchResults results;
   results.variants = batch_variants(*model, study.accumulation);
   for (const DeviceSpec& device : study.devices) {
-    for (const std::string& policy : study.policies) {
+    for (const PolicyMaker& policy : study.policies) {
       for (const BatchVariant& variant : results.variants) {
         results.rows.push_back(MaxBatchRow{study.workload, device, policy, variant, {}, false, {}});
       }
@@ -132,7 +132,7 @@ void search_maxbatch(const MaxBatchStudy& study, MaxBatchResults& results) {
           Scenario scenario;
           scenario.device = row.device;
           scenario.tenants.push_back(TenantSpec{traces.get(to_string(spec), row.device.compute_capability), row.policy, 0});
-          return probe(run(scenario, build_policy), batch);
+          return probe(run(scenario), batch);
         },
         study.limit, study.neighbours);
     row.searched = true;

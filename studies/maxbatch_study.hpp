@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/device.hpp"
+#include "sim/made_policy.hpp"
 #include "studies/maxbatch.hpp"
 #include "workloads/model/model_spec.hpp"
 
@@ -29,7 +30,7 @@ struct BatchVariant {
 
 struct MaxBatchStudy {
   std::string workload;               // a model workload, checked by the caller
-  std::vector<std::string> policies;  // checked specs
+  std::vector<PolicyMaker> policies;
   std::vector<DeviceSpec> devices;
   std::int64_t limit = 65536;
   int neighbours = 4;
@@ -41,7 +42,7 @@ struct MaxBatchStudy {
 struct MaxBatchRow {
   std::string workload;
   DeviceSpec device;
-  std::string policy;
+  PolicyMaker policy;
   BatchVariant variant;
   MaxBatch found;
   bool searched = false;  // false: stopped before this search ran, or kept

@@ -126,12 +126,11 @@ Spec with_recorded_settings(const Spec& user, const TorchRecording& recording) {
 // One policy's replay of the recording. `exporters` and `recorders` watch it as
 // ReplayAccount says; `run` is its account.
 WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<const Trace>& shared_trace,
-                         const std::string& text, Bytes capacity, const std::vector<bool>& in_alloc,
+                         const PolicySpec& given, Bytes capacity, const std::vector<bool>& in_alloc,
                          std::vector<std::string>& ambiguous_sizes, std::span<Observer* const> exporters = {},
                          std::span<Observer* const> recorders = {}) {
-  parse_policy_spec(text);
-  Spec spec = parse_spec(text);
-  const PolicyInfo& row = find_policy(spec.name);
+  const PolicyInfo& row = *given.row;
+  Spec spec = parse_spec(given.text);
   if (row.recording) spec = with_recorded_settings(spec, recording);  // PyTorch's own allocator
   WhatIfOutcome outcome;
   outcome.policy = to_string(spec);
@@ -319,10 +318,11 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
   // The exporters and the report see each replay as a one-tenant run of the recording's trace.
   const auto trace = std::make_shared<const Trace>(recording.trace);
   for (const std::string& policy : policies) {
+    const PolicySpec given = parse_policy_spec(policy);
     Scenario scenario;
     scenario.device.capacity = what_if.capacity;
     scenario.on_oom = OnOom::continue_run;  // a failed request is skipped, with its free
-    scenario.tenants.push_back(TenantSpec{trace, policy, 0});
+    scenario.tenants.push_back(TenantSpec{trace, given.maker(), 0});
     std::optional<MemoryVizExport> memory_viz;
     std::optional<ChromeTraceExport> chrome_trace;
     std::vector<Observer*> exporters;
@@ -332,7 +332,7 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
     const std::vector<Observer*> recording_observers = recorders ? recorders->observers() : std::vector<Observer*>{};
     WhatIfOutcome outcome;
     try {
-      outcome = replay_one(recording, trace, policy, what_if.capacity, in_alloc, what_if.ambiguous_sizes, exporters,
+      outcome = replay_one(recording, trace, given, what_if.capacity, in_alloc, what_if.ambiguous_sizes, exporters,
                            recording_observers);
     } catch (const Error& error) {
       if (policies.size() == 1) throw;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <memory>
 
-#include "policies/registry.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
 #include "sim/observer.hpp"
@@ -24,7 +23,7 @@ class OomEvents final : public Observer {
 }  // namespace
 
 LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_events,
-                     std::span<const std::string> policies, const DeviceSpec& device, const ExportFiles& exports,
+                     std::span<const PolicyMaker> policies, const DeviceSpec& device, const ExportFiles& exports,
                      bool record) {
   if (exports.any() && policies.size() != 1) {
     throw Error("--memory-viz and --chrome-trace export one replay: give one --policy (" +
@@ -37,8 +36,7 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
   replay.events = trace.events.size();
   replay.failures = expected.size();
   replay.device = device;
-  for (const std::string& policy : policies) {
-    parse_policy_spec(policy);
+  for (const PolicyMaker& policy : policies) {
     Scenario scenario;
     scenario.device = device;
     scenario.on_oom = OnOom::continue_run;
@@ -50,7 +48,7 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
       recorders = std::make_shared<RunRecorders>();
       for (Observer* observer : recorders->observers()) observers.push_back(observer);
     }
-    LogReplayOutcome outcome{policy, run_and_export(scenario, exports, observers), scenario, recorders, 0, 0};
+    LogReplayOutcome outcome{policy.text, run_and_export(scenario, exports, observers), scenario, recorders, 0, 0};
     for (const std::size_t event : ooms.events) {
       if (std::binary_search(expected.begin(), expected.end(), event)) {
         ++outcome.failures_reproduced;
@@ -63,7 +61,7 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
   return replay;
 }
 
-LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device,
+LogReplay replay_log_file(const std::string& path, std::span<const PolicyMaker> policies, const DeviceSpec& device,
                           const LoadOptions& options, const ExportFiles& exports, bool record) {
   const ReaderInfo& reader = find_reader(path);
   LogReplay replay;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/device.hpp"
+#include "sim/made_policy.hpp"
 #include "sim/result.hpp"
 #include "sim/trace.hpp"
 #include "studies/run_exports.hpp"
@@ -40,16 +41,15 @@ struct LogReplay {
 
 // Contract: every policy replays `trace` on `device` with --on-oom continue (a log goes on
 // past a failed request, so the replay does too); `failure_events` are the alloc events
-// the log says failed (each is freed at once in the trace when it is served). Throws Error
-// on a bad spec. `exports`: the export files of the replay, which take one policy (Error
+// the log says failed (each is freed at once in the trace when it is served). `exports`: the export files of the replay, which take one policy (Error
 // otherwise). With `record`, each outcome keeps the observers a report needs.
 LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_events,
-                     std::span<const std::string> policies, const DeviceSpec& device, const ExportFiles& exports = {},
+                     std::span<const PolicyMaker> policies, const DeviceSpec& device, const ExportFiles& exports = {},
                      bool record = false);
 
 // The file through the catalogue (an RMM log keeps its failure rows), then replay_log.
 // `options` go to the file's reader (--cuda-device of a profiler trace or TensorFlow log).
-LogReplay replay_log_file(const std::string& path, std::span<const std::string> policies, const DeviceSpec& device,
+LogReplay replay_log_file(const std::string& path, std::span<const PolicyMaker> policies, const DeviceSpec& device,
                           const LoadOptions& options = {}, const ExportFiles& exports = {},
                           bool record = false);
 

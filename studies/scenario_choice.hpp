@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "policies/registry.hpp"
 #include "sim/device.hpp"
 
 namespace allocsim {
@@ -28,12 +29,13 @@ Bytes parse_granularity(const std::string& text);
 
 struct TenantChoice {
   std::string workload;
-  std::string policy;
+  PolicySpec policy;
   Nanos start = 0;  // when the process starts, on the simulated clock
 };
 
 // "WORKLOAD@POLICY" or "WORKLOAD@POLICY@start=TIME" (the last '@' before them splits: a
-// path may hold one); Error when either is empty or the time is bad.
+// path may hold one); Error when either is empty, the time is bad or the policy spec is
+// (parse_policy_spec).
 TenantChoice parse_tenant(const std::string& text);
 
 // The one device of a command that runs one scenario; Error when the choice names several.

@@ -264,14 +264,13 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
     refuse_workload_list(workload);
     workloads.push_back(workload);
   }
-  std::vector<std::string> policies;
+  std::vector<PolicyMaker> policies;
   for (const std::string& list : options.policies) {
-    for (std::string& item : split_list(list, "--policy")) {
+    for (const std::string& item : split_list(list, "--policy")) {
       if (item == "all") {
-        for (const PolicyInfo& info : all_policies()) policies.emplace_back(info.name);
+        for (const PolicyInfo& info : all_policies()) policies.push_back(policy_maker(info.name));
       } else {
-        parse_policy_spec(item);
-        policies.push_back(std::move(item));
+        policies.push_back(policy_maker(item));
       }
     }
   }
@@ -320,7 +319,6 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
   for (const std::string& tenant : options.tenants) {
     tenants.push_back(parse_tenant(tenant));
     check_workload(tenants.back().workload);
-    parse_policy_spec(tenants.back().policy);
   }
 
   const std::vector<DeviceSpec> devices = chosen_devices(options.device);
@@ -348,7 +346,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
         if (value.token) set_model_token(*prefix, *value.token, value.value, workload);
       }
       for (const DeviceSpec& device : devices) {
-        for (const std::string& policy : policies) {
+        for (const PolicyMaker& policy : policies) {
           for (const std::string& on_oom : on_ooms) {
             for (const AxisValue& batch : batches.values) {
               std::optional<ModelSpec> model = prefix;
@@ -357,13 +355,13 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
               point.index = points.size();
               // Unswept, the workload stays as the user spelled it; swept, it is the typed spec printed.
               point.workload = tokens_given ? to_string(*model) : workload;
-              point.policy = policy;
+              point.policy = policy.text;
               point.scenario.device = device;
               point.scenario.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
               point.scenario.tenants.push_back(TenantSpec{nullptr, policy, 0});
               point.workloads.push_back(point.workload);
               for (const auto& [tenant_workload, tenant_policy, tenant_start] : tenants) {
-                point.scenario.tenants.push_back(TenantSpec{nullptr, tenant_policy, tenant_start});
+                point.scenario.tenants.push_back(TenantSpec{nullptr, tenant_policy.maker(), tenant_start});
                 point.workloads.push_back(tenant_workload);
               }
               point.leading.push_back(std::to_string(point.index));

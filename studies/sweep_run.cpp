@@ -44,7 +44,7 @@ std::vector<std::string> sweep_base_columns(bool timing) {
 std::vector<SweepRow> run_sweep_point(const SweepPoint& point, TraceCache& traces, bool timing) {
   Scenario scenario = point.scenario;
   for (std::size_t i = 0; i < scenario.tenants.size(); ++i) scenario.tenants[i].trace = traces.get(point.workloads[i], scenario.device.compute_capability);
-  const RunResult result = run(scenario, build_policy);
+  const RunResult result = run(scenario);
   std::vector<SweepRow> rows;
   for (const TenantResult& tenant : result.tenants) {
     std::vector<std::string> cells = point.leading;
@@ -85,9 +85,9 @@ std::vector<std::string> probe_extra_columns(const std::vector<SweepPoint>& poin
   std::set<std::string> probed;
   for (const SweepPoint& point : points) {
     for (const TenantSpec& tenant : point.scenario.tenants) {
-      if (!probed.insert(tenant.policy).second) continue;
+      if (!probed.insert(tenant.policy.text).second) continue;
       SimDevice device(point.scenario.device);
-      for (const PolicyStat& stat : make_policy(tenant.policy, device)->inspect(Detail::counters).extra) {
+      for (const PolicyStat& stat : tenant.policy.make(device).policy->inspect(Detail::counters).extra) {
         if (std::find(names.begin(), names.end(), stat.name) == names.end()) names.push_back(stat.name);
       }
     }
@@ -151,7 +151,7 @@ std::vector<SweepRow> read_sweep_csv(std::istream& in, bool timing, const std::v
     }
     const SweepPoint* expected = point < points.size() ? &points[point] : nullptr;
     if (!expected || tenant >= expected->workloads.size() || cells[workload_at] != expected->workloads[tenant] ||
-        cells[policy_at] != expected->scenario.tenants[tenant].policy ||
+        cells[policy_at] != expected->scenario.tenants[tenant].policy.text ||
         cells[device_at] != expected->scenario.device.name ||
         cells[capacity_at] != std::to_string(expected->scenario.device.capacity)) {
       throw Error("--resume: " + name + ":" + std::to_string(line) + ": point " + cells[point_at] +

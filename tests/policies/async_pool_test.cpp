@@ -228,8 +228,8 @@ TEST_CASE("a sync in a trace reaches the pool through the engine", "[async][engi
     Scenario scenario;
     scenario.device.capacity = 4_MiB;
     scenario.check = true;
-    scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "async", 0});
-    const RunResult run = allocsim::run(scenario, make_policy);
+    scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("async"), 0});
+    const RunResult run = allocsim::run(scenario);
     CHECK(run.tenants[0].oom_count == (with_sync ? 0 : 1));
   }
 }

@@ -945,9 +945,9 @@ TEST_CASE("the engine stops a tenant at the event where bfc would loop forever",
     for (int i = 0; i < 50; ++i) builder.alloc(i, 1_MiB);
     Scenario scenario;
     scenario.check = true;
-    scenario.tenants.push_back(TenantSpec{share(std::move(builder)), "growth:limit=128MiB", 0});
+    scenario.tenants.push_back(TenantSpec{share(std::move(builder)), policy_maker("growth:limit=128MiB"), 0});
     CappedDevice device(3_MiB / 2);
-    const RunResult run = run_on(device, scenario, make_policy);
+    const RunResult run = run_on(device, scenario);
     const TenantResult& result = run.tenants[0];
     REQUIRE(result.hang_event);
     CHECK(*result.hang_event == 43);
@@ -977,8 +977,8 @@ TEST_CASE("the engine stops a tenant at the event where bfc would loop forever",
     Scenario scenario;
     scenario.device.capacity = 2560;
     scenario.check = true;
-    scenario.tenants.push_back(TenantSpec{trace, "growth:limit=1GiB,version=2024-02", 0});
-    RunResult run = allocsim::run(scenario, make_policy);
+    scenario.tenants.push_back(TenantSpec{trace, policy_maker("growth:limit=1GiB,version=2024-02"), 0});
+    RunResult run = allocsim::run(scenario);
     REQUIRE(run.tenants[0].hang_event);
     CHECK(*run.tenants[0].hang_event == 2);
     CHECK_FALSE(run.tenants[0].hang_reason.empty());
@@ -986,15 +986,15 @@ TEST_CASE("the engine stops a tenant at the event where bfc would loop forever",
     CHECK(run.tenants[0].events_replayed == 3);
     CHECK(run.tenants[0].device_mallocs == 1);
 
-    scenario.tenants[0].policy = "growth:limit=1GiB";
-    run = allocsim::run(scenario, make_policy);
+    scenario.tenants[0].policy = policy_maker("growth:limit=1GiB");
+    run = allocsim::run(scenario);
     CHECK_FALSE(run.tenants[0].hang_event);
     REQUIRE(run.tenants[0].oom_count == 1);
     CHECK(run.tenants[0].first_oom()->event == 2);
     CHECK(run.tenants[0].device_failed_mallocs == 69 + 85);  // 4 MiB .. 256: 85 calls
 
-    scenario.tenants[0].policy = "growth:limit=1GiB,version=2023";
-    run = allocsim::run(scenario, make_policy);
+    scenario.tenants[0].policy = policy_maker("growth:limit=1GiB,version=2023");
+    run = allocsim::run(scenario);
     CHECK_FALSE(run.tenants[0].hang_event);
     REQUIRE(run.tenants[0].oom_count == 1);
     CHECK(run.tenants[0].first_oom()->event == 2);
@@ -1244,35 +1244,35 @@ TEST_CASE("a preallocating bfc tenant leaves another too little: a reservation O
   Scenario scenario;
   scenario.device.capacity = 16_GiB;
   scenario.check = true;
-  scenario.tenants.push_back(TenantSpec{share(std::move(small)), "bfc", 0});
-  scenario.tenants.push_back(TenantSpec{share(std::move(large)), "direct", 0});
+  scenario.tenants.push_back(TenantSpec{share(std::move(small)), policy_maker("bfc"), 0});
+  scenario.tenants.push_back(TenantSpec{share(std::move(large)), policy_maker("direct"), 0});
 
   SECTION("bfc then direct") {
-    const RunResult run = allocsim::run(scenario, make_policy);
+    const RunResult run = allocsim::run(scenario);
     CHECK(run.tenants[0].oom_count == 0);
     CHECK(run.tenants[0].peak_reserved == 14584_MiB);
     REQUIRE(run.tenants[1].oom_count == 1);
     CHECK(run.tenants[1].first_oom()->kind == OomKind::reservation);
   }
   SECTION("bfc then growth") {
-    scenario.tenants[1].policy = "growth";
-    const RunResult run = allocsim::run(scenario, make_policy);
+    scenario.tenants[1].policy = policy_maker("growth");
+    const RunResult run = allocsim::run(scenario);
     CHECK(run.tenants[0].oom_count == 0);
     REQUIRE(run.tenants[1].oom_count == 1);
     CHECK(run.tenants[1].first_oom()->kind == OomKind::reservation);
     CHECK_FALSE(run.tenants[1].hang_event);
   }
   SECTION("growth then direct: both fit") {
-    scenario.tenants[0].policy = "growth";
-    const RunResult run = allocsim::run(scenario, make_policy);
+    scenario.tenants[0].policy = policy_maker("growth");
+    const RunResult run = allocsim::run(scenario);
     CHECK(run.tenants[0].oom_count == 0);
     CHECK(run.tenants[1].oom_count == 0);
     CHECK(run.tenants[0].peak_reserved == 2_MiB);
   }
   SECTION("growth then growth: both fit") {
-    scenario.tenants[0].policy = "growth";
-    scenario.tenants[1].policy = "growth";
-    const RunResult run = allocsim::run(scenario, make_policy);
+    scenario.tenants[0].policy = policy_maker("growth");
+    scenario.tenants[1].policy = policy_maker("growth");
+    const RunResult run = allocsim::run(scenario);
     CHECK(run.tenants[0].oom_count == 0);
     CHECK(run.tenants[1].oom_count == 0);
     CHECK(run.tenants[1].peak_reserved == 4096_MiB);  // the bumped region

@@ -112,8 +112,8 @@ TEST_CASE("every policy keeps the engine's invariants when memory runs out", "[c
   scenario.device.capacity = 64_MiB;
   scenario.on_oom = OnOom::continue_run;
   scenario.check = true;  // invariants after every event, and the device empty at the end
-  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(make_random_trace(options, "random")), policy, 0});
-  const RunResult result = run(scenario, make_policy);
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(make_random_trace(options, "random")), policy_maker(policy), 0});
+  const RunResult result = run(scenario);
   CHECK(result.tenants[0].oom_count > 0);
   CHECK(result.tenants[0].events_replayed == options.events);
 }

@@ -15,8 +15,8 @@ TenantResult replay(const Trace& trace, const std::string& policy) {
   Scenario scenario;
   scenario.device.capacity = 4_GiB;
   scenario.check = true;
-  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(trace), policy, 0});
-  return run(scenario, make_policy).tenants[0];
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(trace), policy_maker(policy), 0});
+  return run(scenario).tenants[0];
 }
 
 // a 256, b 512, a freed, c 512: online best fit cannot put c in a's 256 hole and ends at

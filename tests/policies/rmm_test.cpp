@@ -217,8 +217,8 @@ TEST_CASE("composed resources pass the engine's checks: reserved is what the dev
     scenario.device.capacity = 1_GiB;
     scenario.check = true;  // policy.check(), and stats against the device, after every event
     scenario.on_oom = OnOom::continue_run;
-    scenario.tenants.push_back(TenantSpec{trace, spec, 0});
-    const RunResult run = allocsim::run(scenario, make_policy);
+    scenario.tenants.push_back(TenantSpec{trace, policy_maker(spec), 0});
+    const RunResult run = allocsim::run(scenario);
     CHECK(run.tenants[0].events_replayed == trace->events.size());
     CHECK(run.tenants[0].peak_reserved > 0);
   }

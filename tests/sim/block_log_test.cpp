@@ -18,7 +18,7 @@ Scenario one_tenant(Bytes capacity, std::shared_ptr<const Trace> trace, std::str
   scenario.device.capacity = capacity;
   scenario.device.cost = CostModel{0, 0, 0, 0, 1};
   scenario.check = true;
-  scenario.tenants.push_back(TenantSpec{std::move(trace), std::move(policy), 0});
+  scenario.tenants.push_back(TenantSpec{std::move(trace), policy_maker(std::move(policy)), 0});
   return scenario;
 }
 
@@ -33,7 +33,7 @@ TEST_CASE("the block log places each block where the policy put it, by hand", "[
   BlockLog log;
   std::vector<Observer*> observers{&log};
   const RunResult run = allocsim::run(one_tenant(16_KiB, std::make_shared<const Trace>(std::move(builder).finish()),
-                                                 "bestfit:region=5KiB"), make_policy, observers);
+                                                 "bestfit:region=5KiB"), observers);
   REQUIRE(log.tenants().size() == 1);
   const TenantBlocks& blocks = log.tenants()[0];
   REQUIRE(blocks.segments.size() == 1);
@@ -62,7 +62,7 @@ TEST_CASE("the block log stops at its bound and counts the rest", "[engine][bloc
   for (int i = 0; i < 10; ++i) builder.free(2 * i + 1, builder.alloc(2 * i, 1_KiB));
   BlockLog log(4);
   std::vector<Observer*> observers{&log};
-  allocsim::run(one_tenant(1_MiB, std::make_shared<const Trace>(std::move(builder).finish()), "direct"), make_policy, observers);
+  allocsim::run(one_tenant(1_MiB, std::make_shared<const Trace>(std::move(builder).finish()), "direct"), observers);
   const TenantBlocks& blocks = log.tenants().at(0);
   CHECK(blocks.blocks.size() == 4);
   CHECK(blocks.dropped_blocks == 6);
@@ -80,7 +80,7 @@ TEST_CASE("an unmap of part of a mapped range ends that part and keeps the rest"
   builder.release(30);
   BlockLog log;
   std::vector<Observer*> observers{&log};
-  allocsim::run(one_tenant(1_GiB, std::make_shared<const Trace>(std::move(builder).finish()), "expandable"), make_policy,
+  allocsim::run(one_tenant(1_GiB, std::make_shared<const Trace>(std::move(builder).finish()), "expandable"),
                 observers);
   const TenantBlocks& blocks = log.tenants().at(0);
   Bytes ended_at_release = 0;
@@ -155,7 +155,7 @@ TEST_CASE("every policy's blocks and segments, as observers see them, are consis
       std::vector<Observer*> observers{&invariants};
       Scenario scenario = one_tenant(64_MiB, trace, std::string(info.name));
       scenario.on_oom = OnOom::continue_run;
-      const RunResult run = allocsim::run(scenario, make_policy, observers);
+      const RunResult run = allocsim::run(scenario, observers);
       CHECK(invariants.balanced());
       CHECK(invariants.reserved <= run.tenants[0].device_mallocs);
     }

@@ -50,14 +50,11 @@ TEST_CASE("a streamed replay (generator, .atrace, CSV) gives the in-memory repla
   const auto csv = scratch("random.csv");
   write_csv_trace_file(*trace, csv);
 
-  const RunResult whole = run(scenario_of(TenantSpec{trace, policy, 0}, capacity, on_oom), make_policy);
+  const RunResult whole = run(scenario_of(TenantSpec{trace, policy_maker(policy), 0}, capacity, on_oom));
   const RunResult generated =
-      run(scenario_of(TenantSpec::from_source(random_trace_stream(options, "random"), policy), capacity, on_oom),
-          make_policy);
-  const RunResult mapped = run(scenario_of(TenantSpec::from_source(atrace_stream(file), policy), capacity, on_oom),
-                               make_policy);
-  const RunResult rows = run(scenario_of(TenantSpec::from_source(csv_trace_file_stream(csv), policy), capacity, on_oom),
-                             make_policy);
+      run(scenario_of(TenantSpec::from_source(random_trace_stream(options, "random"), policy_maker(policy)), capacity, on_oom));
+  const RunResult mapped = run(scenario_of(TenantSpec::from_source(atrace_stream(file), policy_maker(policy)), capacity, on_oom));
+  const RunResult rows = run(scenario_of(TenantSpec::from_source(csv_trace_file_stream(csv), policy_maker(policy)), capacity, on_oom));
   check_same(whole.tenants[0], generated.tenants[0]);
   check_same(whole.tenants[0], mapped.tenants[0]);
   check_same(whole.tenants[0], rows.tenants[0]);
@@ -79,8 +76,8 @@ TEST_CASE("the generator streams with state for the live allocations only", "[en
 
 TEST_CASE("optimal refuses a streamed trace rather than plan without it", "[engine][stream]") {
   const Scenario scenario =
-      scenario_of(TenantSpec::from_source(random_trace_stream(small_random(), "random"), "optimal"), 16_GiB, OnOom::stop);
-  CHECK_THROWS_WITH(run(scenario, make_policy), Catch::Contains("whole trace") && Catch::Contains("--stream"));
+      scenario_of(TenantSpec::from_source(random_trace_stream(small_random(), "random"), policy_maker("optimal")), 16_GiB, OnOom::stop);
+  CHECK_THROWS_WITH(run(scenario), Catch::Contains("whole trace") && Catch::Contains("--stream"));
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ Scenario one_tenant(Bytes capacity, std::shared_ptr<const Trace> trace, std::str
   scenario.device.capacity = capacity;
   scenario.device.cost = CostModel{0, 0, 0, 0, 1};  // free device calls: times stay as written
   scenario.check = true;
-  scenario.tenants.push_back(TenantSpec{std::move(trace), std::move(policy), 0});
+  scenario.tenants.push_back(TenantSpec{std::move(trace), policy_maker(std::move(policy)), 0});
   return scenario;
 }
 
@@ -35,7 +35,7 @@ TEST_CASE("peaks, lower bound and fragmentation at the peak, by hand", "[engine]
   builder.alloc(2, 1_KiB);
   builder.free(3, a);
   builder.alloc(4, 1536);
-  const RunResult run = allocsim::run(one_tenant(16_KiB, share(std::move(builder)), "bestfit:region=5KiB"), make_policy);
+  const RunResult run = allocsim::run(one_tenant(16_KiB, share(std::move(builder)), "bestfit:region=5KiB"));
   const TenantResult& result = run.tenants[0];
   CHECK(result.peak_allocated == 3584);  // b + c + d
   CHECK(result.peak_requested == 3584);
@@ -61,10 +61,10 @@ TEST_CASE("the run says which step its peak and its first OOM are in", "[engine]
     builder.free(4, builder.alloc(3, 2_KiB));
     return share(std::move(builder));
   };
-  const RunResult fits = allocsim::run(one_tenant(4_KiB, two_steps(), "direct"), make_policy);
+  const RunResult fits = allocsim::run(one_tenant(4_KiB, two_steps(), "direct"));
   CHECK(fits.tenants[0].steps == 2);
   CHECK(fits.tenants[0].peak_step == 2);
-  const RunResult fails = allocsim::run(one_tenant(2_KiB, two_steps(), "direct"), make_policy);
+  const RunResult fails = allocsim::run(one_tenant(2_KiB, two_steps(), "direct"));
   REQUIRE(fails.tenants[0].first_oom());
   CHECK(fails.tenants[0].first_oom()->event == 3);
   CHECK(fails.tenants[0].first_oom()->step == 2);
@@ -88,7 +88,7 @@ TEST_CASE("the seed article's OOM: free bytes in holes, no block large enough", 
   for (int i = 0; i < 8; ++i) ids.push_back(builder.alloc(i, 1_KiB));
   for (int i = 1; i < 8; i += 2) builder.free(10 + i, ids[i]);
   builder.alloc(20, 3_KiB);
-  const RunResult run = allocsim::run(one_tenant(8_KiB, share(std::move(builder)), "bestfit"), make_policy);
+  const RunResult run = allocsim::run(one_tenant(8_KiB, share(std::move(builder)), "bestfit"));
   const TenantResult& result = run.tenants[0];
   REQUIRE(result.oom_count == 1);
   const OomRecord& oom = *result.first_oom();
@@ -109,7 +109,7 @@ TEST_CASE("an OOM beyond the device is capacity; continue skips the request and 
   builder.free(3, small);
   Scenario scenario = one_tenant(1_MiB, share(std::move(builder)), "direct");
   scenario.on_oom = OnOom::continue_run;
-  const TenantResult result = allocsim::run(scenario, make_policy).tenants[0];
+  const TenantResult result = allocsim::run(scenario).tenants[0];
   CHECK(result.oom_count == 1);
   CHECK(result.ooms_by_kind[static_cast<int>(OomKind::capacity)] == 1);
   CHECK(result.events_replayed == 4);
@@ -128,16 +128,16 @@ TEST_CASE("two tenants: memory another process preallocated is a reservation OOM
   Scenario scenario;
   scenario.device.capacity = 16_KiB;
   scenario.check = true;
-  scenario.tenants.push_back(TenantSpec{share(std::move(greedy)), "bestfit", 0});
-  scenario.tenants.push_back(TenantSpec{share(std::move(second)), "direct", 0});
-  const RunResult run = allocsim::run(scenario, make_policy);
+  scenario.tenants.push_back(TenantSpec{share(std::move(greedy)), policy_maker("bestfit"), 0});
+  scenario.tenants.push_back(TenantSpec{share(std::move(second)), policy_maker("direct"), 0});
+  const RunResult run = allocsim::run(scenario);
   CHECK(run.tenants[0].oom_count == 0);
   REQUIRE(run.tenants[1].oom_count == 1);
   CHECK(run.tenants[1].first_oom()->kind == OomKind::reservation);
   CHECK(run.tenants[1].first_oom()->tenant == 1);
 
-  scenario.tenants[0].policy = "direct";  // were tenant 0 to allocate on demand, both fit
-  const RunResult shared = allocsim::run(scenario, make_policy);
+  scenario.tenants[0].policy = policy_maker("direct");  // were tenant 0 to allocate on demand, both fit
+  const RunResult shared = allocsim::run(scenario);
   CHECK(shared.tenants[1].oom_count == 0);
   CHECK(shared.peak_device == 5_KiB);
 }
@@ -149,15 +149,15 @@ TEST_CASE("tenants merge in time order, ties going to the lower tenant", "[engin
   second.alloc(100, 1_KiB);
   Scenario scenario;
   scenario.device.capacity = 1_KiB;
-  scenario.tenants.push_back(TenantSpec{share(std::move(first)), "direct", 0});
-  scenario.tenants.push_back(TenantSpec{share(std::move(second)), "direct", 0});
-  RunResult run = allocsim::run(scenario, make_policy);
+  scenario.tenants.push_back(TenantSpec{share(std::move(first)), policy_maker("direct"), 0});
+  scenario.tenants.push_back(TenantSpec{share(std::move(second)), policy_maker("direct"), 0});
+  RunResult run = allocsim::run(scenario);
   CHECK(run.tenants[0].oom_count == 0);
   CHECK(run.tenants[1].oom_count == 1);
   CHECK(run.tenants[1].first_oom()->kind == OomKind::capacity);
 
   scenario.tenants[0].start = 1;  // now tenant 1 comes first
-  run = allocsim::run(scenario, make_policy);
+  run = allocsim::run(scenario);
   CHECK(run.tenants[0].oom_count == 1);
   CHECK(run.tenants[1].oom_count == 0);
 }
@@ -169,7 +169,7 @@ TEST_CASE("device costs advance the simulated clock and count as allocator time"
   Scenario scenario = one_tenant(1_MiB, share(std::move(builder)), "direct");
   scenario.device.cost = CostModel{.malloc_fixed_ns = 100, .malloc_ns_per_byte = 0.5,
                                    .free_fixed_ns = 50, .free_ns_per_byte = 0, .copy_bytes_per_ns = 1};
-  const TenantResult result = allocsim::run(scenario, make_policy).tenants[0];
+  const TenantResult result = allocsim::run(scenario).tenants[0];
   CHECK(result.allocator_time == 100 + 512 + 50);
   CHECK(result.end_time == 2000 + 612 + 50);  // the free happened 612 ns late, then took 50 ns
 }
@@ -183,14 +183,14 @@ TEST_CASE("a timestamp whose sum with the allocator time would wrap the clock is
   Scenario scenario = one_tenant(1_MiB, share(std::move(builder)), "direct");
   scenario.device.cost = CostModel{.malloc_fixed_ns = 100, .malloc_ns_per_byte = 0.5,
                                    .free_fixed_ns = 50, .free_ns_per_byte = 0, .copy_bytes_per_ns = 1};
-  CHECK_THROWS_WITH(allocsim::run(scenario, make_policy),
+  CHECK_THROWS_WITH(allocsim::run(scenario),
                     Catch::StartsWith("late: event 1 at time_ns " + std::to_string(last)) && Catch::Contains("612 ns") &&
                         Catch::Contains("2^64 ns"));
   // With room left, the same trace runs to its end.
   TraceBuilder fits({"fits", "test"});
   fits.free(last - 700, fits.alloc(1000, 1_KiB));
   scenario.tenants.front().trace = share(std::move(fits));
-  CHECK(allocsim::run(scenario, make_policy).tenants[0].end_time == last - 700 + 612 + 50);
+  CHECK(allocsim::run(scenario).tenants[0].end_time == last - 700 + 612 + 50);
 }
 
 TEST_CASE("the same scenario gives byte-identical results", "[engine]") {
@@ -201,10 +201,10 @@ TEST_CASE("the same scenario gives byte-identical results", "[engine]") {
   scenario.device.capacity = 64_MiB;
   scenario.on_oom = OnOom::continue_run;
   const auto trace = std::make_shared<const Trace>(make_random_trace(options, "random"));
-  scenario.tenants.push_back(TenantSpec{trace, "bestfit", 0});
-  scenario.tenants.push_back(TenantSpec{trace, "direct", 500});
+  scenario.tenants.push_back(TenantSpec{trace, policy_maker("bestfit"), 0});
+  scenario.tenants.push_back(TenantSpec{trace, policy_maker("direct"), 500});
   const auto csv = [&] {
-    RunResult result = allocsim::run(scenario, make_policy);
+    RunResult result = allocsim::run(scenario);
     result.replay_seconds = 0;  // wall time is the one figure that may differ
     std::ostringstream out;
     write_csv(out, {&result, 1});
@@ -220,7 +220,7 @@ TEST_CASE("a timeline samples changes, stays within its bound and keeps the peak
   builder.free(301, peak);
   Timeline timeline(16);
   std::vector<Observer*> observers{&timeline};
-  allocsim::run(one_tenant(1_MiB, share(std::move(builder)), "direct"), make_policy, observers);
+  allocsim::run(one_tenant(1_MiB, share(std::move(builder)), "direct"), observers);
   const std::vector<Sample> points = timeline.points();
   CHECK(points.size() <= 16);
   CHECK(points.size() >= 8);
@@ -271,8 +271,8 @@ TEST_CASE("the breakdown at the peak leaves out requests an OOM dropped", "[engi
   Scenario scenario;
   scenario.device.capacity = 1_MiB;
   scenario.on_oom = OnOom::continue_run;
-  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "direct", 0});
-  const TenantResult result = allocsim::run(scenario, make_policy).tenants[0];
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("direct"), 0});
+  const TenantResult result = allocsim::run(scenario).tenants[0];
   CHECK(result.peak_event == 1);
   CHECK(result.at_peak.by_tag[static_cast<int>(Tag::weight)] == 512_KiB);
   CHECK(result.at_peak.by_tag[static_cast<int>(Tag::activation)] == 0);

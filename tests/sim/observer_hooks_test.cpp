@@ -41,7 +41,7 @@ class Recorder final : public Observer {
 Scenario scenario_of(std::shared_ptr<const Trace> trace, std::string policy) {
   Scenario scenario;
   scenario.device.cost = CostModel{0, 0, 0, 0, 1};  // free device calls: times stay as written
-  scenario.tenants.push_back(TenantSpec{std::move(trace), std::move(policy), 0});
+  scenario.tenants.push_back(TenantSpec{std::move(trace), policy_maker(std::move(policy)), 0});
   return scenario;
 }
 
@@ -55,7 +55,7 @@ TEST_CASE("observer hooks: a segment comes before its block, the block's free be
   builder.free(30, a);
   Recorder recorder;
   Observer* observers[] = {&recorder};
-  run(scenario_of(std::make_shared<const Trace>(std::move(builder).finish()), "direct"), make_policy, observers);
+  run(scenario_of(std::make_shared<const Trace>(std::move(builder).finish()), "direct"), observers);
   const std::vector<std::string> expected{
       "malloc t0 e0 1000 s1 at 0",  "place t0 e0 id0 1000/1000 s1 at 0",
       "malloc t0 e1 512 s0 at 1024", "place t0 e1 id1 512/512 s0 at 1024",
@@ -73,8 +73,8 @@ TEST_CASE("observer hooks: nothing is told without an observer's asking, and the
   const auto trace = std::make_shared<const Trace>(std::move(builder).finish());
   Recorder recorder;
   Observer* observers[] = {&recorder};
-  const RunResult watched = run(scenario_of(trace, "caching"), make_policy, observers);
-  const RunResult plain = run(scenario_of(trace, "caching"), make_policy);
+  const RunResult watched = run(scenario_of(trace, "caching"), observers);
+  const RunResult plain = run(scenario_of(trace, "caching"));
   CHECK(watched.tenants[0].peak_reserved == plain.tenants[0].peak_reserved);
   CHECK(watched.tenants[0].device_mallocs == plain.tenants[0].device_mallocs);
   // caching: a 20 MiB large-pool segment for 3 MiB, a 2 MiB small-pool one for 100 B (512 B).
@@ -92,7 +92,7 @@ TEST_CASE("observer hooks: the exit frees what is live in the order it was alloc
   builder.alloc(4, 2048);
   Recorder recorder;
   Observer* observers[] = {&recorder};
-  run(scenario_of(std::make_shared<const Trace>(std::move(builder).finish()), "direct"), make_policy, observers);
+  run(scenario_of(std::make_shared<const Trace>(std::move(builder).finish()), "direct"), observers);
   std::vector<std::string> exit_frees;
   const auto exit = std::find(recorder.calls.begin(), recorder.calls.end(), "exit t0 at 4");
   REQUIRE(exit != recorder.calls.end());
@@ -119,7 +119,7 @@ TEST_CASE("observer hooks: a moved block keeps the stream it was placed on", "[e
   scenario.device.capacity = 8_KiB;
   Recorder recorder;
   Observer* observers[] = {&recorder};
-  run(scenario, make_policy, observers);
+  run(scenario, observers);
   std::vector<std::string> moves;
   std::copy_if(recorder.calls.begin(), recorder.calls.end(), std::back_inserter(moves),
                [](const std::string& call) { return call.starts_with("move"); });

@@ -41,25 +41,25 @@ std::shared_ptr<const Trace> random_trace(std::uint64_t events) {
 TEST_CASE("a plain run takes its policy's direct loop once; a checked or observed one keeps its own", "[engine]") {
   Scenario scenario;
   const auto trace = random_trace(2'000);
-  scenario.tenants.push_back(TenantSpec{trace, "bestfit"});
+  const PolicySpec bestfit = parse_policy_spec("bestfit");
+  scenario.tenants.push_back(TenantSpec{trace, PolicyMaker{bestfit.text, [&bestfit](Device& device) {
+                                          MadePolicy made = bestfit.build(device);
+                                          bestfit_loop = made.loop;
+                                          made.loop = &counting_loop;
+                                          return made;
+                                        }}});
   replays = 0;
-  const PolicyFactory factory = [](std::string_view spec, Device& device) {
-    MadePolicy made = build_policy(spec, device);
-    bestfit_loop = made.loop;
-    made.loop = &counting_loop;
-    return made;
-  };
-  const RunResult plain = run(scenario, factory);
+  const RunResult plain = run(scenario);
   CHECK(replays == 1);
   CHECK(plain.events_replayed == trace->events.size());
   CHECK(plain.tenants[0].peak_allocated > 0);
 
   scenario.check = true;
-  run(scenario, factory);
+  run(scenario);
   scenario.check = false;
   SilentObserver observer;
   Observer* const observers[] = {&observer};
-  run(scenario, factory, observers);
+  run(scenario, observers);
   CHECK(replays == 1);
 }
 
@@ -70,16 +70,16 @@ TEST_CASE("every policy's own loop gives what the virtual loop gives, byte for b
   Scenario scenario;
   scenario.device.capacity = 64_MiB;  // tight: OOMs and the release-and-retry paths happen too
   scenario.on_oom = OnOom::continue_run;
-  scenario.tenants.push_back(TenantSpec{random_trace(6'000), policy});
+  scenario.tenants.push_back(TenantSpec{random_trace(6'000), policy_maker(policy)});
   const auto csv = [&](std::span<Observer* const> observers) {
-    RunResult result = run(scenario, build_policy, observers);
+    RunResult result = run(scenario, observers);
     result.replay_seconds = 0;  // wall time is the one figure that may differ
     std::ostringstream out;
     write_csv(out, {&result, 1});
     return out.str();
   };
   SimDevice device(scenario.device);
-  CHECK(build_policy(policy, device).loop != nullptr);  // every row gives its direct loop
+  CHECK(parse_policy_spec(policy).build(device).loop != nullptr);  // every row gives its direct loop
   SilentObserver observer;  // an observer makes the engine run the virtual loop itself
   Observer* const observers[] = {&observer};
   CHECK(csv({}) == csv(observers));

@@ -45,8 +45,8 @@ TEST_CASE("resnet50_b200 on v100-16gb is capacity over the whole run, whatever r
   // request), but no allocator fits the run.
   Scenario scenario;
   scenario.device = device_spec("v100-16gb");
-  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(load_workload("resnet50_b200")), "bfc", 0});
-  const RunResult run = allocsim::run(scenario, make_policy);
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(load_workload("resnet50_b200")), policy_maker("bfc"), 0});
+  const RunResult run = allocsim::run(scenario);
   const TenantResult& tenant = run.tenants[0];
   REQUIRE(tenant.first_oom());
   CHECK(tenant.first_oom()->kind == OomKind::capacity);
@@ -72,9 +72,9 @@ TEST_CASE("two tenants on a 500 MiB-context device are charged two contexts", "[
   Scenario scenario;
   scenario.device = card(4_GiB, 500_MiB);
   scenario.check = true;
-  scenario.tenants.push_back(TenantSpec{one_block(1_GiB, 0), "direct", 0});
-  scenario.tenants.push_back(TenantSpec{one_block(1_GiB, 500), "direct", 0});
-  const RunResult run = allocsim::run(scenario, make_policy);
+  scenario.tenants.push_back(TenantSpec{one_block(1_GiB, 0), policy_maker("direct"), 0});
+  scenario.tenants.push_back(TenantSpec{one_block(1_GiB, 500), policy_maker("direct"), 0});
+  const RunResult run = allocsim::run(scenario);
   CHECK(run.peak_device == 2 * 500_MiB + 2_GiB);
   CHECK(run.tenants[0].context == 500_MiB);
   CHECK(run.tenants[1].context == 500_MiB);
@@ -82,7 +82,7 @@ TEST_CASE("two tenants on a 500 MiB-context device are charged two contexts", "[
   SECTION("what the device gives the second is less both contexts and the first's block") {
     // 2.5 GiB asked while tenant 0 holds 1 GiB: 4 GiB - 1000 MiB - 1 GiB = 2072 MiB.
     scenario.tenants[1].trace = one_block(2560_MiB, 500);
-    const RunResult failed = allocsim::run(scenario, make_policy);
+    const RunResult failed = allocsim::run(scenario);
     const Verdict verdict = verdict_of(failed, failed.tenants[1]);
     CHECK(verdict.gives == 4_GiB - 1000_MiB - 1_GiB);
     CHECK(verdict.could_give == 4_GiB - 1000_MiB - 1_GiB);  // the 1 GiB is live, not a cache
@@ -96,9 +96,9 @@ TEST_CASE("a tenant's context is given back when it crashes", "[verdict][tenants
   Scenario scenario;
   scenario.device = card(2_GiB, 512_MiB);
   scenario.check = true;
-  scenario.tenants.push_back(TenantSpec{one_block(4_GiB, 0), "direct", 0});
-  scenario.tenants.push_back(TenantSpec{one_block(1536_MiB, 0), "direct", 2000});
-  const RunResult run = allocsim::run(scenario, make_policy);
+  scenario.tenants.push_back(TenantSpec{one_block(4_GiB, 0), policy_maker("direct"), 0});
+  scenario.tenants.push_back(TenantSpec{one_block(1536_MiB, 0), policy_maker("direct"), 2000});
+  const RunResult run = allocsim::run(scenario);
   CHECK(run.tenants[0].oom_count == 1);
   CHECK(run.tenants[1].oom_count == 0);
   CHECK(run.peak_device == 2_GiB);
@@ -109,9 +109,9 @@ TEST_CASE("a process whose CUDA context does not fit fails at its start", "[verd
   Scenario scenario;
   scenario.device = card(1_GiB, 600_MiB);
   scenario.check = true;
-  scenario.tenants.push_back(TenantSpec{one_block(1_MiB, 0, 10'000), "direct", 0});
-  scenario.tenants.push_back(TenantSpec{one_block(1_MiB, 0), "direct", 100});
-  const RunResult run = allocsim::run(scenario, make_policy);
+  scenario.tenants.push_back(TenantSpec{one_block(1_MiB, 0, 10'000), policy_maker("direct"), 0});
+  scenario.tenants.push_back(TenantSpec{one_block(1_MiB, 0), policy_maker("direct"), 100});
+  const RunResult run = allocsim::run(scenario);
   const TenantResult& second = run.tenants[1];
   REQUIRE(second.first_oom());
   CHECK(second.first_oom()->at_start);
@@ -129,11 +129,11 @@ TEST_CASE("bfc takes what is free when its process starts: start order decides w
   Scenario scenario;
   scenario.device = card(16_GiB, 0);
   scenario.check = true;
-  scenario.tenants.push_back(TenantSpec{one_block(3_GiB, 0, 10'000), "bfc", 0});
-  scenario.tenants.push_back(TenantSpec{one_block(2560_MiB, 0, 10'000), "direct", 0});
+  scenario.tenants.push_back(TenantSpec{one_block(3_GiB, 0, 10'000), policy_maker("bfc"), 0});
+  scenario.tenants.push_back(TenantSpec{one_block(2560_MiB, 0, 10'000), policy_maker("direct"), 0});
 
   SECTION("bfc first: its pool is 16 GiB less 1800 MiB; the other tenant gets 1800 MiB and fails") {
-    const RunResult run = allocsim::run(scenario, make_policy);
+    const RunResult run = allocsim::run(scenario);
     REQUIRE(run.tenants[1].first_oom());
     const Verdict verdict = verdict_of(run, run.tenants[1]);
     CHECK(verdict_word(verdict) == "reservation");
@@ -146,7 +146,7 @@ TEST_CASE("bfc takes what is free when its process starts: start order decides w
   }
   SECTION("bfc started 1 us later: its pool is what the other left, less the reserve; both fit") {
     scenario.tenants[0].start = 1000;
-    const RunResult run = allocsim::run(scenario, make_policy);
+    const RunResult run = allocsim::run(scenario);
     CHECK(run.tenants[0].oom_count == 0);
     CHECK(run.tenants[1].oom_count == 0);
     CHECK(run.tenants[0].peak_reserved == 16_GiB - 2560_MiB - 1800_MiB);
@@ -157,8 +157,8 @@ TEST_CASE("a reservation names the policy's own limit and its own cache", "[verd
   SECTION("memory_limit below the need") {
     Scenario scenario;
     scenario.device = card(8_GiB, 0);
-    scenario.tenants.push_back(TenantSpec{one_block(5_GiB), "bfc:limit=4GiB", 0});
-    const RunResult run = allocsim::run(scenario, make_policy);
+    scenario.tenants.push_back(TenantSpec{one_block(5_GiB), policy_maker("bfc:limit=4GiB"), 0});
+    const RunResult run = allocsim::run(scenario);
     const Verdict verdict = verdict_of(run, run.tenants[0]);
     CHECK(verdict_word(verdict) == "reservation");
     REQUIRE(verdict.holders.size() == 1);
@@ -170,8 +170,8 @@ TEST_CASE("a reservation names the policy's own limit and its own cache", "[verd
     // 8 GiB, sm_90: the pool is 8 GiB - 1800 MiB; 7 GiB fits the device, not the pool.
     Scenario scenario;
     scenario.device = card(8_GiB, 0);
-    scenario.tenants.push_back(TenantSpec{one_block(7_GiB), "bfc", 0});
-    const RunResult run = allocsim::run(scenario, make_policy);
+    scenario.tenants.push_back(TenantSpec{one_block(7_GiB), policy_maker("bfc"), 0});
+    const RunResult run = allocsim::run(scenario);
     const Verdict verdict = verdict_of(run, run.tenants[0]);
     CHECK(verdict_word(verdict) == "reservation");
     REQUIRE(verdict.holders.size() == 1);
@@ -186,8 +186,8 @@ TEST_CASE("the lower bound of a verdict counts the policy's rounding", "[verdict
   for (int i = 0; i < 1000; ++i) builder.alloc(static_cast<Nanos>(i), 1);
   Scenario scenario;
   scenario.device = card(200'000, 0);  // 256000 B needed
-  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "bestfit", 0});
-  const RunResult run = allocsim::run(scenario, make_policy);
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("bestfit"), 0});
+  const RunResult run = allocsim::run(scenario);
   const TenantResult& tenant = run.tenants[0];
   CHECK(tenant.live_lower_bound == 1000);
   CHECK(tenant.needs == 256'000);
@@ -202,8 +202,8 @@ TEST_CASE("overhead_vs_lower_bound is empty whenever a request failed, under eit
   Scenario scenario;
   scenario.device = card(2_GiB, 0);
   scenario.on_oom = OnOom::continue_run;
-  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "direct", 0});
-  const RunResult run = allocsim::run(scenario, make_policy);
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("direct"), 0});
+  const RunResult run = allocsim::run(scenario);
   REQUIRE(run.tenants[0].oom_count == 1);
   REQUIRE(run.tenants[0].events_replayed == run.tenants[0].events);
   CHECK(format_plain(metric("overhead_vs_lower_bound").get(run, run.tenants[0])).empty());
@@ -216,8 +216,8 @@ TEST_CASE("bfc's preallocated pool is reserved, unused, and no fragmentation of 
   builder.alloc(1, 257);
   Scenario scenario;
   scenario.device = card(10_GiB, 0);
-  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "bfc", 0});
-  const RunResult run = allocsim::run(scenario, make_policy);
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("bfc"), 0});
+  const RunResult run = allocsim::run(scenario);
   const TenantResult& tenant = run.tenants[0];
   const Bytes pool = 10_GiB - 1800_MiB;
   CHECK(tenant.reserved_at_peak == pool);
@@ -236,14 +236,14 @@ TEST_CASE("bfc's preallocated pool is reserved, unused, and no fragmentation of 
 TEST_CASE("a tenant spec takes a start time: WORKLOAD@POLICY@start=TIME", "[verdict][cli]") {
   const TenantChoice plain = parse_tenant("resnet50_b8@bfc");
   CHECK(plain.workload == "resnet50_b8");
-  CHECK(plain.policy == "bfc");
+  CHECK(plain.policy.text == "bfc");
   CHECK(plain.start == 0);
   const TenantChoice late = parse_tenant("dir@x/trace.csv@caching:fraction=0.5@start=2.5ms");
   CHECK(late.workload == "dir@x/trace.csv");
-  CHECK(late.policy == "caching:fraction=0.5");
+  CHECK(late.policy.text == "caching:fraction=0.5");
   CHECK(late.start == 2'500'000);
-  CHECK(parse_tenant("a@b@start=3s").start == 3'000'000'000);
-  CHECK(parse_tenant("a@b@start=40").start == 40);
+  CHECK(parse_tenant("a@bfc@start=3s").start == 3'000'000'000);
+  CHECK(parse_tenant("a@bfc@start=40").start == 40);
   CHECK_THROWS_WITH(parse_tenant("a@b@start=-1s"), Catch::Contains("negative"));
   CHECK_THROWS_WITH(parse_tenant("a@b@start=soon"), Catch::Contains("'a@b@start=soon'"));
   CHECK_THROWS_WITH(parse_tenant("a@b@start=1h"), Catch::Contains("unknown unit"));

@@ -28,7 +28,7 @@ nlohmann::json run_line(const AdviseCandidate& candidate, const std::vector<std:
   args.insert(args.end(), device.begin(), device.end());
   for (const TenantChoice& tenant : candidate.tenants) {
     args.push_back("--tenant");
-    args.push_back(tenant.workload + "@" + tenant.policy);
+    args.push_back(tenant.workload + "@" + tenant.policy.text);
   }
   args.push_back("--json");
   args.push_back(json);
@@ -169,7 +169,7 @@ TEST_CASE("advise: a second process on a 16 GB card, seen from the one with memo
   // after this one, already on memory growth, started.
   AdviseStudy study = seed_resnet50();
   study.workload = "resnet50_tf_b32";
-  study.policy = "growth";
+  study.policy = parse_policy_spec("growth");
   study.tenants = {parse_tenant("resnet50_tf_b64@bfc")};
   const AdviseResults results = run_advise(study);
   CHECK(results.as_is.candidate.policy == "growth");
@@ -183,7 +183,7 @@ TEST_CASE("advise: a second process on a 16 GB card, seen from the one with memo
   REQUIRE(other);
   CHECK(other->fits);
   CHECK(other->candidate.policy == "growth");
-  CHECK(other->candidate.tenants.at(0).policy == "growth");
+  CHECK(other->candidate.tenants.at(0).policy.text == "growth");
   // Its own memory_limit replaces growth: TensorFlow takes one or the other.
   const AdviseLine* limit = find_line(results, "memory_limit, the smallest");
   REQUIRE(limit);
@@ -205,7 +205,7 @@ TEST_CASE("advise: the other process's limit, a PyTorch job beside a TensorFlow 
   REQUIRE(limit);
   CHECK(limit->fits);
   CHECK(limit->candidate.policy == "caching");  // this process is left as it is
-  CHECK(limit->candidate.tenants.at(0).policy.starts_with("bfc:limit="));
+  CHECK(limit->candidate.tenants.at(0).policy.text.starts_with("bfc:limit="));
   CHECK(limit->candidate.change.starts_with("in tenant 1 (resnet50_tf_b64): tf.config.set_logical_device_configuration("));
 }
 
@@ -239,7 +239,7 @@ TEST_CASE("advise replaces a setting the program gives in the framework's spelli
   // rather than naming it twice (which the spec parser refuses).
   AdviseStudy study;
   study.workload = "vgg16_b84";
-  study.policy = "caching:max_split_size_mb=256";
+  study.policy = parse_policy_spec("caching:max_split_size_mb=256");
   study.device = device_spec("v100-16gb");
   study.device.capacity = 8_GiB;
   study.threads = 2;

@@ -101,7 +101,7 @@ TEST_CASE("a maxbatch page: a facet per device and variant, every batch tried", 
   found.largest = 3;
   found.probes = {BatchProbe{4, false, 0, 40, 50, 0, "capacity"}, BatchProbe{1, true, 0, 10, 20, 0, ""},
                   BatchProbe{3, true, 0, 30, 40, 0, ""}};
-  results.rows.push_back(MaxBatchRow{"resnet50", device, "bfc", BatchVariant{}, found, true, {}});
+  results.rows.push_back(MaxBatchRow{"resnet50", device, policy_maker("bfc"), BatchVariant{}, found, true, {}});
   const BatchReport report = batch_report_from_maxbatch(results);
   REQUIRE(report.facets.size() == 1);
   CHECK(report.facets[0].name == "t4, as given");

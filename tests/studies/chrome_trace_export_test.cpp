@@ -27,7 +27,7 @@ struct Exported {
 Exported export_run(const Scenario& scenario, std::size_t max_lifetimes = ChromeTraceExport::kMaxLifetimes) {
   ChromeTraceExport exporter(scenario, max_lifetimes);
   Observer* observers[] = {&exporter};
-  Exported exported{run(scenario, make_policy, observers), {}};
+  Exported exported{run(scenario, observers), {}};
   std::ostringstream out;
   exporter.write(out);
   exported.trace = json::parse(out.str());  // throws on anything that is not JSON
@@ -38,7 +38,7 @@ Scenario two_tenants(Bytes capacity) {
   const auto trace = std::make_shared<const Trace>(load_workload(kModel));
   Scenario scenario;
   scenario.device.capacity = capacity;
-  scenario.tenants = {TenantSpec{trace, "caching", 0}, TenantSpec{trace, "bfc", 0}};
+  scenario.tenants = {TenantSpec{trace, policy_maker("caching"), 0}, TenantSpec{trace, policy_maker("bfc"), 0}};
   return scenario;
 }
 

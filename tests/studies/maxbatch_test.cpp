@@ -36,8 +36,8 @@ BatchRunner runner(std::set<std::int64_t> bad, int* runs = nullptr) {
     if (runs) ++*runs;
     Scenario scenario;
     scenario.device.capacity = 10_MiB;
-    scenario.tenants.push_back(TenantSpec{synthetic(batch, bad.contains(batch) ? 100_MiB : 0), "direct", 0});
-    const RunResult result = run(scenario, make_policy);
+    scenario.tenants.push_back(TenantSpec{synthetic(batch, bad.contains(batch) ? 100_MiB : 0), policy_maker("direct"), 0});
+    const RunResult result = run(scenario);
     const TenantResult& tenant = result.tenants.front();
     BatchProbe probe;
     probe.batch = batch;
@@ -152,7 +152,7 @@ TEST_CASE("maxbatch: the command's answer fits and the next batch does not", "[m
 MaxBatchStudy small_study() {
   MaxBatchStudy study;
   study.workload = "seed_cnn";
-  study.policies = {"direct", "bestfit"};
+  study.policies = {policy_maker("direct"), policy_maker("bestfit")};
   study.devices = {DeviceSpec{}};
   study.devices.front().capacity = 256_MiB;
   study.limit = 512;
@@ -242,7 +242,7 @@ TEST_CASE("maxbatch: --resume reads only a maxbatch CSV of this study", "[maxbat
   device.devices.front().capacity = 512_MiB;
   CHECK_THAT(refusal(rows_of(device)), Catch::Contains("is no search of this maxbatch"));
   MaxBatchStudy policy = study;
-  policy.policies = {"bestfit", "caching"};
+  policy.policies = {policy_maker("bestfit"), policy_maker("caching")};
   CHECK_THAT(refusal(rows_of(policy)), Catch::Contains("other.csv:5: workload seed_cnn, device sim, policy caching"));
   CHECK(refusal(rows_of(study)) == "");
 }
@@ -253,7 +253,7 @@ TEST_CASE("maxbatch: bert_large_adamw's steady-state largest batch is below its 
   const auto largest = [](const std::string& workload) {
     MaxBatchStudy study;
     study.workload = workload;
-    study.policies = {"caching"};
+    study.policies = {policy_maker("caching")};
     study.devices = {device_spec("v100-16gb")};
     study.neighbours = 1;
     study.threads = 2;

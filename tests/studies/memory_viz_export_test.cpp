@@ -28,7 +28,7 @@ constexpr const char* kModel = "resnet50_b2_nows_steps1";
 Scenario scenario_of(std::vector<std::pair<std::shared_ptr<const Trace>, std::string>> tenants, Bytes capacity) {
   Scenario scenario;
   scenario.device.capacity = capacity;
-  for (auto& [trace, policy] : tenants) scenario.tenants.push_back(TenantSpec{trace, policy, 0});
+  for (auto& [trace, policy] : tenants) scenario.tenants.push_back(TenantSpec{trace, policy_maker(policy), 0});
   return scenario;
 }
 
@@ -37,7 +37,7 @@ std::string export_run(const test::TempDir& dir, const Scenario& scenario, Devic
                        RunResult* result = nullptr) {
   MemoryVizExport exporter(scenario);
   Observer* observers[] = {&exporter};
-  RunResult run_result = device ? run_on(*device, scenario, make_policy, observers) : run(scenario, make_policy, observers);
+  RunResult run_result = device ? run_on(*device, scenario, observers) : run(scenario, observers);
   if (result) *result = run_result;
   const std::string path = dir.file("snapshot.pickle");
   std::ofstream out(path, std::ios::binary);
@@ -88,7 +88,7 @@ TEST_CASE("memory-viz: every policy's snapshot tiles its segments and agrees wit
     scenario.on_oom = OnOom::continue_run;
     MemoryVizExport exporter(scenario);
     Observer* observers[] = {&exporter};
-    run(scenario, make_policy, observers);
+    run(scenario, observers);
     const std::string path = dir.file(policy + ".pickle");
     std::ofstream out(path, std::ios::binary);
     exporter.write(out);
@@ -166,7 +166,7 @@ TEST_CASE("memory-viz: addresses are rebased below 2^53, and a run wider than th
   HighAddressDevice wide(sim_wide, 0, Addr{1} << 52);  // the third segment lies 2^53 above the first
   MemoryVizExport exporter(scenario);
   Observer* observers[] = {&exporter};
-  run_on(wide, scenario, make_policy, observers);
+  run_on(wide, scenario, observers);
   std::ostringstream out;
   CHECK_THROWS_WITH(exporter.write(out), Catch::Contains("2^53"));
 }

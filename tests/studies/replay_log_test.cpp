@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "cli_driver.hpp"
+#include "policies/registry.hpp"
 #include "studies/replay_log.hpp"
 
 namespace allocsim {
@@ -21,7 +22,8 @@ DeviceSpec device_of(Bytes capacity) {
 }
 
 TEST_CASE("replaying an RMM log on the capacity it ran with fails where the log failed", "[replay][rmm-log]") {
-  const std::vector<std::string> policies{"rmm-pool:initial=1GiB,maximum=1GiB", "rmm-pool", "rmm-arena", "async"};
+  const std::vector<PolicyMaker> policies{policy_maker("rmm-pool:initial=1GiB,maximum=1GiB"), policy_maker("rmm-pool"),
+                                          policy_maker("rmm-arena"), policy_maker("async")};
   const LogReplay replay = replay_log_file(kLog, policies, device_of(1_GiB));
   CHECK(replay.reader == "rmm-log");
   CHECK(replay.failures == 1);
@@ -40,7 +42,7 @@ TEST_CASE("replaying an RMM log on the capacity it ran with fails where the log 
 }
 
 TEST_CASE("on a larger device the replay serves what the log could not", "[replay][rmm-log]") {
-  const LogReplay replay = replay_log_file(kLog, std::vector<std::string>{"rmm-pool"}, device_of(2_GiB));
+  const LogReplay replay = replay_log_file(kLog, std::vector<PolicyMaker>{policy_maker("rmm-pool")}, device_of(2_GiB));
   CHECK(replay.outcomes[0].failures_reproduced == 0);
   CHECK(replay.outcomes[0].run.tenants[0].oom_count == 0);
 }

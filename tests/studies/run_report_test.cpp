@@ -24,7 +24,7 @@ struct Recorded {
 
 void replay(Recorded& r) {
   const std::vector<Observer*> observers = r.recorders.observers();
-  r.result = run(r.scenario, make_policy, observers);
+  r.result = run(r.scenario, observers);
 }
 
 json data_of(const Recorded& r, std::size_t cap = kMapBlocks) {
@@ -42,7 +42,7 @@ TEST_CASE("a run's page tells the free blocks at a fragmentation OOM", "[report]
   builder.free(20000, builder.alloc(19000, 3_GiB, 0, Tag::activation));
   Recorded r;
   r.scenario.device.capacity = 10_GiB;
-  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "bfc", 0});
+  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("bfc"), 0});
   replay(r);
   const json page = data_of(r);
   REQUIRE(page["lanes"].size() == 1);
@@ -75,7 +75,7 @@ TEST_CASE("the memory map keeps the blocks largest in bytes x lifetime and says 
   for (int i = 0; i < 6; ++i) builder.free(100 + i, ids[i]);
   Recorded r;
   r.scenario.device.capacity = 1_MiB;
-  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "direct", 0});
+  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("direct"), 0});
   replay(r);
   const json map = data_of(r, 2)["lanes"][0]["map"];
   CHECK(map["total_blocks"] == 6);
@@ -93,8 +93,8 @@ TEST_CASE("every tenant is a lane with its own series, map and peak", "[report]"
   b.free(10, b.alloc(5, 8_KiB, 0, Tag::activation, "fc"));
   Recorded r;
   r.scenario.device.capacity = 1_MiB;
-  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(a).finish()), "direct", 0});
-  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(b).finish()), "bestfit", 0});
+  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(a).finish()), policy_maker("direct"), 0});
+  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(b).finish()), policy_maker("bestfit"), 0});
   replay(r);
   const json page = data_of(r);
   REQUIRE(page["lanes"].size() == 2);
@@ -117,7 +117,7 @@ TEST_CASE("an expandable policy's free blocks at an OOM are its mapped free spac
   builder.alloc(40, 2_GiB, 0, Tag::activation);
   Recorded r;
   r.scenario.device.capacity = 1_GiB;
-  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "expandable", 0});
+  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("expandable"), 0});
   replay(r);
   const json page = data_of(r);
   const json& oom = page["lanes"][0]["ooms"].at(0);
@@ -150,7 +150,7 @@ TEST_CASE("an expandable policy's free blocks span the ranges it mapped in sever
   builder.alloc(40, 2_GiB, 0, Tag::activation);
   Recorded r;
   r.scenario.device.capacity = 1_GiB;
-  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "expandable", 0});
+  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("expandable"), 0});
   replay(r);
   const json page = data_of(r);
   REQUIRE(page["lanes"][0]["map"]["segments"].size() == 2);
@@ -177,7 +177,7 @@ TEST_CASE("an OOM's free blocks and policy state are told once while they stay t
   Recorded r;
   r.scenario.device.capacity = 10_GiB;
   r.scenario.on_oom = OnOom::continue_run;
-  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "bfc", 0});
+  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("bfc"), 0});
   replay(r);
   const json ooms = data_of(r)["lanes"][0]["ooms"];
   REQUIRE(ooms.size() == 4);
@@ -205,7 +205,7 @@ TEST_CASE("a recording's blocks, all tagged other, are coloured by their first f
   builder.free(5, b);
   Recorded r;
   r.scenario.device.capacity = 1_GiB;
-  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), "caching", 0});
+  r.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("caching"), 0});
   replay(r);
   const json map = data_of(r)["lanes"][0]["map"];
   CHECK(map["colour_by"] == "layer");
@@ -221,7 +221,7 @@ TEST_CASE("a recording's blocks, all tagged other, are coloured by their first f
   model.alloc(1, 1_MiB, 0, Tag::activation, "fc");
   Recorded m;
   m.scenario.device.capacity = 1_GiB;
-  m.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(model).finish()), "caching", 0});
+  m.scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(model).finish()), policy_maker("caching"), 0});
   replay(m);
   CHECK(data_of(m)["lanes"][0]["map"]["colour_by"] == "tag");
 }
@@ -234,7 +234,7 @@ TEST_CASE("a comparison's charts put every policy on the trace's event index", "
   const auto trace = std::make_shared<const Trace>(std::move(builder).finish());
   DeviceSpec device;
   device.capacity = 1_GiB;
-  const std::vector<std::string> policies{"direct", "expandable"};
+  const std::vector<PolicyMaker> policies{policy_maker("direct"), policy_maker("expandable")};
   const Comparison comparison = compare_policies(trace, device, policies, OnOom::stop, true);
   const std::vector<ReportedRun> reported = comparison.reported();
   const json page = json::parse(run_report_data("title", "compare", reported));

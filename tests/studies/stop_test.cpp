@@ -60,7 +60,7 @@ TEST_CASE("stop: a stopped sweep returns whole points, each as the full run has 
 TEST_CASE("stop: a stopped maxbatch marks the searches it never ran", "[stop][maxbatch]") {
   MaxBatchStudy study;
   study.workload = "seed_cnn";
-  study.policies = {"direct", "bestfit"};
+  study.policies = {policy_maker("direct"), policy_maker("bestfit")};
   study.devices = {DeviceSpec{}};
   study.devices.front().capacity = 256_MiB;
   study.limit = 512;

@@ -64,8 +64,8 @@ TEST_CASE("a trace file loading in the background replays as the file read whole
   }
   const auto whole = std::make_shared<const Trace>(load_workload(file.string()));
   const auto loading = load_in_background(file.string());
-  const RunResult expected = run(scenario_of(TenantSpec{whole, policy}, capacity, on_oom), make_policy);
-  const RunResult got = run(scenario_of(TenantSpec::from_source(loading, policy), capacity, on_oom), make_policy);
+  const RunResult expected = run(scenario_of(TenantSpec{whole, policy_maker(policy)}, capacity, on_oom));
+  const RunResult got = run(scenario_of(TenantSpec::from_source(loading, policy_maker(policy)), capacity, on_oom));
   check_same(expected.tenants[0], got.tenants[0]);
   CHECK(got.tenants[0].workload == file.string());
   CHECK(got.peak_device == expected.peak_device);
@@ -91,9 +91,9 @@ TEST_CASE("a trace loading in the background fails with its reader's error, and 
     expected = error.what();
   }
   REQUIRE_THAT(expected, Catch::Contains("bytes 'ten'"));
-  const Scenario scenario = scenario_of(TenantSpec::from_source(load_in_background(file.string()), "caching"), 16_GiB,
+  const Scenario scenario = scenario_of(TenantSpec::from_source(load_in_background(file.string()), policy_maker("caching")), 16_GiB,
                                         OnOom::stop);
-  CHECK_THROWS_WITH(run(scenario, make_policy), expected);
+  CHECK_THROWS_WITH(run(scenario), expected);
 
   // A file that cannot be read says so as load_workload does.
   const std::string missing = (scratch("none") / "missing.csv").string();
@@ -104,8 +104,7 @@ TEST_CASE("a trace loading in the background fails with its reader's error, and 
     cannot_open = error.what();
   }
   REQUIRE_FALSE(cannot_open.empty());
-  CHECK_THROWS_WITH(run(scenario_of(TenantSpec::from_source(load_in_background(missing), "bfc"), 16_GiB, OnOom::stop),
-                        make_policy),
+  CHECK_THROWS_WITH(run(scenario_of(TenantSpec::from_source(load_in_background(missing), policy_maker("bfc")), 16_GiB, OnOom::stop)),
                     cannot_open);
 }
 

@@ -14,8 +14,8 @@ TenantResult replay_seed(const std::string& policy) {
   Scenario scenario;
   scenario.device.capacity = 8_GiB;
   scenario.check = true;
-  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(load_workload("frag:pattern=seed")), policy, 0});
-  return run(scenario, make_policy).tenants[0];
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(load_workload("frag:pattern=seed")), policy_maker(policy), 0});
+  return run(scenario).tenants[0];
 }
 
 TEST_CASE("frag:pattern=seed is 4 GiB of weights with 1 GiB holes, then 3 GiB", "[frag]") {

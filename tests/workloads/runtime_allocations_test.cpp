@@ -164,8 +164,8 @@ TEST_CASE("steady state: AdamW's moments, made at step 1's end, raise step 2's p
   Scenario scenario;
   scenario.device.capacity = 64_GiB;
   const auto run_one = [&](const std::string& spec) {
-    scenario.tenants = {TenantSpec{std::make_shared<const Trace>(load_workload(spec)), "direct", 0}};
-    return run(scenario, make_policy).tenants.front();
+    scenario.tenants = {TenantSpec{std::make_shared<const Trace>(load_workload(spec)), policy_maker("direct"), 0}};
+    return run(scenario).tenants.front();
   };
   const TenantResult first = run_one("bert_base_b32_adamw_steps1");
   const TenantResult steady = run_one("bert_base_b32_adamw");
