@@ -236,6 +236,17 @@ std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device) {
   return std::move(parse_policy_spec(spec).build(device).policy);
 }
 
-PolicyMaker policy_maker(std::string_view spec) { return parse_policy_spec(spec).maker(); }
+namespace {
+HostedPolicies hosted_policies;
+}  // namespace
+
+void host_policies(HostedPolicies find) { hosted_policies = std::move(find); }
+
+PolicyMaker policy_maker(std::string_view spec) {
+  if (hosted_policies) {
+    if (std::optional<PolicyMaker> hosted = hosted_policies(spec)) return std::move(*hosted);
+  }
+  return parse_policy_spec(spec).maker();
+}
 
 }  // namespace allocsim

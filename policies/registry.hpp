@@ -2,7 +2,9 @@
 // and the benchmarks all iterate it; adding a policy is one file pair and one line here.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -67,6 +69,14 @@ std::vector<PolicySpec> parse_policy_lists(std::span<const std::string> lists);
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device);
 
 // "name:key=value,..." read and checked, as a tenant carries it; throws as parse_policy_spec.
+// A hosted policy's name (below) gives that policy.
 PolicyMaker policy_maker(std::string_view spec);
+
+// Policies a program that hosts allocsim adds for the time of a command: the Python package's
+// policies written in Python, in a compare or a sweep beside the built-ins. `find` answers a
+// spec that names one, or nothing; policy_maker asks it first. Null: none (the default).
+// One command at a time: the host sets it before the command and clears it after.
+using HostedPolicies = std::function<std::optional<PolicyMaker>(std::string_view spec)>;
+void host_policies(HostedPolicies find);
 
 }  // namespace allocsim

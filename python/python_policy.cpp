@@ -1,5 +1,6 @@
 #include "python/python_policy.hpp"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -156,12 +157,24 @@ class PythonPolicy final : public Policy {
         name_(std::move(name)),
         trace_(std::move(trace)) {}
 
+  // Each call takes the GIL: a compare or sweep from Python runs its policies without it,
+  // on its own threads (python/command_binding.cpp); in allocsim.run it is held already.
   ~PythonPolicy() override {
+    const py::gil_scoped_acquire locked;
     device_->give_back_and_detach();
     instance_.attr("device") = py::none();
+    allocate_ = py::object();  // the references dropped while the GIL is held
+    deallocate_ = py::object();
+    instance_ = py::object();
+  }
+
+  // Without a trace given (a command's run), an error asks the engine for it.
+  void prepare(const ReplaySetup& setup) override {
+    if (!trace_) whole_trace_ = setup.whole_trace;
   }
 
   Allocation allocate(const Request& request) override {
+    const py::gil_scoped_acquire locked;
     py::object result;
     try {
       result = allocate_(request);
@@ -194,6 +207,7 @@ class PythonPolicy final : public Policy {
   }
 
   void deallocate(const Block& block, Nanos) override {
+    const py::gil_scoped_acquire locked;
     if (block.size > 0) live_.erase(block.addr);
     allocated_ -= block.size;
     try {
@@ -208,6 +222,7 @@ class PythonPolicy final : public Policy {
     stats.allocated = allocated_;
     stats.reserved = device_->reserved();
     if (!has_stats_) return stats;
+    const py::gil_scoped_acquire locked;
     py::object own;
     try {
       own = instance_.attr("stats")();
@@ -230,6 +245,7 @@ class PythonPolicy final : public Policy {
   }
 
   void release_cached() override {
+    const py::gil_scoped_acquire locked;
     try {
       instance_.attr("release_cached")();
     } catch (py::error_already_set& error) {
@@ -248,9 +264,10 @@ class PythonPolicy final : public Policy {
   std::string event_of(std::string_view call, AllocId id, Bytes bytes) const {
     const Op op = call == "allocate" ? Op::alloc : Op::free;
     std::string where;
-    if (trace_) {
-      for (std::size_t n = 0; n < trace_->events.size(); ++n) {
-        const Event& event = trace_->events[n];
+    const Trace* trace = trace_ ? trace_.get() : whole_trace_ ? whole_trace_() : nullptr;
+    if (trace) {
+      for (std::size_t n = 0; n < trace->events.size(); ++n) {
+        const Event& event = trace->events[n];
         if (event.op == op && event.id == id) {
           where = "event " + std::to_string(n) + " (";
           break;
@@ -285,6 +302,7 @@ class PythonPolicy final : public Policy {
   std::shared_ptr<PolicyDevice> device_;
   std::string name_;
   std::shared_ptr<const Trace> trace_;
+  std::function<const Trace*()> whole_trace_;
   std::map<Addr, Bytes> live_;  // live blocks of more than zero bytes, by address
   Bytes allocated_ = 0;
   mutable bool has_stats_ = true;  // until stats() returns None

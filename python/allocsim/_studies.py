@@ -8,6 +8,7 @@ import os
 import tempfile
 
 from . import _core
+from ._policy import is_python_policy, policy_name
 
 # Options the commands take several times (each value its own, commas and all).
 _REPEATED = {"workload", "policy", "tenant", "param"}
@@ -63,12 +64,37 @@ def _read_csv(path):
         return pandas.read_csv(io.StringIO(file.read()))
 
 
+def _hosted(options):
+    """`policy`'s values with each policy written in Python replaced by its name, and those
+    policies by name (the command makes one of each class per run)."""
+    value = options.get("policy")
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not any(is_python_policy(item) for item in values):
+        return options, {}
+    hosted = {}
+    names = []
+    for item in values:
+        if not is_python_policy(item):
+            names.append(item)
+            continue
+        if not isinstance(item, type):
+            raise TypeError(f"policy: pass the class {type(item).__name__}, not an instance: "
+                            "the command makes one policy per run")
+        name = policy_name(item)
+        if hosted.get(name, item) is not item:
+            raise ValueError(f"policy: two policies named {name}; give one a `name` attribute")
+        hosted[name] = item
+        names.append(name)
+    return dict(options, policy=names), hosted
+
+
 def _run_command(command, options):
+    options, hosted = _hosted(options)
     arguments = _arguments(options)
     with tempfile.TemporaryDirectory(prefix="allocsim-") as folder:
         csv = os.path.join(folder, command + ".csv")
         try:
-            status, out, stopped = _core._command(command, arguments + ["--csv", csv])
+            status, out, stopped = _core._command(command, arguments + ["--csv", csv], hosted)
         except _core.Error as error:
             raise ValueError(f"{command}: {error}") from None
         rows = _read_csv(csv)
@@ -95,5 +121,9 @@ def advise(**options):
 
 
 def compare(**options):
-    """``allocsim compare``: one workload through several policies, one row per policy."""
+    """``allocsim compare``: one workload through several policies, one row per policy.
+
+    ``policy`` may name allocsim.Policy subclasses beside the built-ins' specs (so may
+    sweep's and maxbatch's): each row then carries the class's name.
+    """
     return _run_command("compare", options)

@@ -153,3 +153,30 @@ class Paged(allocsim.Policy):
 def test_a_policy_of_mapped_pages():
     result = allocsim.run("random:n=400,seed=2,live=64MiB,max=4MiB", policy=Paged, capacity="4GiB", check=True)
     assert result.oom_count == 0 and result.peak_reserved_bytes >= result.peak_allocated_bytes > 0
+
+
+def test_compare_puts_a_python_policy_beside_the_built_ins():
+    rows = allocsim.compare(workload="random:n=3000,seed=2,live=256MiB", policy=["bestfit", BestFit, "caching"],
+                            capacity="300MiB", on_oom="continue")
+    assert list(rows["policy"]) == ["bestfit", "py:BestFit", "caching"]
+    theirs, ours = rows.iloc[0], rows.iloc[1]
+    assert ours["oom_count"] > 0
+    for column in ("peak_allocated_bytes", "peak_reserved_bytes", "oom_count", "first_oom_event", "device_mallocs"):
+        assert ours[column] == theirs[column], column
+
+
+def test_a_sweep_runs_a_python_policy_on_its_threads():
+    rows = allocsim.sweep(workload="random:n=2000,live=256MiB", param=["seed=1:4:1"], policy=[BestFit, "bestfit"],
+                          capacity="300MiB", on_oom="continue", threads=2, quiet=True)
+    ours = rows[rows["policy"] == "py:BestFit"].reset_index(drop=True)
+    theirs = rows[rows["policy"] == "bestfit"].reset_index(drop=True)
+    assert len(ours) == len(theirs) == 4
+    for column in ("workload", "peak_allocated_bytes", "peak_reserved_bytes", "oom_count", "first_oom_event"):
+        assert list(ours[column]) == list(theirs[column]), column
+
+
+def test_a_command_takes_the_class_and_names_its_errors():
+    with pytest.raises(TypeError, match="the class BestFit"):
+        allocsim.compare(workload="random:n=10", policy=[BestFit()])
+    with pytest.raises(allocsim.PolicyError, match=r"event 2 \(alloc of allocation 2"):
+        allocsim.compare(workload="random:n=100,seed=1", policy=["bestfit", Raises])
