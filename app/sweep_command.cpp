@@ -56,8 +56,8 @@ Examples:
   mpirun -np 4 allocsim sweep ...   (rank 0 writes the same CSV)
 
 Rows come in point order, the same bytes for any --threads and any number of ranks.
-^C (SIGINT) or SIGTERM stops the sweep between points: the rows of every finished point
-are written to --csv and the same command with --resume runs the rest.
+^C (SIGINT) or SIGTERM stops the sweep at once (the points running are dropped): the rows
+of every finished point are written to --csv and the same command with --resume runs the rest.
 Columns: point, model, batch, sequence, precision, optimizer, accumulation, steps, mode,
 on_oom (the point), then every metric column of `allocsim run --csv` except the wall-clock
 replay_seconds and events_per_second (--timing adds them back), then policy statistics.

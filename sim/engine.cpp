@@ -72,7 +72,11 @@ class Replay final : ReplayHooks {
     if (tenants_.size() == 1) {
       replay_alone();  // no merging to do
     } else {
-      for (std::size_t tenant = next_tenant(); tenant < tenants_.size(); tenant = next_tenant()) step(tenant);
+      std::size_t steps = 0;
+      for (std::size_t tenant = next_tenant(); tenant < tenants_.size(); tenant = next_tenant()) {
+        step(tenant);
+        if (++steps % kEventsBetweenStopChecks == 0) stop_if_interrupted();
+      }
     }
     for (TenantReplay& run : tenants_) {
       if (run.policy) finish(run);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "sim/error.hpp"
+#include "sim/interrupt.hpp"
 
 namespace allocsim {
 
@@ -27,6 +28,7 @@ Trace materialise(EventSource& source, const MaterialiseHooks& hooks) {
   std::uint64_t index = 0;
   std::size_t allocation = 0;
   for (EventWindow window = source.next(); !window.events.empty(); window = source.next()) {
+    stop_if_interrupted();  // a generator's long trace, as a long replay (sim/interrupt.hpp)
     for (std::size_t i = 0; i < window.events.size(); ++i, ++index) {
       const Event& event = window.events[i];
       if (step != info.step_starts.end() && *step == index) {

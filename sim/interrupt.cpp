@@ -30,6 +30,10 @@ void clear_interrupt() {
 
 void hold_interrupts(bool held) { holding.store(held, std::memory_order_relaxed); }
 
+void stop_if_interrupted() {
+  if (const int signal = interrupt_signal()) throw Interrupted(signal, std::string("interrupted by ") + signal_name(signal));
+}
+
 const char* signal_name(int signal) {
   switch (signal) {
     case SIGINT: return "SIGINT";

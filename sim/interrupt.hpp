@@ -1,7 +1,11 @@
 // SIGINT and SIGTERM during long work (a sweep, maxbatch): the handler only sets a flag;
 // the work reads it between its units (a point, a search), stops taking new ones, saves
-// what it finished, and throws Interrupted, which main turns into exit 128 + signal.
+// what it finished, and throws Interrupted, which main turns into exit 128 + signal. The
+// replays and generators inside a unit read it too (stop_if_interrupted): the unit is dropped.
 #pragma once
+
+#include <cstddef>
+#include <string>
 
 #include "sim/error.hpp"
 
@@ -22,6 +26,12 @@ void hold_interrupts(bool held);
 
 // "SIGINT", "SIGTERM".
 const char* signal_name(int signal);
+
+// Throws Interrupted when a signal was caught. A replay asks every kEventsBetweenStopChecks
+// events, so that ^C stops a sweep's running points within a moment, not only the points
+// not started; without catch_interrupts nothing is ever caught.
+void stop_if_interrupted();
+inline constexpr std::size_t kEventsBetweenStopChecks = std::size_t{1} << 16;
 
 // Work stopped by a signal after saving what it finished; what() says where and how to go on.
 class Interrupted : public Error {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/event_source.hpp"
+#include "sim/interrupt.hpp"
 #include "sim/made_policy.hpp"
 #include "sim/metered_device.hpp"
 #include "sim/observer.hpp"
@@ -105,9 +106,11 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
     // A stop (OOM, hang) destroys the policy inside the loop: test before touching it again.
     while (this->policy && has_event()) {
       Cursor cursor = cursor_here();
+      const std::size_t end = std::min(cursor.window.events.size(), cursor.at + kEventsBetweenStopChecks);
       do {
         replay_event<P, kCheck, kObserve>(policy, hooks, 0, cursor);
-      } while (cursor.at < cursor.window.events.size() && this->policy);
+      } while (cursor.at < end && this->policy);
+      stop_if_interrupted();
     }
   }
 

@@ -8,6 +8,7 @@
 #include "sim/csv_columns.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "sim/interrupt.hpp"
 #include "studies/csv_resume.hpp"
 #include "studies/outcome.hpp"
 #include "studies/parallel.hpp"
@@ -124,17 +125,21 @@ void search_maxbatch(const MaxBatchStudy& study, MaxBatchResults& results) {
   TraceCache traces;
   parallel_for(todo.size(), study.threads, [&](std::size_t i) {
     MaxBatchRow& row = results.rows[todo[i]];
-    row.found = find_max_batch(
-        [&](std::int64_t batch) {
-          ModelSpec spec = *model;
-          if (row.variant.token) set_model_token(spec, *row.variant.token, row.variant.value, study.workload);
-          set_model_token(spec, model_token("b"), batch, study.workload);
-          Scenario scenario;
-          scenario.device = row.device;
-          scenario.tenants.push_back(TenantSpec{traces.get(to_string(spec), row.device.compute_capability), row.policy, 0});
-          return probe(run(scenario), batch);
-        },
-        study.limit, study.neighbours);
+    try {
+      row.found = find_max_batch(
+          [&](std::int64_t batch) {
+            ModelSpec spec = *model;
+            if (row.variant.token) set_model_token(spec, *row.variant.token, row.variant.value, study.workload);
+            set_model_token(spec, model_token("b"), batch, study.workload);
+            Scenario scenario;
+            scenario.device = row.device;
+            scenario.tenants.push_back(TenantSpec{traces.get(to_string(spec), row.device.compute_capability), row.policy, 0});
+            return probe(run(scenario), batch);
+          },
+          study.limit, study.neighbours);
+    } catch (const Interrupted&) {
+      return;  // a search a signal cut short is one not run; `stop` starts no other
+    }
     row.searched = true;
   }, {}, study.stop);
 }

@@ -7,6 +7,7 @@
 #include "policies/registry.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "sim/interrupt.hpp"
 #include "sim/metrics.hpp"
 #include "sim/report.hpp"
 #include "sim/sim_device.hpp"
@@ -68,7 +69,12 @@ std::vector<SweepRow> run_sweep_points(const std::vector<SweepPoint>& points, st
   parallel_for(
       todo.size(), threads,
       [&](std::size_t i) {
-        std::vector<SweepRow> rows = run_sweep_point(points.at(todo[i]), traces, timing);
+        std::vector<SweepRow> rows;
+        try {
+          rows = run_sweep_point(points.at(todo[i]), traces, timing);
+        } catch (const Interrupted&) {
+          return;  // a point a signal cut short is one not run; `stop` starts no other
+        }
         const std::lock_guard lock(mutex);
         for (SweepRow& row : rows) finished.push_back(std::move(row));
       },

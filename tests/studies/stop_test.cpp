@@ -2,14 +2,19 @@
 // no task once `stop` says so, and the sweep and maxbatch return exactly the work that
 // finished, each piece as a run never stopped gives it.
 #include <atomic>
+#include <csignal>
 #include <sstream>
 
 #include <catch2/catch.hpp>
 
+#include "policies/registry.hpp"
+#include "sim/engine.hpp"
+#include "sim/interrupt.hpp"
 #include "studies/maxbatch_study.hpp"
 #include "studies/parallel.hpp"
 #include "studies/sweep_grid.hpp"
 #include "studies/sweep_run.hpp"
+#include "workloads/catalogue.hpp"
 
 namespace allocsim {
 namespace {
@@ -28,6 +33,45 @@ TEST_CASE("stop: parallel_for starts no task once stop says so and finishes the 
   }
   CHECK(parallel_for(5, 2, [](std::size_t) {}, {}, [] { return false; }) == 5);
   CHECK(parallel_for(5, 2, [](std::size_t) {}, {}, [] { return true; }) == 0);
+}
+
+// A signal caught as `allocsim sweep` catches them; put back as it was when done.
+class CaughtSignal {
+ public:
+  CaughtSignal() {
+    catch_interrupts();
+    std::raise(SIGINT);
+  }
+  ~CaughtSignal() {
+    clear_interrupt();
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+  CaughtSignal(const CaughtSignal&) = delete;
+  CaughtSignal& operator=(const CaughtSignal&) = delete;
+};
+
+TEST_CASE("stop: a caught signal stops a replay and a generator while they run", "[stop]") {
+  const auto trace = std::make_shared<const Trace>(load_workload("random:n=70000"));  // more than a check's events
+  Scenario alone;
+  alone.tenants.push_back(TenantSpec{trace, policy_maker("direct")});
+  Scenario two = alone;  // the merged loop of several tenants asks too
+  two.tenants.push_back(TenantSpec{trace, policy_maker("direct")});
+  CHECK(run(two).events_replayed == 2 * trace->events.size());
+  const CaughtSignal caught;
+  CHECK_THROWS_AS(run(alone), Interrupted);
+  CHECK_THROWS_AS(run(two), Interrupted);
+  CHECK_THROWS_WITH(load_workload("random:n=3000"), "interrupted by SIGINT");
+}
+
+TEST_CASE("stop: a sweep's point a signal cut short is dropped, not half written", "[stop][sweep]") {
+  SweepOptions options;
+  options.workloads = {"random:n=500"};
+  options.policies = {"direct"};
+  const std::vector<SweepPoint> points = expand_sweep(options);
+  const std::vector<std::size_t> todo{0};
+  const CaughtSignal caught;
+  CHECK(run_sweep_points(points, todo, 1, false, [](std::size_t, std::span<const SweepRow>) {}).empty());
 }
 
 TEST_CASE("stop: a stopped sweep returns whole points, each as the full run has it", "[stop][sweep]") {
