@@ -1,10 +1,10 @@
-// Draws an allocsim report from the JSON in #report-data with D3 (v3, Debian's libjs-d3).
+// Draws an allocsim report with D3 (v3, Debian's libjs-d3): allocsimDrawReport(data, root).
 // A run's page: bytes over time, the memory map of each tenant (canvas), the OOMs, the
 // peak by tag and layer. A sweep's page: peak bytes against the batch, one chart per facet.
-(function () {
+// One script for two pages: the --report page draws the JSON in its #report-data when it
+// loads (below); the browser page (web/page) draws what its module answers.
+function allocsimDrawReport(data, root) {
   'use strict';
-  var data = JSON.parse(document.getElementById('report-data').textContent);
-  var root = d3.select('#report');
   var tooltip = d3.select('#tooltip');
   var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 
@@ -319,5 +319,9 @@
   }
 
   if (data.kind === 'run') runPage(); else batchPage();
+}
+
+if (document.getElementById('report-data')) {
+  allocsimDrawReport(JSON.parse(document.getElementById('report-data').textContent), d3.select('#report'));
   if (window.allocsimErrors.length === 0) document.body.setAttribute('data-status', 'ok');
-})();
+}
