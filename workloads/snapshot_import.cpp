@@ -6,12 +6,15 @@
 #include "workloads/mapped_file.hpp"
 #include "workloads/pickle_reader.hpp"
 #include "workloads/python_repr.hpp"
+#include "workloads/snapshot_json.hpp"
 
 namespace allocsim {
 
 ConverterOutput convert_snapshot_bytes(std::string_view pickle_bytes, const std::string& name,
                                        std::optional<int> cuda_device) {
-  const PickleGraph snapshot = decode_pickle(pickle_bytes, printable(name));
+  // A snapshot saved with json.dump is the same dict: its first byte tells which it is.
+  const PickleGraph snapshot = looks_like_json(pickle_bytes) ? decode_snapshot_json(pickle_bytes, printable(name))
+                                                             : decode_pickle(pickle_bytes, printable(name));
   return convert_snapshot(snapshot.root(), name, std::filesystem::path(name).filename().string(), cuda_device);
 }
 
