@@ -33,6 +33,13 @@ TEST_CASE("snapshot json: the pickle's dict as JSON converts to the same trace a
   CHECK(nlohmann::json::parse(from_json.sidecar) == nlohmann::json::parse(from_pickle.sidecar));
 }
 
+TEST_CASE("snapshot json: the catalogue knows a saved snapshot by its first key, whatever its name", "[snapshot]") {
+  CHECK(claims_torch_snapshot("run.json", "{\"segments\": [{\"device\": 0") == Claim::by_content);
+  CHECK(claims_torch_snapshot("x", " \n{ \"device_traces\": [[") == Claim::by_content);
+  CHECK(claims_torch_snapshot("trace.json", "{\"schemaVersion\": 1, \"traceEvents\": [") == Claim::no);
+  CHECK(claims_torch_snapshot("run.pickle", "{\"other\": 1}") == Claim::by_name);
+}
+
 TEST_CASE("snapshot json: bad JSON is one line naming the byte; deep nesting is refused", "[snapshot]") {
   CHECK_THROWS_WITH(decode_snapshot_json("{\"segments\": [1, 2,]}", "s.json"),
                     Catch::StartsWith("s.json: byte 20: not a JSON snapshot: parse error") && !Catch::Contains("\n") &&

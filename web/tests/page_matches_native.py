@@ -12,7 +12,8 @@ The charts: the data the page drew (the recorded settings' replay and the best s
 must be the data of `NATIVE replay PICKLE --policy caching,BEST --report F.html` but for the
 command it names, its chart of bytes over time must hold lines and its memory maps coloured
 pixels; a click on another column draws that setting's. The same dict saved with json.dump
-must give the same numbers as the pickle; with a PYTORCH_CUDA_ALLOC_CONF planted in its
+must give the same numbers as the pickle (and as the command line given the JSON), and one cut
+short the command line's error; with a PYTORCH_CUDA_ALLOC_CONF planted in its
 settings, the best setting's line keeps the other keys. Pasted OOM messages (PyTorch's
 wordings, TensorFlow's BFC log, too little text) must read as `NATIVE explain TEXT` prints.
 A file that is no pickle, dropped on the page, must show the command line's one-line error.
@@ -340,6 +341,7 @@ def main():
                 check.expect((sides_of(from_json), from_json["verdict"], from_json["divergence"], from_json["best"])
                              == (sides_of(seen), seen["verdict"], seen["divergence"], seen["best"]),
                              f"{saved.name}: not the pickle's numbers")
+                check.same_as_native(saved.name, from_json, native, saved, None, folder)
             wait_for_charts(page)
             saved.unlink()
 
@@ -389,6 +391,16 @@ def main():
         expected = result.stderr.strip().removeprefix("allocsim: ").replace(str(bad), bad.name)
         print(f"{bad.name} dropped: the page shows {shown!r}")
         check.expect(status == "error" and shown == expected, f"bad file: the page shows {shown!r}, expected {expected!r}")
+        # A JSON snapshot cut short: the command line's one-line error too.
+        cut = Path(folder) / "cut_short.json"
+        cut.write_text('{"segments": [{"device": 0, ')
+        drop_file(page, cut.name, cut.read_text())
+        status = wait_for_status(page, {"done", "error"})
+        shown = read_page(page)["error"]
+        result = subprocess.run([native, "replay", str(cut), "--policy", "caching"], capture_output=True, text=True)
+        expected = result.stderr.strip().removeprefix("allocsim: ").replace(str(cut), cut.name)
+        print(f"{cut.name} dropped: the page shows {shown!r}")
+        check.expect(status == "error" and shown == expected, f"cut JSON: the page shows {shown!r}, expected {expected!r}")
         # emscripten's loader fetches the inlined wasm from its data: URL, which never leaves the page.
         problems = [p[:200] for p in page.problems() if not p.startswith("network request: data:")]
         check.expect(not problems, f"problems: {problems}")
