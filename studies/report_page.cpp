@@ -57,6 +57,7 @@ std::string report_page(std::string_view title, std::string_view data, std::stri
   const std::string_view page = report_template();
   const std::pair<std::string_view, std::string> fills[] = {
       {"@TITLE@", escape_html(title)},
+      {"/*@REPORT_CSS@*/", std::string(report_style())},
       {"/*@D3@*/", inline_script(d3, "the plotting library")},
       {"/*@REPORT_JS@*/", inline_script(report_script(), "report.js")},
       {"/*@DATA@*/", inline_json(data)},

@@ -1,7 +1,7 @@
 // A self-contained HTML report: one file that opens offline and asks the network for
-// nothing. The page is studies/report/template.html with report.js (built into the
-// binary), D3 read from Debian's libjs-d3 and inlined, and the page's data as one JSON
-// blob that report.js draws. A Content-Security-Policy of `default-src 'none'` keeps any
+// nothing. The page is studies/report/template.html with report.css and report.js (built
+// into the binary), D3 read from Debian's libjs-d3 and inlined, and the page's data as one
+// JSON blob that report.js draws. A Content-Security-Policy of `default-src 'none'` keeps any
 // request from leaving the page.
 #pragma once
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -13,7 +14,9 @@
 #include "policies/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
+#include "studies/oom_explanation.hpp"
 #include "web/what_if_json.hpp"
+#include "web/what_if_report.hpp"
 #include "workloads/torch_recording.hpp"
 
 namespace allocsim {
@@ -32,10 +35,50 @@ const char* answer(const json& value) {
   return answer_text().c_str();
 }
 
+// An answer that is JSON text already (a report's data, megabytes: not parsed again).
+const char* answer(std::string text) {
+  answer_text() = std::move(text);
+  return answer_text().c_str();
+}
+
+// The answer of `call`, or {"error": the command line's one-line message}.
+template <typename Call>
+const char* answer_or_error(Call call) {
+  try {
+    return answer(call());
+  } catch (const Error& error) {
+    return answer({{"error", error.what()}});
+  } catch (const std::exception& error) {
+    return answer({{"error", std::string("bad request: ") + error.what()}});
+  }
+}
+
+// The page asks for the table, then for the charts of the same file: the recording read
+// last is kept with its bytes, so a second call on the same bytes reads nothing again.
+const TorchRecording& recording_of(std::string_view bytes, const std::string& name) {
+  static std::string last_bytes;
+  static std::string last_name;
+  static std::optional<TorchRecording> last;
+  if (!last || name != last_name || bytes != last_bytes) {
+    last.reset();
+    last = read_torch_recording_bytes(bytes, name);
+    last_bytes.assign(bytes);
+    last_name = name;
+  }
+  return *last;
+}
+
 // Request: {"name": FILE, "policies": [SPEC...] or "a,b", "capacity": SIZE or null}.
-// `bytes` is the recording: a PyTorch snapshot pickle, read by the command line's reader.
-json replay(std::string_view bytes, const json& request) {
-  const std::string name = request.value("name", std::string("snapshot"));
+struct PageRequest {
+  std::string name;
+  std::vector<std::string> policies;
+  std::optional<Bytes> capacity;
+};
+
+PageRequest request_of(const char* text) {
+  const json request = json::parse(text);
+  PageRequest out;
+  out.name = request.value("name", std::string("snapshot"));
   std::vector<std::string> lists;
   const json& policies = request.contains("policies") ? request.at("policies") : json("caching,expandable");
   if (policies.is_string()) {
@@ -43,15 +86,12 @@ json replay(std::string_view bytes, const json& request) {
   } else {
     for (const json& policy : policies) lists.push_back(policy.get<std::string>());
   }
-  std::vector<std::string> specs;
-  for (const PolicySpec& policy : parse_policy_lists(lists)) specs.push_back(policy.text);
-  std::optional<Bytes> capacity;
+  for (const PolicySpec& policy : parse_policy_lists(lists)) out.policies.push_back(policy.text);
   if (request.contains("capacity") && !request.at("capacity").is_null()) {
-    capacity = parse_bytes(request.at("capacity").get<std::string>());
-    if (*capacity == 0) throw Error("--capacity must be more than 0 bytes");
+    out.capacity = parse_bytes(request.at("capacity").get<std::string>());
+    if (*out.capacity == 0) throw Error("--capacity must be more than 0 bytes");
   }
-  const TorchRecording recording = read_torch_recording_bytes(bytes, name);
-  return what_if_json(recording, name, specs, capacity);
+  return out;
 }
 
 }  // namespace
@@ -59,17 +99,33 @@ json replay(std::string_view bytes, const json& request) {
 
 extern "C" {
 
-// `bytes`/`size`: the recording; `request`: JSON (see replay above). Answers the what-if
-// as JSON, or {"error": the command line's one-line message}.
+// `bytes`/`size`: the recording (a snapshot pickle, or the same dict saved as JSON);
+// `request`: JSON (see PageRequest above). Answers the what-if as JSON (web/what_if_json.hpp).
 const char* allocsim_replay(const std::uint8_t* bytes, std::size_t size, const char* request) {
-  try {
+  return allocsim::answer_or_error([&] {
+    const allocsim::PageRequest asked = allocsim::request_of(request);
     const std::string_view data(reinterpret_cast<const char*>(bytes), size);
-    return allocsim::answer(allocsim::replay(data, nlohmann::json::parse(request)));
-  } catch (const allocsim::Error& error) {
-    return allocsim::answer({{"error", error.what()}});
-  } catch (const std::exception& error) {
-    return allocsim::answer({{"error", std::string("bad request: ") + error.what()}});
-  }
+    return allocsim::what_if_json(allocsim::recording_of(data, asked.name), asked.name, asked.policies, asked.capacity);
+  });
+}
+
+// The same arguments; answers the data `allocsim replay ... --report` draws (studies/report/report.js).
+const char* allocsim_report(const std::uint8_t* bytes, std::size_t size, const char* request) {
+  return allocsim::answer_or_error([&] {
+    const allocsim::PageRequest asked = allocsim::request_of(request);
+    const std::string_view data(reinterpret_cast<const char*>(bytes), size);
+    const allocsim::TorchRecording& recording = allocsim::recording_of(data, asked.name);
+    return allocsim::what_if_report(recording, asked.name, asked.policies, asked.capacity);
+  });
+}
+
+// `text`: a pasted OOM message or log. Answers {"text": what `allocsim explain` prints,
+// "decided": whether it found a kind (the command exits 2 when not)}.
+const char* allocsim_explain(const char* text) {
+  return allocsim::answer_or_error([&] {
+    const allocsim::OomExplanation explanation = allocsim::explain_oom(text);
+    return nlohmann::json{{"text", allocsim::describe_explanation(explanation)}, {"decided", explanation.kind.has_value()}};
+  });
 }
 
 }  // extern "C"

@@ -1,30 +1,40 @@
-# Writes the one-file page: `cmake -DTEMPLATE=... -DCORE=... -DJS=... -DCSS=... -DOUT=... -P inline_page.cmake`.
-# The module, the page's script and its style are pasted into the template's placeholders, so the
-# page opens from file:// with nothing else beside it. Plain text substitution: the same inputs
-# give the same bytes.
-foreach(input TEMPLATE CORE JS CSS OUT)
+# Writes the one-file page: `cmake -DTEMPLATE=... -DREPORT_CSS=... -DCSS=... -DCORE=... -DD3=...
+# -DREPORT_JS=... -DJS=... -DOUT=... -P inline_page.cmake`. The report's style and script
+# (studies/report/, the --report page's own), D3, the module, and the page's script and style
+# are pasted into the template's placeholders, so the page opens from file:// with nothing
+# else beside it. Plain text substitution: the same inputs give the same bytes.
+foreach(input TEMPLATE REPORT_CSS CSS CORE D3 REPORT_JS JS OUT)
   if(NOT DEFINED ${input})
     message(FATAL_ERROR "inline_page.cmake: -D${input}= is missing")
   endif()
 endforeach()
-file(READ "${TEMPLATE}" page)
-file(READ "${CORE}" core)
-file(READ "${JS}" js)
-file(READ "${CSS}" css)
-# A script's text ends at the first "</script"; an inlined file holding one would cut the page.
-foreach(part core js)
-  string(TOLOWER "${${part}}" lower)
+file(READ "${TEMPLATE}" rest)
+# The placeholders in the order the template holds them, each with its file.
+set(parts REPORT_CSS CSS CORE D3 REPORT_JS JS)
+set(placeholder_REPORT_CSS "@ALLOCSIM_REPORT_CSS@")
+set(placeholder_CSS "@ALLOCSIM_PAGE_CSS@")
+set(placeholder_CORE "@ALLOCSIM_CORE_JS@")
+set(placeholder_D3 "@ALLOCSIM_D3_JS@")
+set(placeholder_REPORT_JS "@ALLOCSIM_REPORT_JS@")
+set(placeholder_JS "@ALLOCSIM_PAGE_JS@")
+set(page "")
+foreach(part IN LISTS parts)
+  file(READ "${${part}}" text)
+  # A script's text ends at the first "</script"; an inlined file holding one would cut the page.
+  string(TOLOWER "${text}" lower)
   string(FIND "${lower}" "</script" at)
   if(NOT at EQUAL -1)
-    message(FATAL_ERROR "inline_page.cmake: ${part} holds \"</script\", which would end its <script> early")
+    message(FATAL_ERROR "inline_page.cmake: ${${part}} holds \"</script\", which would end its <script> early")
   endif()
+  # Found in the template's rest only: a pasted file's text is never scanned.
+  string(FIND "${rest}" "${placeholder_${part}}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "inline_page.cmake: ${TEMPLATE} has no ${placeholder_${part}} after the ones before it")
+  endif()
+  string(SUBSTRING "${rest}" 0 ${at} before)
+  string(LENGTH "${placeholder_${part}}" length)
+  math(EXPR after "${at} + ${length}")
+  string(SUBSTRING "${rest}" ${after} -1 rest)
+  string(APPEND page "${before}${text}")
 endforeach()
-# Each placeholder once; replaced in this order so that a pasted file's text is never scanned.
-string(REPLACE "@ALLOCSIM_PAGE_CSS@" "${css}" page "${page}")
-string(FIND "${page}" "@ALLOCSIM_CORE_JS@" core_at)
-string(SUBSTRING "${page}" 0 ${core_at} before)
-string(LENGTH "@ALLOCSIM_CORE_JS@" placeholder)
-math(EXPR after_at "${core_at} + ${placeholder}")
-string(SUBSTRING "${page}" ${after_at} -1 after)
-string(REPLACE "@ALLOCSIM_PAGE_JS@" "${js}" after "${after}")
-file(WRITE "${OUT}" "${before}${core}${after}")
+file(WRITE "${OUT}" "${page}${rest}")

@@ -54,6 +54,10 @@ json what_if_json(const TorchRecording& recording, const std::string& name, std:
               {"replay_check_divergence",
                what_if.replay_check_divergence ? json(*what_if.replay_check_divergence) : json(nullptr)},
               {"recorded_oom", what_if.recorded_oom()},
+              // PYTORCH_CUDA_ALLOC_CONF as the program set it: the page's line for another
+              // setting keeps its other keys, as the replay kept the recorded settings.
+              {"alloc_conf", recording.settings.conf},
+              {"settings_recorded", recording.settings.recorded},
               {"releases_in_allocs", what_if.releases_in_allocs}};
   put_bytes(answer, "capacity", what_if.capacity);
   json sides = json::array({side_json(what_if.recorded, true)});

@@ -15,7 +15,8 @@ namespace allocsim {
 
 // Contract:
 // - replays `recording` through each of `policies` as `allocsim replay FILE --policy ...
-//   [--capacity ...]` does (replay_from_recording), and returns: the recording's summary,
+//   [--capacity ...]` does (replay_from_recording), and returns: the recording's summary and
+//   its PYTORCH_CUDA_ALLOC_CONF (alloc_conf; settings_recorded: whether the snapshot had them),
 //   the capacity and why, replay-check's verdict, one object per side (the recorded run
 //   first) with its peaks, segments reserved, OOM count, first OOM and its kind, each
 //   policy that could not replay and why, and the --csv file's text.

@@ -72,7 +72,8 @@ const std::array kReaders{
                "checksummed; streams (--stream) without loading it, faster than CSV",
                Framework::none, Holds::requests, claims_atrace, read_atrace, atrace_stream},
     ReaderInfo{"torch-snapshot", "a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot pickle), read "
-               "by an unpickler that takes plain data only (globals, calls, objects refused by name)",
+               "by an unpickler that takes plain data only (globals, calls, objects refused by name); or the same "
+               "dict saved with json.dump",
                Framework::torch, Holds::allocator_state, claims_torch_snapshot, read_snapshot, nullptr},
     ReaderInfo{"rmm-log", "a RAPIDS RMM logging_resource_adaptor CSV (Thread,Time,Action,Pointer,Size,Stream), any "
                "version; per-thread default streams become one stream per thread; a failed allocate is a request "

@@ -1,17 +1,21 @@
 #include "workloads/snapshot_import.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "workloads/csv_trace.hpp"
 #include "workloads/mapped_file.hpp"
 #include "workloads/pickle_reader.hpp"
 #include "workloads/python_repr.hpp"
+#include "workloads/snapshot_json.hpp"
 
 namespace allocsim {
 
 ConverterOutput convert_snapshot_bytes(std::string_view pickle_bytes, const std::string& name,
                                        std::optional<int> cuda_device) {
-  const PickleGraph snapshot = decode_pickle(pickle_bytes, printable(name));
+  // A snapshot saved with json.dump is the same dict: its first byte tells which it is.
+  const PickleGraph snapshot = looks_like_json(pickle_bytes) ? decode_snapshot_json(pickle_bytes, printable(name))
+                                                             : decode_pickle(pickle_bytes, printable(name));
   return convert_snapshot(snapshot.root(), name, std::filesystem::path(name).filename().string(), cuda_device);
 }
 
@@ -29,6 +33,12 @@ Trace parse_converted_trace(std::string_view csv, const std::string& pickle) {
 Claim claims_torch_snapshot(std::string_view spec, std::string_view head) {
   if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5) {
     return Claim::by_content;
+  }
+  // The same dict saved with json.dump: an object opening with a key only a snapshot has first.
+  if (looks_like_json(head)) {
+    std::string_view rest = head.substr(head.find('{') + 1);
+    rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(" \t\r\n")));
+    if (rest.starts_with("\"segments\"") || rest.starts_with("\"device_traces\"")) return Claim::by_content;
   }
   return spec.ends_with(".pickle") ? Claim::by_name : Claim::no;
 }

@@ -19,11 +19,14 @@ namespace allocsim {
 // `options.cuda_device`: whose trace (none: the only device with one).
 Trace read_torch_snapshot(const std::filesystem::path& pickle, const LoadOptions& options = {});
 
-// By content: a pickle's first bytes (0x80, then protocol 2 to 5); by name: a path ending in .pickle.
+// By content: a pickle's first bytes (0x80, then protocol 2 to 5), or a JSON object whose first
+// key is "segments" or "device_traces" (the dict saved with json.dump); by name: a path ending
+// in .pickle.
 Claim claims_torch_snapshot(std::string_view spec, std::string_view head);
 
-// A snapshot's pickle bytes as our CSV trace and JSON sidecar (settings, segments, segment
-// events). Errors name `name`; `source` (default: name's file name) is what the texts mention.
+// A snapshot's pickle bytes (or the same dict saved as JSON: workloads/snapshot_json.hpp) as
+// our CSV trace and JSON sidecar (settings, segments, segment events). Errors name `name`;
+// `source` (default: name's file name) is what the texts mention.
 ConverterOutput convert_snapshot_bytes(std::string_view pickle_bytes, const std::string& name,
                                        std::optional<int> cuda_device = {});
 // The same for a file; Error "PATH: cannot open" when it cannot be read.

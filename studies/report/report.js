@@ -1,10 +1,10 @@
-// Draws an allocsim report from the JSON in #report-data with D3 (v3, Debian's libjs-d3).
+// Draws an allocsim report with D3 (v3, Debian's libjs-d3): allocsimDrawReport(data, root).
 // A run's page: bytes over time, the memory map of each tenant (canvas), the OOMs, the
 // peak by tag and layer. A sweep's page: peak bytes against the batch, one chart per facet.
-(function () {
+// One script for two pages: the --report page draws the JSON in its #report-data when it
+// loads (below); the browser page (web/page) draws what its module answers.
+function allocsimDrawReport(data, root) {
   'use strict';
-  var data = JSON.parse(document.getElementById('report-data').textContent);
-  var root = d3.select('#report');
   var tooltip = d3.select('#tooltip');
   var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 
@@ -85,12 +85,16 @@
     var x = xAxisOf(data.x_axis);
     root.append('h2').text(x.title);
     root.append('p').attr('class', 'note').text('Solid: allocated; dashed: reserved by the policy; dotted: used on the whole device; red dashes: the device capacity. Sampled on change, at most 2000 points per tenant, peaks kept. ' + x.note);
-    var tMax = 0, bMax = 0;
-    data.runs.forEach(function (run) { bMax = Math.max(bMax, run.capacity); });
+    var tMax = 0, drawnMax = 0, capacityMax = 0;
+    data.runs.forEach(function (run) { capacityMax = Math.max(capacityMax, run.capacity); });
     lanes.forEach(function (lane) {
       tMax = Math.max(tMax, x.end(lane));
-      lane.series.forEach(function (p) { tMax = Math.max(tMax, x.point(p)); bMax = Math.max(bMax, p[3]); });
+      lane.series.forEach(function (p) { tMax = Math.max(tMax, x.point(p)); drawnMax = Math.max(drawnMax, p[3]); });
     });
+    // A device far larger than anything drawn (a replay with no limit that matters, 1 TiB) would
+    // press every line onto the axis: the axis then ends at the bytes drawn, and the capacity is named.
+    var bMax = capacityMax <= 4 * drawnMax ? capacityMax : drawnMax;
+    bMax = Math.max(bMax, drawnMax);
     var chart = lineChart(root, 'chart-bytes', 1100, 380, tMax, bMax * 1.05, x.format);
     chart.svg.attr('data-x-axis', data.x_axis);
     chart.g.append('text').attr('class', 'x-label').attr('x', chart.w).attr('y', chart.h - 4).attr('text-anchor', 'end').style('font-size', '11px').text(x.label);
@@ -108,6 +112,11 @@
       });
     });
     data.runs.forEach(function (run) {
+      if (run.capacity > bMax * 1.05) {
+        chart.g.append('text').attr('class', 'capacity-above').attr('x', chart.w - 4).attr('y', 12).attr('text-anchor', 'end')
+            .style('font-size', '11px').text(run.name + ' ' + fmtBytes(run.capacity) + ': above this chart');
+        return;
+      }
       chart.g.append('line').attr('class', 'capacity-line').attr('x1', 0).attr('x2', chart.w).attr('y1', chart.y(run.capacity)).attr('y2', chart.y(run.capacity));
       chart.g.append('text').attr('x', chart.w - 4).attr('y', chart.y(run.capacity) - 4).attr('text-anchor', 'end').style('font-size', '11px').text(run.name + ' ' + fmtBytes(run.capacity));
     });
@@ -319,5 +328,9 @@
   }
 
   if (data.kind === 'run') runPage(); else batchPage();
+}
+
+if (document.getElementById('report-data')) {
+  allocsimDrawReport(JSON.parse(document.getElementById('report-data').textContent), d3.select('#report'));
   if (window.allocsimErrors.length === 0) document.body.setAttribute('data-status', 'ok');
-})();
+}

@@ -1,5 +1,8 @@
-// The page: reads a dropped or picked snapshot, replays it through allocsim_core (the module
-// inlined above) under the settings below and a capacity the user sets, and shows the answer.
+// The page: reads a dropped or picked snapshot (a pickle, or the same dict saved as JSON),
+// replays it through allocsim_core (the module inlined above) under the settings below and a
+// capacity the user sets, shows the answer, and draws the recorded settings' replay and the
+// chosen setting's with the report's own script (allocsimDrawReport, studies/report/report.js).
+// A pasted OOM message is answered as `allocsim explain` answers it.
 // The numbers are the module's (docs/web.md), the same the command line prints; the DOM
 // carries them raw in data-* attributes for web/tests/page_matches_native.py.
 'use strict';
@@ -13,15 +16,47 @@ const SETTINGS = [
   'caching:gc_threshold=0.8,fraction=0.95',
 ];
 
+// PYTORCH_CUDA_ALLOC_CONF's "key:value,key:value" as [key, value] pairs; a bracketed value
+// (roundup_power2_divisions:[256:1,512:2]) keeps its commas.
+function confPairs(conf) {
+  const pairs = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i <= conf.length; ++i) {
+    const c = conf[i];
+    if (c === '[') ++depth;
+    if (c === ']') --depth;
+    if (i === conf.length || (c === ',' && depth === 0)) {
+      const item = conf.slice(start, i).trim();
+      const colon = item.indexOf(':');
+      if (item) pairs.push(colon < 0 ? [item, null] : [item.slice(0, colon).trim(), item.slice(colon + 1).trim()]);
+      start = i + 1;
+    }
+  }
+  return pairs;
+}
+
+// The recorded PYTORCH_CUDA_ALLOC_CONF with `key` set to `value`: the recording's other
+// settings stay as the program had them, since the replay kept them too.
+function confWith(recorded, key, value) {
+  const pairs = confPairs(recorded);
+  const at = pairs.findIndex(([k]) => k === key);
+  if (at >= 0) pairs[at][1] = value; else pairs.push([key, value]);
+  return 'PYTORCH_CUDA_ALLOC_CONF=' + pairs.map(([k, v]) => (v === null ? k : `${k}:${v}`)).join(',');
+}
+
 // What a user sets in PyTorch for each setting. `caching` is the recorded setting itself.
-function torchSetting(spec) {
-  if (spec === 'caching') return '# the recorded settings: keep PYTORCH_CUDA_ALLOC_CONF as it was';
-  if (spec === 'expandable') return 'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True';
+function torchSetting(spec, recorded) {
+  if (spec === 'caching') {
+    return recorded ? `# the recorded settings: keep it as it was\nPYTORCH_CUDA_ALLOC_CONF=${recorded}`
+                    : '# the recorded settings: keep PYTORCH_CUDA_ALLOC_CONF as it was';
+  }
+  if (spec === 'expandable') return confWith(recorded, 'expandable_segments', 'True');
   const split = /^caching:max_split_size=(\d+)MiB$/.exec(spec);
-  if (split) return `PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:${split[1]}`;
+  if (split) return confWith(recorded, 'max_split_size_mb', split[1]);
   const gc = /^caching:gc_threshold=([\d.]+),fraction=([\d.]+)$/.exec(spec);
   // The fraction is not an ALLOC_CONF key: PyTorch sets it from Python.
-  if (gc) return `PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:${gc[1]}\n` +
+  if (gc) return `${confWith(recorded, 'garbage_collection_threshold', gc[1])}\n` +
                  `# and in Python, before the first allocation:\ntorch.cuda.set_per_process_memory_fraction(${gc[2]})`;
   return `# ${spec}`;
 }
@@ -29,6 +64,8 @@ function torchSetting(spec) {
 const $ = (id) => document.getElementById(id);
 let core = null;
 let recording = null;  // {name, bytes} of the last file given
+let shown = null;      // {answer, request, bytes} of the table on the page
+let chartsAsked = 0;   // the charts drawn are those of the last request only
 
 function setState(status, text) {
   document.body.setAttribute('data-status', status);
@@ -41,8 +78,8 @@ function showError(message) {
   $('result').hidden = true;
 }
 
-// The module's one call: the bytes copied into its memory, the request as a C string.
-function replay(bytes, request) {
+// A module call on (bytes, request): the bytes copied into its memory, the request as a C string.
+function call(entry, bytes, request) {
   const data = core._malloc(Math.max(bytes.length, 1));
   core.HEAPU8.set(bytes, data);
   const text = JSON.stringify(request);
@@ -50,7 +87,7 @@ function replay(bytes, request) {
   const requestText = core._malloc(size);
   core.stringToUTF8(text, requestText, size);
   try {
-    return JSON.parse(core.UTF8ToString(core._allocsim_replay(data, bytes.length, requestText)));
+    return JSON.parse(core.UTF8ToString(entry(data, bytes.length, requestText)));
   } finally {
     core._free(data);
     core._free(requestText);
@@ -89,7 +126,8 @@ function show(answer) {
     `${answer.recording.name}: device ${answer.recording.device}, ${answer.recording.events} events, ` +
     `${answer.recording.blocks_live_at_start} blocks live at the start. Recorded: peak reserved ` +
     `${recorded.peak_reserved_text}, peak allocated ${recorded.peak_allocated_text}, ${recorded.ooms} OOMs. ` +
-    `Capacity: ${answer.capacity_text} (${answer.capacity_source.replace('--capacity', 'the Capacity field')}).`;
+    `Capacity: ${answer.capacity_text} (${answer.capacity_source.replace('--capacity', 'the Capacity field')}). ` +
+    `PYTORCH_CUDA_ALLOC_CONF as recorded: ${answer.alloc_conf ? answer.alloc_conf : answer.settings_recorded ? '(empty)' : '(not in this snapshot)'}.`;
   const verdict = $('verdict');
   verdict.dataset.verdict = answer.replay_check;
   verdict.className = answer.replay_check;
@@ -103,8 +141,10 @@ function show(answer) {
   head.innerHTML = '';
   const headRow = head.insertRow();
   headRow.appendChild(document.createElement('th')).textContent = '';
-  answer.sides.forEach((side) => {
-    headRow.appendChild(document.createElement('th')).textContent = side.side;
+  answer.sides.forEach((side, i) => {
+    const th = headRow.appendChild(document.createElement('th'));
+    th.textContent = side.side;
+    th.dataset.side = i;
   });
   const body = $('sides').tBodies[0];
   body.innerHTML = '';
@@ -130,9 +170,47 @@ function show(answer) {
   for (const failure of answer.failed) showError(`${failure.policy}: ${failure.error}`);
   $('best').dataset.policy = best >= 0 ? answer.sides[best].policy : '';
   $('best').textContent = best >= 0
-    ? `${answer.sides[best].policy}: peak reserved ${answer.sides[best].peak_reserved_text}\n${torchSetting(answer.sides[best].policy)}`
+    ? `${answer.sides[best].policy}: peak reserved ${answer.sides[best].peak_reserved_text}\n` +
+      torchSetting(answer.sides[best].policy, answer.alloc_conf)
     : 'every setting ran out of memory at this capacity';
   $('result').hidden = false;
+  return best;
+}
+
+// The charts of the recorded settings' replay (`caching`, which replay-check holds to the
+// recording) and of side `chosen`, on one axis of the trace's events: the data the command
+// line's --report draws, drawn by the same script.
+function drawCharts(chosen) {
+  const { answer, request, bytes } = shown;
+  const policy = answer.sides[chosen].policy;
+  const policies = policy === 'caching' ? ['caching'] : ['caching', policy];
+  const asked = ++chartsAsked;
+  const charts = $('charts');
+  charts.dataset.state = 'drawing';
+  charts.dataset.policies = policies.join(',');
+  for (const td of document.querySelectorAll('#sides [data-side]')) td.classList.toggle('chosen', Number(td.dataset.side) === chosen);
+  $('charts-note').textContent = `Drawing ${policies.join(' and ')}…`;
+  charts.hidden = false;
+  setTimeout(() => {
+    if (asked !== chartsAsked) return;
+    const report = call(core._allocsim_report, bytes, { ...request, policies });
+    const root = d3.select('#report');
+    root.html('');
+    window.allocsimShownReport = null;
+    if (report.error) {
+      $('charts-note').textContent = report.error;
+      charts.dataset.state = 'error';
+      return;
+    }
+    $('charts-note').textContent =
+      `caching: the recorded settings, replayed (replay-check: ${answer.replay_check})` +
+      (policies.length > 1 ? `; ${policy}: the chosen setting` : '') +
+      '. Click a column of the table to choose another. The same page, with these charts: ' +
+      `allocsim ${report.command}`;
+    allocsimDrawReport(report, root);
+    window.allocsimShownReport = report;  // what web/tests/page_matches_native.py compares with --report's
+    charts.dataset.state = 'done';
+  }, 0);
 }
 
 function run() {
@@ -142,15 +220,22 @@ function run() {
   $('error').hidden = true;
   // Let the browser paint the state before the replay holds the thread.
   setTimeout(() => {
-    const answer = replay(recording.bytes, { name: recording.name, policies: SETTINGS, capacity: capacityRequest() });
+    const { bytes } = recording;
+    const request = { name: recording.name, policies: SETTINGS, capacity: capacityRequest() };
+    const answer = call(core._allocsim_replay, bytes, request);
     document.body.dataset.milliseconds = (performance.now() - started).toFixed(0);
     if (answer.error) {
+      shown = null;
+      $('charts').hidden = true;
       showError(answer.error);
       setState('error', 'could not read that file');
       return;
     }
-    show(answer);
+    shown = { answer, request, bytes };
+    const best = show(answer);
     setState('done', `${recording.name}: replayed in ${document.body.dataset.milliseconds} ms`);
+    // With every setting out of memory, the recorded settings alone.
+    drawCharts(best >= 0 ? best : 1);
   }, 0);
 }
 
@@ -167,8 +252,34 @@ async function give(file) {
   run();
 }
 
+// `allocsim explain`'s answer to the pasted text, as the command prints it.
+function explain() {
+  if (!core) return;
+  const text = $('oom-text').value;
+  const size = core.lengthBytesUTF8(text) + 1;
+  const pointer = core._malloc(size);
+  core.stringToUTF8(text, pointer, size);
+  let answer;
+  try {
+    answer = JSON.parse(core.UTF8ToString(core._allocsim_explain(pointer)));
+  } finally {
+    core._free(pointer);
+  }
+  const out = $('explanation');
+  out.textContent = answer.error ?? answer.text;
+  out.dataset.decided = answer.error ? 'error' : String(answer.decided);
+  out.hidden = false;
+}
+
 $('file').addEventListener('change', (e) => { if (e.target.files.length) give(e.target.files[0]); });
 $('capacity').addEventListener('change', run);
+$('sides').addEventListener('click', (e) => {
+  const target = e.target.closest('[data-side]');
+  if (!target || !shown) return;
+  const side = Number(target.dataset.side);
+  if (shown.answer.sides[side].side === 'simulated') drawCharts(side);
+});
+$('explain').addEventListener('click', explain);
 const drop = $('drop');
 for (const name of ['dragenter', 'dragover']) {
   document.addEventListener(name, (e) => { e.preventDefault(); drop.classList.add('over'); });

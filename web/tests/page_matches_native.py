@@ -8,12 +8,21 @@ through its file input (DevTools DOM.setFileInputFiles), waits for the verdict a
 numbers from the DOM: every side's policy, peak reserved and allocated, OOM count and first
 OOM kind, and replay-check's verdict must equal `NATIVE replay PICKLE --policy SPECS --csv F`
 for the same settings, as recorded and again under a smaller capacity set in the page's field.
+The charts: the data the page drew (the recorded settings' replay and the best setting's)
+must be the data of `NATIVE replay PICKLE --policy caching,BEST --report F.html` but for the
+command it names, its chart of bytes over time must hold lines and its memory maps coloured
+pixels; a click on another column draws that setting's. The same dict saved with json.dump
+must give the same numbers as the pickle (and as the command line given the JSON), and one cut
+short the command line's error; with a PYTORCH_CUDA_ALLOC_CONF planted in its
+settings, the best setting's line keeps the other keys. Pasted OOM messages (PyTorch's
+wordings, TensorFlow's BFC log, too little text) must read as `NATIVE explain TEXT` prints.
 A file that is no pickle, dropped on the page, must show the command line's one-line error.
 No network request, no console error or exception, no http(s) URL in any src or href, a
 screenshot not of one colour.
 Prints the page's size (the issue asks under 3 MB; checked) and the time from giving each file
 to its verdict (the issue asks under 2 s for lm_medium; printed, not checked: the machine
-may be shared). Exits 77 (skipped) without chromium, the native binary or the recordings.
+may be shared), and to its charts. Exits 77 (skipped) without chromium, the native binary or
+the recordings.
 """
 import csv
 import io
@@ -30,6 +39,36 @@ import report_browser  # noqa: E402
 
 SKIP = 77
 MAX_PAGE_BYTES = 3_000_000
+
+# Pasted texts for explain, from tests/studies/oom_explanation_test.cpp and
+# tests/app/explain_cli_test.cpp: each PyTorch wording, a BFC log, and too little to decide.
+EXPLAIN_TEXTS = [
+    "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of "
+    "23.65 GiB of which 210.44 MiB is free. Including non-PyTorch memory, this process has 23.43 GiB memory in use. Of "
+    "the allocated memory 21.90 GiB is allocated by PyTorch, and 1.03 GiB is reserved by PyTorch but unallocated.\n",
+    "RuntimeError: CUDA out of memory. Tried to allocate 64.00 MiB (GPU 0; 10.92 GiB total capacity; 10.10 GiB already "
+    "allocated; 18.50 MiB free; 120.00 MiB cached)",
+    "RuntimeError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 11.17 GiB total capacity; 4.20 GiB already "
+    "allocated; 900.00 MiB free; 4.50 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try "
+    "setting max_split_size_mb to avoid fragmentation.",
+    """Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.00GiB.  Current allocation summary follows.
+Chunk at 0x7f94a0000000 of size 4831838208
+Chunk at 0x7f95c0000000 of size 4831838208
+Free  at 0x7f96e0000000 of size 1073741824
+Sum Total of in-use chunks: 9.00GiB
+Stats:
+Limit:                 10737418240
+InUse:                  9663676416
+MaxInUse:               9663676416
+NumAllocs:                     120
+MaxAllocSize:           4831838208
+""",
+    "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 3.95 GiB total capacity;",
+]
+
+# Planted in a JSON snapshot's allocator_settings: a bracketed value with commas, and a key the
+# best setting may replace.
+PLANTED_CONF = "roundup_power2_divisions:[256:1,512:2],max_split_size_mb:512"
 
 
 def skip(why):
@@ -64,6 +103,83 @@ def drop_file(page, name, text):
                   "document.body.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));")
 
 
+def wait_for_charts(page, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = page.evaluate("document.getElementById('charts').dataset.state || ''")
+        if state in ("done", "error"):
+            return state
+        time.sleep(0.02)
+    raise TimeoutError(f"the charts stayed {state!r}")
+
+
+def read_charts(page):
+    """The charts' state, the data they drew, and what the DOM holds of them."""
+    return json.loads(page.evaluate("""JSON.stringify({
+      state: document.getElementById('charts').dataset.state,
+      policies: document.getElementById('charts').dataset.policies,
+      note: document.getElementById('charts-note').textContent,
+      data: window.allocsimShownReport || null,
+      lines: Array.prototype.map.call(document.querySelectorAll('#report #chart-bytes path.series'),
+             function (p) { return (p.getAttribute('d') || '').length; }),
+      maps: Array.prototype.map.call(document.querySelectorAll('#report canvas.memory-map'), function (c) {
+        var d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, coloured = 0;
+        for (var i = 0; i < d.length; i += 4) if (d[i + 3] > 0) ++coloured;
+        return coloured; })
+    })"""))
+
+
+def native_report(native, pickle, policies, folder):
+    """The data `allocsim replay ... --report` put in its page (the JSON in #report-data)."""
+    page = Path(folder) / "native_report.html"
+    subprocess.run([native, "replay", str(pickle), "--policy", ",".join(policies), "--report", str(page)],
+                   check=True, capture_output=True)
+    text = page.read_text()
+    start = text.index('<script type="application/json" id="report-data">') + len('<script type="application/json" id="report-data">')
+    return json.loads(text[start:text.index("</script>", start)])
+
+
+def explain_on_page(page, text):
+    page.evaluate(f"document.getElementById('oom-text').value = {json.dumps(text)};"
+                  "document.getElementById('explain').click();")
+    return json.loads(page.evaluate("""JSON.stringify({
+      text: document.getElementById('explanation').textContent,
+      decided: document.getElementById('explanation').dataset.decided})"""))
+
+
+def json_snapshot(pickle, folder, conf=None):
+    """The snapshot's dict saved with json.dump, as a user would save it (conf: planted)."""
+    import pickle as pickle_module
+    with open(pickle, "rb") as f:
+        snapshot = pickle_module.load(f)
+    if conf is not None:
+        snapshot.setdefault("allocator_settings", {})["PYTORCH_CUDA_ALLOC_CONF"] = conf
+    path = Path(folder) / (pickle.stem + (".conf" if conf is not None else "") + ".json")
+    with open(path, "w") as f:
+        json.dump(snapshot, f)
+    return path
+
+
+def conf_with(recorded, key, value):
+    """The page's rule, spelt again: the recorded PYTORCH_CUDA_ALLOC_CONF with `key` set."""
+    pairs, depth, item = [], 0, ""
+    for c in recorded + ",":
+        depth += (c == "[") - (c == "]")
+        if c == "," and depth == 0:
+            if item.strip():
+                pairs.append(item.strip().split(":", 1))
+            item = ""
+        else:
+            item += c
+    for pair in pairs:
+        if pair[0] == key:
+            pair[1] = value
+            break
+    else:
+        pairs.append([key, value])
+    return "PYTORCH_CUDA_ALLOC_CONF=" + ",".join(":".join(p) for p in pairs)
+
+
 def set_capacity(page, gib):
     page.evaluate("document.body.setAttribute('data-status', 'waiting');"
                   f"var c = document.getElementById('capacity'); c.value = {json.dumps(gib)};"
@@ -77,6 +193,7 @@ def read_page(page):
       milliseconds: Number(document.body.dataset.milliseconds),
       error: document.getElementById('error').hidden ? null : document.getElementById('error').textContent,
       best: document.getElementById('best').dataset.policy,
+      bestText: document.getElementById('best').textContent,
       cells: Array.prototype.map.call(document.querySelectorAll('#sides td[data-field]'), function (td) {
         return [Number(td.dataset.side), td.dataset.field, td.dataset.value]; }),
       urls: Array.prototype.concat.apply([], Array.prototype.map.call(document.querySelectorAll('[src],[href]'),
@@ -129,6 +246,32 @@ class Checker:
             self.expect(page_row == native_row, f"{label}: page {page_row}, command line {native_row}")
 
 
+    def charts_as_native(self, label, page, native, pickle, best, folder):
+        charts = read_charts(page)
+        policies = ["caching"] if best in ("", "caching") else ["caching", best]
+        if not self.expect(charts["state"] == "done", f"{label}: the charts are {charts['state']!r}: {charts['note']!r}"):
+            return charts
+        self.expect(charts["policies"] == ",".join(policies), f"{label}: charts of {charts['policies']!r}, not {policies}")
+        expected = native_report(native, pickle, policies, folder)
+        drawn = dict(charts["data"] or {})
+        # The command differs (the file's path, the report's name), and the workload is the file's
+        # path on the command line, its name on the page; every number is compared.
+        for data in (drawn, expected):
+            data.pop("command", None)
+            for lane in data.get("lanes", []):
+                lane["workload"] = Path(lane["workload"]).name
+        same = drawn == expected
+        if not same:
+            differing = sorted(k for k in set(drawn) | set(expected) if drawn.get(k) != expected.get(k))
+            self.expect(False, f"{label}: the charts' data differ from --report's in {differing}")
+        lanes = len(expected.get("lanes", []))
+        self.expect(len(charts["lines"]) >= 2 * lanes and min(charts["lines"] or [0]) > 20,
+                    f"{label}: the timeline holds {charts['lines']} (lengths of its paths) for {lanes} lanes")
+        self.expect(len(charts["maps"]) == lanes and min(charts["maps"] or [0]) > 100,
+                    f"{label}: memory maps with {charts['maps']} coloured pixels for {lanes} lanes")
+        return charts
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__, file=sys.stderr)
@@ -159,22 +302,77 @@ def main():
             status = wait_for_status(page, {"done", "error"})
             seconds = time.monotonic() - started
             seen = read_page(page)
+            wait_for_charts(page)
+            charted = time.monotonic() - started
             print(f"{pickle.name}: verdict {seen['verdict']} {seconds:.2f} s from giving the file "
                   f"({seen['milliseconds']} ms in the page's replay of {len(sides_of(seen)) - 1} settings), "
-                  f"best {seen['best']!r}")
+                  f"best {seen['best']!r}; charts drawn {charted:.2f} s from giving the file")
             if not check.expect(status == "done" and not seen["error"], f"{pickle.name}: the page said {seen['error']!r}"):
                 continue
             check.same_as_native(pickle.name, seen, native, pickle, None, folder)
+            check.charts_as_native(pickle.name, page, native, pickle, seen["best"], folder)
+            # Another setting chosen in the table: its charts beside the recorded settings'.
+            page.evaluate("document.getElementById('charts').dataset.state = 'waiting';"
+                          "document.querySelector('#sides thead th[data-side=\"2\"]').click();")
+            wait_for_charts(page)
+            check.charts_as_native(f"{pickle.name}, column 2 clicked", page, native, pickle, sides_of(seen)[2]["policy"], folder)
+
             # A card smaller than the recorded peak: some settings now run out of memory.
             recorded_peak = int(sides_of(seen)[0]["peak_reserved"])
             gib = f"{int(recorded_peak * 0.8 / 2**30 * 100) / 100:g}"
             set_capacity(page, gib)
             wait_for_status(page, {"done", "error"})
-            seen = read_page(page)
-            print(f"{pickle.name} at {gib} GiB: best {seen['best']!r}")
-            check.same_as_native(f"{pickle.name} at {gib} GiB", seen, native, pickle, f"{gib}GiB", folder)
+            smaller = read_page(page)
+            print(f"{pickle.name} at {gib} GiB: best {smaller['best']!r}")
+            check.same_as_native(f"{pickle.name} at {gib} GiB", smaller, native, pickle, f"{gib}GiB", folder)
             set_capacity(page, "")
             wait_for_status(page, {"done", "error"})
+            wait_for_charts(page)
+
+            # The same dict saved as JSON: the same numbers as the pickle.
+            saved = json_snapshot(pickle, folder)
+            started = time.monotonic()
+            give_file(page, saved)
+            status = wait_for_status(page, {"done", "error"})
+            from_json = read_page(page)
+            print(f"{saved.name} ({saved.stat().st_size} bytes): verdict {from_json['verdict']} "
+                  f"{time.monotonic() - started:.2f} s from giving the file")
+            if check.expect(status == "done" and not from_json["error"], f"{saved.name}: the page said {from_json['error']!r}"):
+                check.expect((sides_of(from_json), from_json["verdict"], from_json["divergence"], from_json["best"])
+                             == (sides_of(seen), seen["verdict"], seen["divergence"], seen["best"]),
+                             f"{saved.name}: not the pickle's numbers")
+                check.same_as_native(saved.name, from_json, native, saved, None, folder)
+            wait_for_charts(page)
+            saved.unlink()
+
+        # A recorded PYTORCH_CUDA_ALLOC_CONF: the best setting's line keeps its other keys.
+        planted = json_snapshot(recordings[-1], folder, PLANTED_CONF)
+        give_file(page, planted)
+        wait_for_status(page, {"done", "error"})
+        seen = read_page(page)
+        wait_for_charts(page)
+        keys = {"expandable": ("expandable_segments", "True")}
+        split = re.fullmatch(r"caching:max_split_size=(\d+)MiB", seen["best"])
+        gc = re.fullmatch(r"caching:gc_threshold=([\d.]+),fraction=([\d.]+)", seen["best"])
+        if split:
+            keys[seen["best"]] = ("max_split_size_mb", split[1])
+        if gc:
+            keys[seen["best"]] = ("garbage_collection_threshold", gc[1])
+        line = (f"PYTORCH_CUDA_ALLOC_CONF={PLANTED_CONF}" if seen["best"] == "caching"
+                else conf_with(PLANTED_CONF, *keys[seen["best"]]) if seen["best"] in keys else None)
+        print(f"{planted.name}: best {seen['best']!r}, the page says {seen['bestText']!r}")
+        check.expect(line is not None and line in seen["bestText"].splitlines(),
+                     f"{planted.name}: best {seen['best']!r}, the page says {seen['bestText']!r}, expected {line!r}")
+
+        # Pasted OOM messages: the page's answer is what `allocsim explain` prints.
+        for text in EXPLAIN_TEXTS:
+            answer = explain_on_page(page, text)
+            native_run = subprocess.run([native, "explain", text], capture_output=True, text=True)
+            check.expect(answer["text"] == native_run.stdout,
+                         f"explain {text[:40]!r}: the page says {answer['text']!r}, the command line {native_run.stdout!r}")
+            check.expect(answer["decided"] == ("true" if native_run.returncode == 0 else "false"),
+                         f"explain {text[:40]!r}: decided {answer['decided']}, the command line exits {native_run.returncode}")
+        print(f"explain: {len(EXPLAIN_TEXTS)} pasted texts read as the command line reads them")
 
         png = page.screenshot(scale=0.25)
         colours, commonest = report_browser.png_colours(png)
@@ -193,6 +391,16 @@ def main():
         expected = result.stderr.strip().removeprefix("allocsim: ").replace(str(bad), bad.name)
         print(f"{bad.name} dropped: the page shows {shown!r}")
         check.expect(status == "error" and shown == expected, f"bad file: the page shows {shown!r}, expected {expected!r}")
+        # A JSON snapshot cut short: the command line's one-line error too.
+        cut = Path(folder) / "cut_short.json"
+        cut.write_text('{"segments": [{"device": 0, ')
+        drop_file(page, cut.name, cut.read_text())
+        status = wait_for_status(page, {"done", "error"})
+        shown = read_page(page)["error"]
+        result = subprocess.run([native, "replay", str(cut), "--policy", "caching"], capture_output=True, text=True)
+        expected = result.stderr.strip().removeprefix("allocsim: ").replace(str(cut), cut.name)
+        print(f"{cut.name} dropped: the page shows {shown!r}")
+        check.expect(status == "error" and shown == expected, f"cut JSON: the page shows {shown!r}, expected {expected!r}")
         # emscripten's loader fetches the inlined wasm from its data: URL, which never leaves the page.
         problems = [p[:200] for p in page.problems() if not p.startswith("network request: data:")]
         check.expect(not problems, f"problems: {problems}")
