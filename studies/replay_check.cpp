@@ -269,6 +269,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
                   format_bytes(trace.bytes_of(event.id)) + " on a " + format_bytes(capacity) + " device";
       } else {
         live[index_of(event.id)] = *block;
+        check.simulated_peak_allocated = std::max(check.simulated_peak_allocated, policy.stats().allocated);
         const std::size_t id = index_of(event.id);
         check.addresses_compared += compare_addresses ? 1 : 0;
         if (compare_addresses && block->addr != recording.addresses[id]) {

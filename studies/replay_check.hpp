@@ -34,6 +34,9 @@ struct ReplayCheck {
   std::size_t replayed_ooms = 0;  // recorded OOMs the replay failed too  // allocations placed where PyTorch placed them, checked
   Bytes recorded_peak_reserved = 0;    // the start's segments plus the recorded segment events
   Bytes simulated_peak_reserved = 0;
+  // The replay's allocated bytes at their peak over the trace's allocs: block sizes, a
+  // block's unsplit rest included, as PyTorch counts them (max_memory_allocated).
+  Bytes simulated_peak_allocated = 0;
   std::vector<std::string> settings_not_modelled;  // recorded PYTORCH_CUDA_ALLOC_CONF entries the spec lacks
   std::vector<std::string> settings_without_effect;  // entries that change nothing a replay allocates
   std::optional<std::string> divergence;  // the first trace event where the replay differs

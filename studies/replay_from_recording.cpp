@@ -68,7 +68,8 @@ Bytes reserved_at(const TorchRecording& recording, const RecordedOom& oom) {
 }
 
 // What the recording itself shows. Its allocated bytes are the trace's sizes rounded as
-// PyTorch rounds them (a block's unsplit rest, which PyTorch counts too, is not known).
+// PyTorch rounds them: a block's unsplit rest, which PyTorch counts too, is not in the
+// trace (replay_from_recording takes the exact replay's figure, which has it).
 WhatIfOutcome recorded_outcome(const TorchRecording& recording) {
   WhatIfOutcome outcome;
   outcome.policy = recorded_spec(recording);
@@ -311,6 +312,9 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
   // replay-check tells which recorded releases were inside an alloc, and whether `caching`
   // is the recording (on an unlimited device: its failures are the recorded OOMs).
   const ReplayCheck check = replay_check(recording, kNoLimit);
+  // An exact replay's blocks are PyTorch's, unsplit rests included: its allocated peak is
+  // the one PyTorch counted (a block of ambiguous size counts as the replay took it).
+  if (check.exact()) what_if.recorded.peak_allocated = check.simulated_peak_allocated;
   what_if.replay_check_divergence = check.exact() ? std::nullopt : check.divergence ? check.divergence : check.final_state;
   std::vector<bool> in_alloc(recording.trace.events.size(), false);
   for (const std::size_t row : check.releases_in_allocs) in_alloc[row] = true;
