@@ -1,7 +1,9 @@
-// The whole PyTorch snapshot path from a pickle's bytes: the plain-data unpickler, the
+// The whole PyTorch snapshot path from a snapshot's bytes, a pickle's or JSON's (the reader
+// tells them by their first byte): the plain-data unpickler or the JSON decoder, the
 // conversion to our CSV trace and sidecar, and their parse into a recording. Seeds: small
-// snapshots in protocols 2 to 5, heads of the shared recordings, and refused or hostile
-// pickles (globals, REDUCE, a persistent id, a set, a list inside itself, deep nesting).
+// snapshots in protocols 2 to 5 and as JSON, heads of the shared recordings, and refused or
+// hostile inputs (globals, REDUCE, a persistent id, a set, a list inside itself, deep
+// nesting, a cut JSON).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
