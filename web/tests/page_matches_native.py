@@ -382,25 +382,17 @@ def main():
 
         # A file that is not a pickle, dropped on the page (a synthesized drop event): the command
         # line's one-line error, its path as the page knows it (the file's name).
-        bad = Path(folder) / "not_a_snapshot.pickle"
-        bad.write_bytes(b"not a pickle\n")
-        drop_file(page, bad.name, bad.read_text())
-        status = wait_for_status(page, {"done", "error"})
-        shown = read_page(page)["error"]
-        result = subprocess.run([native, "replay", str(bad), "--policy", "caching"], capture_output=True, text=True)
-        expected = result.stderr.strip().removeprefix("allocsim: ").replace(str(bad), bad.name)
-        print(f"{bad.name} dropped: the page shows {shown!r}")
-        check.expect(status == "error" and shown == expected, f"bad file: the page shows {shown!r}, expected {expected!r}")
-        # A JSON snapshot cut short: the command line's one-line error too.
-        cut = Path(folder) / "cut_short.json"
-        cut.write_text('{"segments": [{"device": 0, ')
-        drop_file(page, cut.name, cut.read_text())
-        status = wait_for_status(page, {"done", "error"})
-        shown = read_page(page)["error"]
-        result = subprocess.run([native, "replay", str(cut), "--policy", "caching"], capture_output=True, text=True)
-        expected = result.stderr.strip().removeprefix("allocsim: ").replace(str(cut), cut.name)
-        print(f"{cut.name} dropped: the page shows {shown!r}")
-        check.expect(status == "error" and shown == expected, f"cut JSON: the page shows {shown!r}, expected {expected!r}")
+        # A file the reader refuses, and a JSON snapshot cut short: the command line's one-line errors.
+        for name, text in (("not_a_snapshot.pickle", "not a pickle\n"), ("cut_short.json", '{"segments": [{"device": 0, ')):
+            bad = Path(folder) / name
+            bad.write_text(text)
+            drop_file(page, bad.name, text)
+            status = wait_for_status(page, {"done", "error"})
+            shown = read_page(page)["error"]
+            result = subprocess.run([native, "replay", str(bad), "--policy", "caching"], capture_output=True, text=True)
+            expected = result.stderr.strip().removeprefix("allocsim: ").replace(str(bad), bad.name)
+            print(f"{bad.name} dropped: the page shows {shown!r}")
+            check.expect(status == "error" and shown == expected, f"{name}: the page shows {shown!r}, expected {expected!r}")
         # emscripten's loader fetches the inlined wasm from its data: URL, which never leaves the page.
         problems = [p[:200] for p in page.problems() if not p.startswith("network request: data:")]
         check.expect(not problems, f"problems: {problems}")
