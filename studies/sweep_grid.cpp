@@ -318,7 +318,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
   std::vector<TenantChoice> tenants;
   for (const std::string& tenant : options.tenants) {
     tenants.push_back(parse_tenant(tenant));
-    check_workload(tenants.back().workload);
+    check_workload(tenants.back().workload.text);
   }
 
   const std::vector<DeviceSpec> devices = chosen_devices(options.device);
@@ -362,7 +362,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
               point.workloads.push_back(point.workload);
               for (const auto& [tenant_workload, tenant_policy, tenant_start] : tenants) {
                 point.scenario.tenants.push_back(TenantSpec{nullptr, tenant_policy.maker(), tenant_start});
-                point.workloads.push_back(tenant_workload);
+                point.workloads.push_back(tenant_workload.text);
               }
               point.leading.push_back(std::to_string(point.index));
               for (std::string& value : model_leading(model)) point.leading.push_back(std::move(value));
