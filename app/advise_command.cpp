@@ -96,7 +96,7 @@ std::optional<Framework> parse_framework(const std::string& text) {
 
 std::string as_run(const AdviseCandidate& candidate) {
   std::string text = candidate.workload + " @ " + candidate.policy;
-  for (const TenantChoice& tenant : candidate.tenants) text += " + " + tenant.workload + " @ " + tenant.policy.text;
+  for (const TenantChoice& tenant : candidate.tenants) text += " + " + tenant.workload.text + " @ " + tenant.policy.text;
   return text;
 }
 
@@ -184,7 +184,7 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
   OutputPaths paths;
   if (names_a_file(study.workload)) paths.input("--workload", study.workload);
   for (const TenantChoice& tenant : study.tenants) {
-    if (names_a_file(tenant.workload)) paths.input("--tenant", tenant.workload);
+    if (const FileChoice* file = tenant.workload.file()) paths.input("--tenant", file->path);
   }
   paths.output("--csv", o.csv);
   paths.check();

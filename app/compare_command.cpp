@@ -76,7 +76,7 @@ int compare_command(std::span<const std::string> args, std::ostream& out) {
   }
   append_alloc_conf(options.policies, alloc_conf, out);
   if (options.workload.empty()) throw Error("compare needs --workload SPEC (see --help)");
-  refuse_workload_list(options.workload);
+  const WorkloadSpec workload = parse_workload_spec(options.workload);
   if (options.policies.empty()) throw Error("compare needs --policy SPECS, e.g. --policy bfc,growth,caching");
   std::vector<std::string> policies;
   for (const std::string& list : options.policies) {
@@ -84,7 +84,7 @@ int compare_command(std::span<const std::string> args, std::ostream& out) {
   }
   const OnOom on_oom = parse_on_oom(options.on_oom);
   OutputPaths paths;
-  if (names_a_file(options.workload)) paths.input("--workload", options.workload);
+  if (const FileChoice* file = workload.file()) paths.input("--workload", file->path);
   paths.input("--device-profile", options.device.cost_profile);
   paths.output("--csv", options.csv);
   paths.output("--report", options.report);
@@ -92,7 +92,7 @@ int compare_command(std::span<const std::string> args, std::ostream& out) {
   const DeviceSpec device = chosen_device(options.device);
   std::vector<PolicyMaker> makers;  // read before a long trace load
   for (const std::string& policy : policies) makers.push_back(policy_maker(policy));
-  const auto trace = std::make_shared<const Trace>(load_workload(options.workload, LoadOptions{std::nullopt, device.compute_capability}));
+  const auto trace = std::make_shared<const Trace>(load_workload(workload, LoadOptions{std::nullopt, device.compute_capability}));
   const Comparison comparison = compare_policies(trace, device, makers, on_oom, !options.report.empty());
 
   out << "device " << device.name << ": " << format_bytes(device.capacity) << ", context "

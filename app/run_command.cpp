@@ -102,10 +102,10 @@ std::vector<TenantChoice> tenant_specs(const RunOptions& options) {
   if (!options.workload.empty() || !options.policy.empty()) {
     if (options.workload.empty()) throw Error("--policy needs a --workload to replay");
     if (options.policy.empty()) throw Error("--workload needs a --policy (see `allocsim policies`)");
-    tenants.push_back(TenantChoice{options.workload, parse_policy_spec(options.policy)});
+    PolicySpec policy = parse_policy_spec(options.policy);
+    tenants.push_back(TenantChoice{parse_workload_spec(options.workload), std::move(policy)});
   }
   for (const std::string& tenant : options.tenants) tenants.push_back(parse_tenant(tenant));
-  for (const TenantChoice& tenant : tenants) refuse_workload_list(tenant.workload);
   if (tenants.empty()) throw Error("nothing to run: give --workload and --policy, or --tenant (see --help)");
   return tenants;
 }
@@ -127,7 +127,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   // Before a long run: no output over an input or another output, every folder writable.
   OutputPaths paths;
   for (const TenantChoice& tenant : tenants) {
-    if (names_a_file(tenant.workload)) paths.input("--workload", tenant.workload);
+    if (const FileChoice* file = tenant.workload.file()) paths.input("--workload", file->path);
   }
   paths.input("--device-profile", options.device.cost_profile);
   paths.output("--csv", options.csv);
@@ -152,13 +152,14 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   for (const auto& [workload, policy, start] : tenants) {
     std::optional<ModelSpec> batched;  // the model workload at --batch
     if (values.count("batch")) {
-      batched = parse_model_spec(workload);
-      if (options.batch < 1 || !batched) throw Error("--batch needs a batch of 1 or more and a model workload");
-      set_model_token(*batched, model_token("b"), options.batch, workload);
+      if (options.batch < 1 || !workload.model()) throw Error("--batch needs a batch of 1 or more and a model workload");
+      batched = *workload.model();
+      set_model_token(*batched, model_token("b"), options.batch, workload.text);
     }
-    if (!batched && names_a_file(workload) && find_reader(workload).holds == Holds::allocator_state &&
-        std::find(recordings.begin(), recordings.end(), workload) == recordings.end()) {
-      recordings.push_back(workload);
+    const FileChoice* file = workload.file();
+    if (file && file->reader->holds == Holds::allocator_state &&
+        std::find(recordings.begin(), recordings.end(), file->path) == recordings.end()) {
+      recordings.push_back(file->path);
     }
     if (options.stream) {
       scenario.tenants.push_back(
@@ -166,13 +167,13 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
       continue;
     }
     const LoadOptions load_options{options.cuda_device, scenario.device.compute_capability};
-    if (overlap_load && !batched && names_a_file(workload)) {
-      auto& load = loading[workload];
-      if (!load) load = load_in_background(workload, load_options);
+    if (overlap_load && file) {
+      auto& load = loading[file->path];
+      if (!load) load = load_in_background(*file, load_options);
       scenario.tenants.push_back(TenantSpec::from_source(load, policy.maker(), start));
       continue;
     }
-    auto& trace = traces[workload];
+    auto& trace = traces[workload.text];
     if (!trace) {
       trace = std::make_shared<const Trace>(batched ? load_workload(*batched, load_options)
                                                     : load_workload(workload, load_options));

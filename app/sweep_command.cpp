@@ -134,8 +134,8 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
   const std::vector<SweepPoint> points = expand_sweep(options.sweep);
   OutputPaths paths;  // the --resume file is the output itself, read first
   for (const SweepPoint& point : points) {
-    for (const std::string& workload : point.workloads) {
-      if (names_a_file(workload)) paths.input("--workload", workload);
+    for (const WorkloadSpec& workload : point.workloads) {
+      if (const FileChoice* file = workload.file()) paths.input("--workload", file->path);
     }
   }
   paths.output("--csv", options.csv);

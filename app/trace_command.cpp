@@ -112,8 +112,8 @@ LoadOptions load_options(const TraceArguments& parsed) {
   return options;
 }
 
-std::string format_of(const std::string& input, const Trace& trace) {
-  return names_a_file(input) ? std::string(find_reader(input).name) : trace.info.source;
+std::string format_of(const WorkloadSpec& input, const Trace& trace) {
+  return input.file() ? std::string(input.file()->reader->name) : trace.info.source;
 }
 
 void expect_files(const TraceArguments& parsed, std::size_t count, const std::string& usage) {
@@ -138,10 +138,11 @@ int info(std::span<const std::string> args, std::ostream& out) {
   if (!parse_trace_arguments(args, parsed, false, out, kInfoNotes)) return 0;
   expect_files(parsed, 1, "info needs one trace: allocsim trace info FILE");
   const std::string& input = parsed.files.front();
-  const Trace trace = load_workload(input, load_options(parsed));
+  const WorkloadSpec spec = parse_workload_spec(input);
+  const Trace trace = load_workload(spec, load_options(parsed));
   const TraceSummary summary = summarize(trace);
   out << "trace " << input << "\n"
-      << "  format: " << format_of(input, trace) << "\n"
+      << "  format: " << format_of(spec, trace) << "\n"
       << "  events: " << summary.events << " (" << summary.allocations << " allocations, " << summary.frees << " frees, "
       << summary.releases << " releases, " << summary.syncs << " syncs)\n"
       << "  span: " << format_nanos(summary.last_time - summary.first_time) << " (from "
@@ -178,10 +179,11 @@ int convert(std::span<const std::string> args, std::ostream& out) {
   const std::string& input = parsed.files[0];
   const std::string& output = parsed.files[1];
   const WriterInfo& writer = checked_output(input, output);
-  const Trace trace = load_workload(input, load_options(parsed));
+  const WorkloadSpec spec = parse_workload_spec(input);
+  const Trace trace = load_workload(spec, load_options(parsed));
   writer.write(trace, output);
   out << "wrote " << output << " (" << writer.name << "): " << trace.events.size() << " events, "
-      << trace.allocations() << " allocations, from " << input << " (" << format_of(input, trace) << ")\n";
+      << trace.allocations() << " allocations, from " << input << " (" << format_of(spec, trace) << ")\n";
   return 0;
 }
 

@@ -130,13 +130,14 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, segments, choice.backend);
   const std::string table = stem.string() + ".csv";
   const std::string calls = stem.string() + ".calls.csv";
+  const WorkloadSpec spec = parse_workload_spec(workload);
   OutputPaths paths;
-  if (names_a_file(workload)) paths.input("--workload", workload);
+  if (const FileChoice* file = spec.file()) paths.input("--workload", file->path);
   paths.input("--device-profile", profile);
   paths.output("the comparison", table);
   paths.output("the device calls", calls);
   paths.check();
-  const auto trace = std::make_shared<const Trace>(load_workload(workload));
+  const auto trace = std::make_shared<const Trace>(load_workload(spec));
 
   const std::unique_ptr<DeviceApi> api = open(choice);
   const Validation validation = validate(*api, trace, options);

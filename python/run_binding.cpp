@@ -244,7 +244,7 @@ void bind_run(py::module_& module) {
   module.def("_replay_path", &replay_path);
   module.def("_parse_tenant", [](const std::string& text) {
     const TenantChoice tenant = parse_tenant(text);
-    return py::make_tuple(tenant.workload, tenant.policy.text, tenant.start);
+    return py::make_tuple(tenant.workload.text, tenant.policy.text, tenant.start);
   });
   module.def("_parse_nanos", [](const std::string& text) { return parse_nanos(text); });
   module.def("_parse_bytes", [](const std::string& text) { return parse_bytes(text); });

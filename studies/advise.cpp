@@ -293,7 +293,7 @@ class Planner {
     const TenantChoice& given = study_.tenants[tenant - 1];
     const std::optional<Framework> framework = framework_of_policy(given.policy);
     if (!framework) return;
-    const std::string in = "in tenant " + std::to_string(tenant) + " (" + given.workload + "): ";
+    const std::string in = "in tenant " + std::to_string(tenant) + " (" + given.workload.text + "): ";
     const auto changed = [this, tenant](std::string what, std::string change, std::string policy) {
       AdviseCandidate candidate =
           make_candidate(std::move(what), std::move(change), Impact::setting, subject_.workload, base_policy());
@@ -655,7 +655,7 @@ RunResult replay(const AdviseCandidate& candidate, const DeviceSpec& device, Tra
   scenario.tenants.push_back(
       TenantSpec{traces.get(candidate.workload, device.compute_capability), policy_maker(candidate.policy), 0});
   for (const TenantChoice& tenant : candidate.tenants) {
-    scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload, device.compute_capability), tenant.policy.maker(), 0});
+    scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload.text, device.compute_capability), tenant.policy.maker(), 0});
   }
   return run(scenario);
 }
@@ -698,7 +698,7 @@ std::int64_t search(const Plan& plan, const DeviceSpec& device, TraceCache& trac
 
 std::string tenants_text(const std::vector<TenantChoice>& tenants) {
   std::string text;
-  for (const TenantChoice& tenant : tenants) text += (text.empty() ? "" : " ") + tenant.workload + "@" + tenant.policy.text;
+  for (const TenantChoice& tenant : tenants) text += (text.empty() ? "" : " ") + tenant.workload.text + "@" + tenant.policy.text;
   return text;
 }
 

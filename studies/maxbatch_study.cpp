@@ -13,6 +13,7 @@
 #include "studies/outcome.hpp"
 #include "studies/parallel.hpp"
 #include "studies/sweep_run.hpp"
+#include "workloads/catalogue.hpp"
 
 namespace allocsim {
 namespace {
@@ -133,7 +134,7 @@ void search_maxbatch(const MaxBatchStudy& study, MaxBatchResults& results) {
             set_model_token(spec, model_token("b"), batch, study.workload);
             Scenario scenario;
             scenario.device = row.device;
-            scenario.tenants.push_back(TenantSpec{traces.get(to_string(spec), row.device.compute_capability), row.policy, 0});
+            scenario.tenants.push_back(TenantSpec{traces.get(WorkloadSpec{to_string(spec), spec}, row.device.compute_capability), row.policy, 0});
             return probe(run(scenario), batch);
           },
           study.limit, study.neighbours);

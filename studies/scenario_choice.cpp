@@ -74,7 +74,8 @@ TenantChoice parse_tenant(const std::string& text) {
   if (at == std::string::npos || at == 0 || at + 1 == rest.size()) {
     throw Error("--tenant '" + text + "' is not WORKLOAD@POLICY or WORKLOAD@POLICY@start=TIME");
   }
-  return TenantChoice{rest.substr(0, at), parse_policy_spec(rest.substr(at + 1)), start};
+  PolicySpec policy = parse_policy_spec(rest.substr(at + 1));
+  return TenantChoice{parse_workload_spec(rest.substr(0, at)), std::move(policy), start};
 }
 
 DeviceSpec chosen_device(const DeviceChoice& choice) {

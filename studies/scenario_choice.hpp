@@ -9,6 +9,7 @@
 
 #include "policies/registry.hpp"
 #include "sim/device.hpp"
+#include "workloads/catalogue.hpp"
 
 namespace allocsim {
 
@@ -28,14 +29,14 @@ std::vector<DeviceSpec> chosen_devices(const DeviceChoice& choice);
 Bytes parse_granularity(const std::string& text);
 
 struct TenantChoice {
-  std::string workload;
+  WorkloadSpec workload;
   PolicySpec policy;
   Nanos start = 0;  // when the process starts, on the simulated clock
 };
 
 // "WORKLOAD@POLICY" or "WORKLOAD@POLICY@start=TIME" (the last '@' before them splits: a
-// path may hold one); Error when either is empty, the time is bad or the policy spec is
-// (parse_policy_spec).
+// path may hold one); Error when either is empty, the time is bad, or the policy spec
+// (parse_policy_spec) or then the workload spec (parse_workload_spec) is.
 TenantChoice parse_tenant(const std::string& text);
 
 // The one device of a command that runs one scenario; Error when the choice names several.

@@ -4,7 +4,6 @@
 #include <charconv>
 #include <filesystem>
 #include <functional>
-#include <set>
 #include <span>
 
 #include "policies/registry.hpp"
@@ -182,21 +181,16 @@ std::string_view optimizer_name(Optimizer optimizer) {
   return "";
 }
 
-void check_workload(const std::string& spec) {
-  refuse_workload_list(spec);
-  if (parse_model_spec(spec)) return;  // throws on a bad token
-  if (names_a_file(spec)) {
-    if (!std::filesystem::is_regular_file(spec)) throw Error("workload " + spec + ": no such file");
-    return;
-  }
-  const Spec parsed = parse_spec(spec);
-  for (const WorkloadInfo& info : all_workloads()) {
-    if (info.name == parsed.name) {
-      Params(parsed, info.params, "workload " + parsed.name);  // unknown keys fail here
-      return;
-    }
-  }
-  load_workload(spec);  // not a known name: the catalogue says what is valid
+// A sweep runs long: a trace file must be there before the first point, not when a point loads it.
+void refuse_missing_file(const WorkloadSpec& spec) {
+  const FileChoice* file = spec.file();
+  if (file && !std::filesystem::is_regular_file(file->path)) throw Error("workload " + spec.text + ": no such file");
+}
+
+WorkloadSpec checked_workload(const std::string& text) {
+  WorkloadSpec spec = parse_workload_spec(text);
+  refuse_missing_file(spec);
+  return spec;
 }
 
 std::vector<std::string> model_leading(const std::optional<ModelSpec>& model) {
@@ -318,7 +312,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
   std::vector<TenantChoice> tenants;
   for (const std::string& tenant : options.tenants) {
     tenants.push_back(parse_tenant(tenant));
-    check_workload(tenants.back().workload);
+    refuse_missing_file(tenants.back().workload);
   }
 
   const std::vector<DeviceSpec> devices = chosen_devices(options.device);
@@ -333,9 +327,14 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
 
   std::vector<SweepPoint> points;
   for (const std::string& workload : workloads) {
-    const std::optional<ModelSpec> base = parse_model_spec(workload);
-    if (tokens_given && !base) {
-      throw Error("workload " + workload + ": --batch, --precision and the other model options need a model workload");
+    std::optional<WorkloadSpec> as_given;  // unswept, the workload as the user spelled it
+    std::optional<ModelSpec> base;
+    if (tokens_given) {
+      base = parse_model_spec(workload);
+      if (!base) throw Error("workload " + workload + ": --batch, --precision and the other model options need a model workload");
+    } else {
+      as_given = checked_workload(workload);
+      if (const ModelSpec* model = as_given->model()) base = *model;
     }
     // The odometer over the token axes: the last axis turns fastest.
     std::vector<std::size_t> at(token_axes.size(), 0);
@@ -354,12 +353,13 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
               SweepPoint point;
               point.index = points.size();
               // Unswept, the workload stays as the user spelled it; swept, it is the typed spec printed.
-              point.workload = tokens_given ? to_string(*model) : workload;
+              WorkloadSpec spec = as_given ? *as_given : WorkloadSpec{to_string(*model), *model};
+              point.workload = spec.text;
               point.policy = policy.text;
               point.scenario.device = device;
               point.scenario.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
               point.scenario.tenants.push_back(TenantSpec{nullptr, policy, 0});
-              point.workloads.push_back(point.workload);
+              point.workloads.push_back(std::move(spec));
               for (const auto& [tenant_workload, tenant_policy, tenant_start] : tenants) {
                 point.scenario.tenants.push_back(TenantSpec{nullptr, tenant_policy.maker(), tenant_start});
                 point.workloads.push_back(tenant_workload);
@@ -376,11 +376,6 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
       while (axis > 0 && ++at[axis - 1] == token_axes[axis - 1].values.size()) at[--axis] = 0;
       if (axis == 0) break;
     }
-  }
-  // Each distinct workload is checked once (a bad token names itself).
-  std::set<std::string> seen;
-  for (const SweepPoint& point : points) {
-    if (seen.insert(point.workload).second) check_workload(point.workload);
   }
   return points;
 }

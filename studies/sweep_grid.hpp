@@ -54,7 +54,7 @@ struct SweepPoint {
   std::string workload;   // the primary tenant's full spec: as given, or to_string of its swept ModelSpec
   std::string policy;
   Scenario scenario;      // traces not loaded yet: TenantSpec::trace is null
-  std::vector<std::string> workloads;  // each tenant's workload spec, for loading
+  std::vector<WorkloadSpec> workloads;  // each tenant's workload, for loading
   std::vector<std::string> leading;    // the values of sweep_columns() for this point
 };
 

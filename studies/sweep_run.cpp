@@ -17,11 +17,20 @@
 
 namespace allocsim {
 
+std::shared_ptr<const Trace> TraceCache::get(const WorkloadSpec& spec, int compute_capability) {
+  return get(spec.text, compute_capability, [&](const LoadOptions& options) { return load_workload(spec, options); });
+}
+
 std::shared_ptr<const Trace> TraceCache::get(const std::string& spec, int compute_capability) {
+  return get(spec, compute_capability, [&](const LoadOptions& options) { return load_workload(spec, options); });
+}
+
+std::shared_ptr<const Trace> TraceCache::get(const std::string& key, int compute_capability,
+                                             const std::function<Trace(const LoadOptions&)>& load) {
   std::shared_ptr<Entry> entry;
   {
     const std::lock_guard lock(mutex_);
-    std::shared_ptr<Entry>& slot = entries_[{spec, compute_capability}];
+    std::shared_ptr<Entry>& slot = entries_[{key, compute_capability}];
     if (!slot) slot = std::make_shared<Entry>();
     entry = slot;
   }
@@ -29,7 +38,7 @@ std::shared_ptr<const Trace> TraceCache::get(const std::string& spec, int comput
   std::call_once(entry->once, [&] { 
     LoadOptions options;
     options.compute_capability = compute_capability;
-    entry->trace = std::make_shared<const Trace>(load_workload(spec, options));
+    entry->trace = std::make_shared<const Trace>(load(options));
   });
   return entry->trace;
 }
@@ -156,7 +165,7 @@ std::vector<SweepRow> read_sweep_csv(std::istream& in, bool timing, const std::v
       throw Error("--resume: " + name + ":" + std::to_string(line) + ": no point or tenant number");
     }
     const SweepPoint* expected = point < points.size() ? &points[point] : nullptr;
-    if (!expected || tenant >= expected->workloads.size() || cells[workload_at] != expected->workloads[tenant] ||
+    if (!expected || tenant >= expected->workloads.size() || cells[workload_at] != expected->workloads[tenant].text ||
         cells[policy_at] != expected->scenario.tenants[tenant].policy.text ||
         cells[device_at] != expected->scenario.device.name ||
         cells[capacity_at] != std::to_string(expected->scenario.device.capacity)) {

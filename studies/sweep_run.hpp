@@ -18,6 +18,7 @@
 
 #include "studies/sweep_grid.hpp"
 #include "sim/trace.hpp"
+#include "workloads/catalogue.hpp"
 
 namespace allocsim {
 
@@ -31,9 +32,12 @@ struct SweepRow {
 // workspace depends on it) and shares it between the points and threads that use it.
 class TraceCache {
  public:
-  std::shared_ptr<const Trace> get(const std::string& spec, int compute_capability);
+  std::shared_ptr<const Trace> get(const WorkloadSpec& spec, int compute_capability);
+  std::shared_ptr<const Trace> get(const std::string& spec, int compute_capability);  // parsed at its first load
 
  private:
+  std::shared_ptr<const Trace> get(const std::string& key, int compute_capability,
+                                   const std::function<Trace(const LoadOptions&)>& load);
   struct Entry {
     std::once_flag once;
     std::shared_ptr<const Trace> trace;

@@ -218,14 +218,15 @@ Trace load_workload(const ModelSpec& model, const LoadOptions& options) {
   return lower_model(model, options, std::move(text));
 }
 
-Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
-  refuse_workload_list(spec_text);
-  if (names_a_file(spec_text)) return find_reader(spec_text).load(std::string(spec_text), options);
-  refuse_cuda_device(options, spec_text);
-  if (auto model = parse_model_spec(spec_text)) return lower_model(*model, options, std::string(spec_text));
-  const Spec spec = parse_spec(spec_text);
+WorkloadSpec parse_workload_spec(std::string_view text) {
+  refuse_workload_list(text);
+  if (names_a_file(text)) return {std::string(text), FileChoice{&find_reader(text), std::string(text)}};
+  if (auto model = parse_model_spec(text)) return {std::string(text), std::move(*model)};
+  const Spec spec = parse_spec(text);
   for (const WorkloadInfo& info : kWorkloads) {
-    if (info.name == spec.name) return info.make(Params(spec, info.params, "workload " + spec.name), spec_text);
+    if (info.name == spec.name) {
+      return {std::string(text), GeneratorChoice{&info, Params(spec, info.params, "workload " + spec.name)}};
+    }
   }
   std::string valid;
   for (const WorkloadInfo& info : kWorkloads) valid += (valid.empty() ? "" : ", ") + std::string(info.name);
@@ -233,14 +234,29 @@ Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
   throw Error("unknown workload '" + spec.name + "'; valid workloads: " + valid + ", or a path to a .csv trace");
 }
 
-std::shared_ptr<const BackgroundTrace> load_in_background(std::string_view path, const LoadOptions& options) {
-  const ReaderInfo& reader = find_reader(path);
+Trace load_workload(const WorkloadSpec& spec, const LoadOptions& options) {
+  if (const FileChoice* file = spec.file()) return file->reader->load(file->path, options);
+  refuse_cuda_device(options, spec.text);
+  if (const ModelSpec* model = spec.model()) return lower_model(*model, options, spec.text);
+  const auto& generator = std::get<GeneratorChoice>(spec.what);
+  return generator.row->make(generator.params, spec.text);
+}
+
+Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
+  return load_workload(parse_workload_spec(spec_text), options);
+}
+
+std::shared_ptr<const BackgroundTrace> load_in_background(const FileChoice& file, const LoadOptions& options) {
   return std::make_shared<const BackgroundTrace>(
-      std::string(path), [&reader, path = std::string(path), options](TraceProgress& progress) {
+      file.path, [reader = file.reader, path = file.path, options](TraceProgress& progress) {
         LoadOptions reporting = options;
         reporting.progress = &progress;
-        return reader.load(path, reporting);
+        return reader->load(path, reporting);
       });
+}
+
+std::shared_ptr<const BackgroundTrace> load_in_background(std::string_view path, const LoadOptions& options) {
+  return load_in_background(FileChoice{&find_reader(path), std::string(path)}, options);
 }
 
 namespace {
@@ -262,23 +278,25 @@ std::shared_ptr<const EventSourceFactory> stream_workload(const ModelSpec& model
   throw Error("workload '" + to_string(model) + "' cannot stream; what streams: " + what_streams());
 }
 
-std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec_text) {
+std::shared_ptr<const EventSourceFactory> stream_workload(const WorkloadSpec& spec) {
   const std::string streamable = what_streams();
-  if (names_a_file(spec_text)) {
-    const ReaderInfo& reader = find_reader(spec_text);
-    if (!reader.stream) {
-      throw Error(std::string(spec_text) + ": a " + std::string(reader.name) + " file is read whole; what streams: " +
+  if (const FileChoice* file = spec.file()) {
+    if (!file->reader->stream) {
+      throw Error(file->path + ": a " + std::string(file->reader->name) + " file is read whole; what streams: " +
                   streamable + " (convert it to .atrace first: --save-trace FILE.atrace)");
     }
-    return reader.stream(std::string(spec_text));
+    return file->reader->stream(file->path);
   }
-  const Spec spec = parse_spec(spec_text);
-  for (const WorkloadInfo& info : kWorkloads) {
-    if (info.name != spec.name) continue;
-    if (!info.stream) throw Error("workload " + spec.name + " cannot stream; what streams: " + streamable);
-    return info.stream(Params(spec, info.params, "workload " + spec.name), spec_text);
+  if (spec.model()) throw Error("workload '" + spec.text + "' cannot stream; what streams: " + streamable);
+  const auto& generator = std::get<GeneratorChoice>(spec.what);
+  if (!generator.row->stream) {
+    throw Error("workload " + std::string(generator.row->name) + " cannot stream; what streams: " + streamable);
   }
-  throw Error("workload '" + std::string(spec_text) + "' cannot stream; what streams: " + streamable);
+  return generator.row->stream(generator.params, spec.text);
+}
+
+std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec_text) {
+  return stream_workload(parse_workload_spec(spec_text));
 }
 
 }  // namespace allocsim

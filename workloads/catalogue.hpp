@@ -5,7 +5,9 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <variant>
 
 #include "sim/background_trace.hpp"
 #include "sim/event_source.hpp"
@@ -49,8 +51,38 @@ const ReaderInfo& find_reader(std::string_view path);
 // beats `.y`). Throws Error naming the path and listing the extensions when none does.
 const WriterInfo& find_writer(std::string_view path);
 
+// A generator of the table with its parameters, checked.
+struct GeneratorChoice {
+  const WorkloadInfo* row;
+  Params params;
+};
+
+// A trace file and the reader that claims it (find_reader).
+struct FileChoice {
+  const ReaderInfo* reader;
+  std::string path;
+};
+
+// A workload spec as a command reads it, parsed once: the text as the user spelled it
+// (shown in outputs, the key of a trace loaded once) and what it names.
+struct WorkloadSpec {
+  std::string text;
+  std::variant<ModelSpec, GeneratorChoice, FileChoice> what;
+
+  const ModelSpec* model() const { return std::get_if<ModelSpec>(&what); }
+  const FileChoice* file() const { return std::get_if<FileChoice>(&what); }
+};
+
 // A model spec ("resnet50_b64"), a generator spec ("random:n=1000,seed=7") or a trace
-// file (see names_a_file). Throws Error naming the bad part. `options` go to a file's reader.
+// file (see names_a_file). Error on a list (refuse_workload_list), a bad model token, a
+// generator's unknown parameter, an unknown name (listing the valid ones), a file no reader
+// knows. A file's own load says what is wrong inside it.
+WorkloadSpec parse_workload_spec(std::string_view text);
+
+// Its trace. `options` go to a file's reader; a model or generator refuses a CUDA device.
+Trace load_workload(const WorkloadSpec& spec, const LoadOptions& options = {});
+
+// The same for a spec's text: parse_workload_spec, then load.
 Trace load_workload(std::string_view spec, const LoadOptions& options = {});
 
 // A model spec already parsed (and changed: a command's --batch), loaded as its text would be.
@@ -59,10 +91,12 @@ Trace load_workload(const ModelSpec& model, const LoadOptions& options = {});
 // A trace file read on a thread of its own while a replay runs the events read so far
 // (sim/background_trace.hpp): the same trace and errors as load_workload's. The reader is
 // found, or the file refused, at once.
+std::shared_ptr<const BackgroundTrace> load_in_background(const FileChoice& file, const LoadOptions& options = {});
 std::shared_ptr<const BackgroundTrace> load_in_background(std::string_view path, const LoadOptions& options = {});
 
 // The same workload as a stream (a .atrace or CSV file, the random generator), for a replay that
 // holds only the live allocations. Throws Error naming what can stream when it cannot.
+std::shared_ptr<const EventSourceFactory> stream_workload(const WorkloadSpec& spec);
 std::shared_ptr<const EventSourceFactory> stream_workload(std::string_view spec);
 std::shared_ptr<const EventSourceFactory> stream_workload(const ModelSpec& model);  // no model streams: Error
 

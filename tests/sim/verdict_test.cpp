@@ -235,15 +235,15 @@ TEST_CASE("bfc's preallocated pool is reserved, unused, and no fragmentation of 
 
 TEST_CASE("a tenant spec takes a start time: WORKLOAD@POLICY@start=TIME", "[verdict][cli]") {
   const TenantChoice plain = parse_tenant("resnet50_b8@bfc");
-  CHECK(plain.workload == "resnet50_b8");
+  CHECK(plain.workload.text == "resnet50_b8");
   CHECK(plain.policy.text == "bfc");
   CHECK(plain.start == 0);
   const TenantChoice late = parse_tenant("dir@x/trace.csv@caching:fraction=0.5@start=2.5ms");
-  CHECK(late.workload == "dir@x/trace.csv");
+  CHECK(late.workload.text == "dir@x/trace.csv");
   CHECK(late.policy.text == "caching:fraction=0.5");
   CHECK(late.start == 2'500'000);
-  CHECK(parse_tenant("a@bfc@start=3s").start == 3'000'000'000);
-  CHECK(parse_tenant("a@bfc@start=40").start == 40);
+  CHECK(parse_tenant("random@bfc@start=3s").start == 3'000'000'000);
+  CHECK(parse_tenant("random@bfc@start=40").start == 40);
   CHECK_THROWS_WITH(parse_tenant("a@b@start=-1s"), Catch::Contains("negative"));
   CHECK_THROWS_WITH(parse_tenant("a@b@start=soon"), Catch::Contains("'a@b@start=soon'"));
   CHECK_THROWS_WITH(parse_tenant("a@b@start=1h"), Catch::Contains("unknown unit"));

@@ -28,7 +28,7 @@ nlohmann::json run_line(const AdviseCandidate& candidate, const std::vector<std:
   args.insert(args.end(), device.begin(), device.end());
   for (const TenantChoice& tenant : candidate.tenants) {
     args.push_back("--tenant");
-    args.push_back(tenant.workload + "@" + tenant.policy.text);
+    args.push_back(tenant.workload.text + "@" + tenant.policy.text);
   }
   args.push_back("--json");
   args.push_back(json);
