@@ -4,7 +4,6 @@
 #include <map>
 #include <set>
 
-#include "policies/registry.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
 #include "sim/interrupt.hpp"
