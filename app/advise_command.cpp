@@ -95,7 +95,7 @@ std::optional<Framework> parse_framework(const std::string& text) {
 }
 
 std::string as_run(const AdviseCandidate& candidate) {
-  std::string text = candidate.workload + " @ " + candidate.policy;
+  std::string text = candidate.workload.text + " @ " + candidate.policy;
   for (const TenantChoice& tenant : candidate.tenants) text += " + " + tenant.workload.text + " @ " + tenant.policy.text;
   return text;
 }
@@ -167,10 +167,9 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
     return 0;
   }
   if (o.workload.empty()) throw Error("advise needs --workload (see advise --help)");
-  refuse_workload_list(o.workload);
 
   AdviseStudy study;
-  study.workload = o.workload;
+  study.workload = parse_workload_spec(o.workload);
   study.framework = parse_framework(o.framework);
   o.policy = policy_or_alloc_conf(o.policy, o.alloc_conf, out);
   if (!o.policy.empty()) study.policy = parse_policy_spec(o.policy);
@@ -182,7 +181,7 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
   study.threads = threads_option(o.threads);
   if (study.threads == 0) study.threads = std::max(1u, std::thread::hardware_concurrency());
   OutputPaths paths;
-  if (names_a_file(study.workload)) paths.input("--workload", study.workload);
+  if (const FileChoice* file = study.workload.file()) paths.input("--workload", file->path);
   for (const TenantChoice& tenant : study.tenants) {
     if (const FileChoice* file = tenant.workload.file()) paths.input("--tenant", file->path);
   }

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -22,7 +23,7 @@
 #include "studies/batch_report.hpp"
 #include "studies/maxbatch_study.hpp"
 #include "studies/report_page.hpp"
-#include "studies/sweep_grid.hpp"
+#include "studies/scenario_choice.hpp"
 #include "workloads/catalogue.hpp"
 #include "workloads/model/model_spec.hpp"
 
@@ -149,24 +150,16 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
   append_alloc_conf(o.policies, alloc_conf, out);
   if (o.workload.empty() || o.policies.empty()) throw Error("maxbatch needs --workload MODEL and --policy (see maxbatch --help)");
   refuse_workload_list(o.workload);
-  if (!parse_model_spec(o.workload)) {
-    throw Error("maxbatch: workload " + o.workload + " is not a model workload (see `allocsim workloads`)");
-  }
+  std::optional<ModelSpec> model = parse_model_spec(o.workload);
+  if (!model) throw Error("maxbatch: workload " + o.workload + " is not a model workload (see `allocsim workloads`)");
   if (o.resume && o.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
   if (o.limit < 1 || o.limit > 100'000) throw Error("--limit must be 1 to 100000");
   if (o.neighbours < 0 || o.neighbours > 64) throw Error("--neighbours must be 0 to 64");
   if (o.accumulation < 2 || o.accumulation > 1024) throw Error("--accumulation must be 2 to 1024");
 
-  // The policies as a sweep would read them ("all" included), checked up front.
-  SweepOptions sweep;
-  sweep.workloads = {o.workload};
-  sweep.policies = o.policies;
-  std::vector<PolicyMaker> policies;
-  for (const SweepPoint& point : expand_sweep(sweep)) policies.push_back(point.scenario.tenants.front().policy);
-
   MaxBatchStudy study;
-  study.workload = o.workload;
-  study.policies = std::move(policies);
+  study.workload = WorkloadSpec{o.workload, std::move(*model)};
+  study.policies = policy_makers(o.policies);  // "all" included, each checked up front
   study.devices = chosen_devices(o.device);
   study.limit = o.limit;
   study.neighbours = o.neighbours;

@@ -217,7 +217,7 @@ int slice(std::span<const std::string> args, std::ostream& out) {
   const std::string& input = parsed.files[0];
   const std::string& output = parsed.files[1];
   const WriterInfo& writer = checked_output(input, output);
-  const Trace trace = load_workload(input, load_options(parsed));
+  const Trace trace = load_workload(parse_workload_spec(input), load_options(parsed));
   const TraceSlice cut = slice_trace(trace, range);
   writer.write(cut.trace, output);
   out << "wrote " << output << " (" << writer.name << "): events " << cut.first_event << " to " << cut.end_event - 1

@@ -218,17 +218,28 @@ PolicySpec parse_policy_spec(std::string_view text) {
   return parsed;
 }
 
-std::vector<PolicySpec> parse_policy_lists(std::span<const std::string> lists) {
-  std::vector<PolicySpec> policies;
+namespace {
+
+// The items of --policy lists, in order, `all` spelled out as every row's name.
+std::vector<std::string> policy_items(std::span<const std::string> lists) {
+  std::vector<std::string> items;
   for (const std::string& list : lists) {
-    for (const std::string& item : split_spec_list(list, "--policy")) {
+    for (std::string& item : split_spec_list(list, "--policy")) {
       if (item != "all") {
-        policies.push_back(parse_policy_spec(item));
+        items.push_back(std::move(item));
         continue;
       }
-      for (const PolicyInfo& info : kPolicies) policies.push_back(parse_policy_spec(info.name));
+      for (const PolicyInfo& info : kPolicies) items.emplace_back(info.name);
     }
   }
+  return items;
+}
+
+}  // namespace
+
+std::vector<PolicySpec> parse_policy_lists(std::span<const std::string> lists) {
+  std::vector<PolicySpec> policies;
+  for (const std::string& item : policy_items(lists)) policies.push_back(parse_policy_spec(item));
   return policies;
 }
 
@@ -247,6 +258,12 @@ PolicyMaker policy_maker(std::string_view spec) {
     if (std::optional<PolicyMaker> hosted = hosted_policies(spec)) return std::move(*hosted);
   }
   return parse_policy_spec(spec).maker();
+}
+
+std::vector<PolicyMaker> policy_makers(std::span<const std::string> lists) {
+  std::vector<PolicyMaker> makers;
+  for (const std::string& item : policy_items(lists)) makers.push_back(policy_maker(item));
+  return makers;
 }
 
 }  // namespace allocsim

@@ -72,6 +72,10 @@ std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device);
 // A hosted policy's name (below) gives that policy.
 PolicyMaker policy_maker(std::string_view spec);
 
+// The policies of --policy lists as parse_policy_lists reads them, each as policy_maker
+// reads it (a hosted policy's name too).
+std::vector<PolicyMaker> policy_makers(std::span<const std::string> lists);
+
 // Policies a program that hosts allocsim adds for the time of a command: the Python package's
 // policies written in Python, in a compare or a sweep beside the built-ins. `find` answers a
 // spec that names one, or nothing; policy_maker asks it first. Null: none (the default).

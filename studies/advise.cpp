@@ -15,6 +15,7 @@
 #include "studies/outcome.hpp"
 #include "studies/parallel.hpp"
 #include "studies/sweep_run.hpp"
+#include "workloads/catalogue.hpp"
 #include "workloads/model/model_spec.hpp"
 
 namespace allocsim {
@@ -23,7 +24,7 @@ namespace {
 // The advised program: its workload as run, and the framework that runs it.
 struct Subject {
   std::optional<ModelSpec> model;  // none: a trace
-  std::string workload;
+  WorkloadSpec workload;
   Framework framework;
   std::string policy;  // the allocator it runs with now
 };
@@ -56,23 +57,23 @@ std::string policy_of(const AdviseStudy& study, Framework framework) {
 }
 
 Subject subject_of(const AdviseStudy& study) {
-  std::optional<ModelSpec> model = parse_model_spec(study.workload);
-  if (!model) {
+  const WorkloadSpec& given = study.workload;
+  if (!given.model()) {
     if (!study.framework) {
-      throw Error("advise: workload " + study.workload +
+      throw Error("advise: workload " + given.text +
                   " is not a model; say which framework runs it with --framework tf or --framework torch");
     }
-    return {std::nullopt, study.workload, *study.framework, policy_of(study, *study.framework)};
+    return {std::nullopt, given, *study.framework, policy_of(study, *study.framework)};
   }
-  if (study.framework && *study.framework != model->options.framework) {
-    if (model->names(ModelKey::framework)) {
-      throw Error("advise: workload " + study.workload + " names " +
-                  std::string(framework_word(model->options.framework)) + ", but --framework says " +
-                  std::string(framework_word(*study.framework)));
+  ModelSpec model = *given.model();
+  if (study.framework && *study.framework != model.options.framework) {
+    if (model.names(ModelKey::framework)) {
+      throw Error("advise: workload " + given.text + " names " + std::string(framework_word(model.options.framework)) +
+                  ", but --framework says " + std::string(framework_word(*study.framework)));
     }
-    set_model_token(*model, model_token(framework_word(*study.framework)), 0, study.workload);
+    set_model_token(model, model_token(framework_word(*study.framework)), 0, given.text);
   }
-  return {model, to_string(*model), model->options.framework, policy_of(study, model->options.framework)};
+  return {model, model_workload(model), model.options.framework, policy_of(study, model.options.framework)};
 }
 
 // `policy` with `key` set to `value` (replaced where the spec has it).
@@ -176,7 +177,7 @@ class Planner {
         if (setting_fits(i) || model_fits(j)) continue;
         const Plan& setting = settings_[i];
         const ModelEdit& model = models_[j];
-        const std::string workload = edited({&model});
+        const WorkloadSpec workload = model_workload(edited({&model}));
         pairs.push_back(Plan{[this, setting, model, workload](std::int64_t value) {
                                AdviseCandidate candidate = setting.at(value);
                                candidate.workload = workload;
@@ -195,16 +196,20 @@ class Planner {
         if (model_fits(i) || model_fits(j)) continue;
         const ModelEdit& a = models_[i];
         const ModelEdit& b = models_[j];
-        const std::string both = edited({&a, &b});
+        const ModelSpec both = edited({&a, &b});
         // Edits of one token (half the batch, accumulation) replace each other: no pair.
-        if (both != edited({&b, &a}) || both == edited({&a}) || both == edited({&b})) continue;
+        const std::string spelled = to_string(both);
+        if (spelled != to_string(edited({&b, &a})) || spelled == to_string(edited({&a})) ||
+            spelled == to_string(edited({&b}))) {
+          continue;
+        }
         if (!why_not_modelled(both).empty()) continue;  // LoRA and QLoRA: one rank
         // Inference has no training loop, optimizer or trained parameters to change.
         if ((a.impact == Impact::inference && b.training_only) || (b.impact == Impact::inference && a.training_only)) {
           continue;
         }
         AdviseCandidate candidate = make_candidate(a.what + " + " + b.what, a.change + "; and " + b.change,
-                                                   std::max(a.impact, b.impact), both, base_policy());
+                                                   std::max(a.impact, b.impact), model_workload(both), base_policy());
         candidate.changes = 2;
         pairs.push_back(Plan{[candidate](std::int64_t) { return candidate; }, std::nullopt});
       }
@@ -217,12 +222,12 @@ class Planner {
   bool runs(std::string_view name) const { return policy_name(base_policy()) == name; }
   bool tf() const { return subject_.framework == Framework::tf; }
 
-  std::int64_t effective_batch(const std::string& workload) const {
-    const std::optional<ModelSpec> model = parse_model_spec(workload);
+  static std::int64_t effective_batch(const WorkloadSpec& workload) {
+    const ModelSpec* model = workload.model();
     return model ? model->options.batch * model->options.accumulation : 0;
   }
 
-  AdviseCandidate make_candidate(std::string what, std::string change, Impact impact, std::string workload,
+  AdviseCandidate make_candidate(std::string what, std::string change, Impact impact, WorkloadSpec workload,
                                  std::string policy) const {
     AdviseCandidate candidate{std::move(what), std::move(change), impact, std::move(workload), std::move(policy),
                               study_.tenants};
@@ -328,33 +333,33 @@ class Planner {
   void model_change(std::string what, std::string change, Impact impact, std::function<void(ModelSpec&)> edit,
                     bool training_only) {
     ModelEdit model{std::move(what), std::move(change), impact, std::move(edit), training_only};
-    const std::string workload = edited({&model});
-    if (const std::string why = why_not_modelled(workload); !why.empty()) {
+    const ModelSpec spec = edited({&model});
+    if (const std::string why = why_not_modelled(spec); !why.empty()) {
       unmodelled_.push_back({model.what, "not modelled: " + why});
       return;
     }
     models_.push_back(std::move(model));
-    add(make_candidate(models_.back().what, models_.back().change, impact, workload, base_policy()));
+    add(make_candidate(models_.back().what, models_.back().change, impact, model_workload(spec), base_policy()));
   }
 
-  // Empty when the zoo parses `workload`, else its error.
-  static std::string why_not_modelled(const std::string& workload) {
+  // Empty when the zoo models `spec` (check_model_spec), else why not.
+  static std::string why_not_modelled(const ModelSpec& spec) {
     try {
-      parse_model_spec(workload);
+      check_model_spec(spec, to_string(spec));
     } catch (const Error& error) {
       return error.what();
     }
     return {};
   }
 
-  std::string edited(std::initializer_list<const ModelEdit*> edits) const {
+  ModelSpec edited(std::initializer_list<const ModelEdit*> edits) const {
     ModelSpec spec = *subject_.model;
     for (const ModelEdit* edit : edits) edit->edit(spec);
-    return to_string(spec);
+    return spec;
   }
 
   void set(ModelSpec& spec, std::string_view word, std::int64_t value = 0) const {
-    set_model_token(spec, model_token(word), value, subject_.workload);
+    set_model_token(spec, model_token(word), value, subject_.workload.text);
   }
 
   // The spelling leaves `key` out (its value stays): where another key spells it instead.
@@ -628,14 +633,14 @@ class Planner {
     }
     ModelSpec spec = *subject_.model;
     try {
-      set_model_token(spec, *ckpt, ckpt->numbered ? 1 : 0, subject_.workload);
+      set_model_token(spec, *ckpt, ckpt->numbered ? 1 : 0, subject_.workload.text);
     } catch (const Error& error) {
       notes.push_back({what + " (" + api + ")", "not modelled for " + model_name + ": " + error.what()});
       return;
     }
     const ModelToken* token = &*ckpt;
     model_change(what, api + " around each block: activations recomputed in backward", Impact::loop,
-                 [this, token](ModelSpec& s) { set_model_token(s, *token, token->numbered ? 1 : 0, subject_.workload); },
+                 [this, token](ModelSpec& s) { set_model_token(s, *token, token->numbered ? 1 : 0, subject_.workload.text); },
                  true);
   }
 
@@ -655,7 +660,7 @@ RunResult replay(const AdviseCandidate& candidate, const DeviceSpec& device, Tra
   scenario.tenants.push_back(
       TenantSpec{traces.get(candidate.workload, device.compute_capability), policy_maker(candidate.policy), 0});
   for (const TenantChoice& tenant : candidate.tenants) {
-    scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload.text, device.compute_capability), tenant.policy.maker(), 0});
+    scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload, device.compute_capability), tenant.policy.maker(), 0});
   }
   return run(scenario);
 }
@@ -729,7 +734,7 @@ const std::array<Column<CsvRow>, 20> kColumns{{
     {"what", Unit::text, "the change in a few words", [](const CsvRow& r) { return text(r.line->candidate.what); }},
     {"change", Unit::text, "exactly what the user changes", [](const CsvRow& r) { return text(r.line->candidate.change); }},
     {"workload", Unit::text, "the advised tenant's workload spec, as run",
-     [](const CsvRow& r) { return text(r.line->candidate.workload); }},
+     [](const CsvRow& r) { return text(r.line->candidate.workload.text); }},
     {"policy", Unit::text, "its policy spec, as run", [](const CsvRow& r) { return text(r.line->candidate.policy); }},
     {"tenants", Unit::text, "the other tenants as run, WORKLOAD@POLICY separated by spaces",
      [](const CsvRow& r) { return text(tenants_text(r.line->candidate.tenants)); }},
@@ -842,7 +847,7 @@ AdviseResults run_advise(const AdviseStudy& study) {
   AdviseResults results;
   results.device = study.device;
   results.framework = subject.framework;
-  results.workload = subject.workload;
+  results.workload = subject.workload.text;
   results.training = !subject.model || subject.model->options.training;
   Planner planner(study, subject);  // the plans read it while they run
   TraceCache traces;

@@ -26,12 +26,13 @@
 
 #include "sim/device.hpp"
 #include "studies/scenario_choice.hpp"
+#include "workloads/catalogue.hpp"
 #include "workloads/model/lower.hpp"
 
 namespace allocsim {
 
 struct AdviseStudy {
-  std::string workload;                // a model workload, or a trace (then --framework is needed)
+  WorkloadSpec workload;               // a model workload, or a trace (then --framework is needed)
   std::optional<Framework> framework;  // none: the workload's framework token
   std::optional<PolicySpec> policy;    // the allocator it runs with now; none: the framework's default
   std::vector<TenantChoice> tenants;   // the other processes on the device, after the workload
@@ -69,7 +70,7 @@ struct AdviseCandidate {
   std::string what;    // "memory growth", "batch 128 x 2 accumulation steps"
   std::string change;  // what the user changes, exactly
   Impact impact = Impact::none;
-  std::string workload;               // the advised tenant's workload spec (tenant 0)
+  WorkloadSpec workload;              // the advised tenant's workload (tenant 0)
   std::string policy;                 // its policy spec
   std::vector<TenantChoice> tenants;  // the other tenants, as they run with this change
   std::int64_t effective_batch = 0;   // batch x accumulation; 0 for a trace

@@ -89,6 +89,12 @@ const std::array<Column<Row>, 18> kColumns{{
 constexpr std::array<std::string_view, 6> kKeyColumns{"workload", "device", "capacity_bytes", "context_bytes", "policy",
                                                       "variant"};
 
+const ModelSpec& maxbatch_model(const WorkloadSpec& workload) {
+  const ModelSpec* model = workload.model();
+  if (!model) throw Error("maxbatch: workload " + workload.text + " is not a model workload (see `allocsim workloads`)");
+  return *model;
+}
+
 }  // namespace
 
 std::vector<BatchVariant> batch_variants(const ModelSpec& workload, int accumulation) {
@@ -101,14 +107,12 @@ std::vector<BatchVariant> batch_variants(const ModelSpec& workload, int accumula
 }
 
 MaxBatchResults plan_maxbatch(const MaxBatchStudy& study) {
-  const auto model = parse_model_spec(study.workload);
-  if (!model) throw Error("maxbatch: workload " + study.workload + " is not a model workload (see `allocsim workloads`)");
   MaxBatchResults results;
-  results.variants = batch_variants(*model, study.accumulation);
+  results.variants = batch_variants(maxbatch_model(study.workload), study.accumulation);
   for (const DeviceSpec& device : study.devices) {
     for (const PolicyMaker& policy : study.policies) {
       for (const BatchVariant& variant : results.variants) {
-        results.rows.push_back(MaxBatchRow{study.workload, device, policy, variant, {}, false, {}});
+        results.rows.push_back(MaxBatchRow{study.workload.text, device, policy, variant, {}, false, {}});
       }
     }
   }
@@ -116,8 +120,7 @@ MaxBatchResults plan_maxbatch(const MaxBatchStudy& study) {
 }
 
 void search_maxbatch(const MaxBatchStudy& study, MaxBatchResults& results) {
-  const auto model = parse_model_spec(study.workload);
-  if (!model) throw Error("maxbatch: workload " + study.workload + " is not a model workload (see `allocsim workloads`)");
+  const ModelSpec& model = maxbatch_model(study.workload);
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < results.rows.size(); ++i) {
     if (!results.rows[i].done()) todo.push_back(i);
@@ -129,12 +132,12 @@ void search_maxbatch(const MaxBatchStudy& study, MaxBatchResults& results) {
     try {
       row.found = find_max_batch(
           [&](std::int64_t batch) {
-            ModelSpec spec = *model;
-            if (row.variant.token) set_model_token(spec, *row.variant.token, row.variant.value, study.workload);
-            set_model_token(spec, model_token("b"), batch, study.workload);
+            ModelSpec spec = model;
+            if (row.variant.token) set_model_token(spec, *row.variant.token, row.variant.value, study.workload.text);
+            set_model_token(spec, model_token("b"), batch, study.workload.text);
             Scenario scenario;
             scenario.device = row.device;
-            scenario.tenants.push_back(TenantSpec{traces.get(WorkloadSpec{to_string(spec), spec}, row.device.compute_capability), row.policy, 0});
+            scenario.tenants.push_back(TenantSpec{traces.get(model_workload(spec), row.device.compute_capability), row.policy, 0});
             return probe(run(scenario), batch);
           },
           study.limit, study.neighbours);

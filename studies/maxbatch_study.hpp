@@ -15,7 +15,7 @@
 #include "sim/device.hpp"
 #include "sim/made_policy.hpp"
 #include "studies/maxbatch.hpp"
-#include "workloads/model/model_spec.hpp"
+#include "workloads/catalogue.hpp"
 
 namespace allocsim {
 
@@ -29,7 +29,7 @@ struct BatchVariant {
 };
 
 struct MaxBatchStudy {
-  std::string workload;               // a model workload, checked by the caller
+  WorkloadSpec workload;              // a model workload (Error at plan when it is not)
   std::vector<PolicyMaker> policies;
   std::vector<DeviceSpec> devices;
   std::int64_t limit = 65536;

@@ -71,7 +71,7 @@ LogReplay replay_log_file(const std::string& path, std::span<const PolicyMaker> 
     for (const RmmFailure& failure : log.failures) failures.push_back(failure.event);
     replay = replay_log(log.trace, failures, policies, device, exports, record);
   } else {
-    replay = replay_log(load_workload(path, options), {}, policies, device, exports, record);
+    replay = replay_log(reader.load(path, options), {}, policies, device, exports, record);
   }
   replay.reader = reader.name;
   return replay;

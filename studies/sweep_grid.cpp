@@ -253,21 +253,9 @@ const std::vector<std::string>& sweep_columns() {
 
 std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
   // Each --workload is one spec, its commas its own: several workloads repeat the option.
-  std::vector<std::string> workloads;
-  for (const std::string& workload : options.workloads) {
-    refuse_workload_list(workload);
-    workloads.push_back(workload);
-  }
-  std::vector<PolicyMaker> policies;
-  for (const std::string& list : options.policies) {
-    for (const std::string& item : split_list(list, "--policy")) {
-      if (item == "all") {
-        for (const PolicyInfo& info : all_policies()) policies.push_back(policy_maker(info.name));
-      } else {
-        policies.push_back(policy_maker(item));
-      }
-    }
-  }
+  std::vector<WorkloadSpec> workloads;
+  for (const std::string& workload : options.workloads) workloads.push_back(checked_workload(workload));
+  const std::vector<PolicyMaker> policies = policy_makers(options.policies);
   if (workloads.empty()) throw Error("sweep needs --workload (repeat it for several workloads)");
   // --param KEY=LIST: each generator workload becomes one spec per combination of values.
   for (const std::string& param : options.params) {
@@ -287,23 +275,9 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
         for (std::string_view value : split(list, ',')) values.emplace_back(value);
       }
     }
-    std::vector<std::string> expanded;
-    for (const std::string& workload : workloads) {
-      if (parse_model_spec(workload)) {
-        throw Error("--param " + key + ": workload " + workload + " is a model; its options are --batch, --precision, ...");
-      }
-      const Spec base = parse_spec(workload);
-      for (const std::string& value : values) {
-        Spec spec = base;
-        // The swept value replaces the workload's own (a key given twice is an error).
-        const auto own = std::find_if(spec.args.begin(), spec.args.end(), [&](const auto& arg) { return arg.first == key; });
-        if (own != spec.args.end()) {
-          own->second = value;
-        } else {
-          spec.args.emplace_back(key, value);
-        }
-        expanded.push_back(to_string(spec));
-      }
+    std::vector<WorkloadSpec> expanded;
+    for (const WorkloadSpec& workload : workloads) {
+      for (const std::string& value : values) expanded.push_back(with_param(workload, key, value, "--param " + key));
     }
     workloads = std::move(expanded);
   }
@@ -326,15 +300,11 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
                             std::any_of(token_axes.begin(), token_axes.end(), [](const Axis& axis) { return axis.values.front().token; });
 
   std::vector<SweepPoint> points;
-  for (const std::string& workload : workloads) {
-    std::optional<WorkloadSpec> as_given;  // unswept, the workload as the user spelled it
+  for (const WorkloadSpec& workload : workloads) {
     std::optional<ModelSpec> base;
-    if (tokens_given) {
-      base = parse_model_spec(workload);
-      if (!base) throw Error("workload " + workload + ": --batch, --precision and the other model options need a model workload");
-    } else {
-      as_given = checked_workload(workload);
-      if (const ModelSpec* model = as_given->model()) base = *model;
+    if (const ModelSpec* model = workload.model()) base = *model;
+    if (tokens_given && !base) {
+      throw Error("workload " + workload.text + ": --batch, --precision and the other model options need a model workload");
     }
     // The odometer over the token axes: the last axis turns fastest.
     std::vector<std::size_t> at(token_axes.size(), 0);
@@ -342,18 +312,18 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
       std::optional<ModelSpec> prefix = base;
       for (std::size_t axis = 0; axis < token_axes.size(); ++axis) {
         const AxisValue& value = token_axes[axis].values[at[axis]];
-        if (value.token) set_model_token(*prefix, *value.token, value.value, workload);
+        if (value.token) set_model_token(*prefix, *value.token, value.value, workload.text);
       }
       for (const DeviceSpec& device : devices) {
         for (const PolicyMaker& policy : policies) {
           for (const std::string& on_oom : on_ooms) {
             for (const AxisValue& batch : batches.values) {
               std::optional<ModelSpec> model = prefix;
-              if (batch.token) set_model_token(*model, *batch.token, batch.value, workload);
+              if (batch.token) set_model_token(*model, *batch.token, batch.value, workload.text);
               SweepPoint point;
               point.index = points.size();
               // Unswept, the workload stays as the user spelled it; swept, it is the typed spec printed.
-              WorkloadSpec spec = as_given ? *as_given : WorkloadSpec{to_string(*model), *model};
+              WorkloadSpec spec = tokens_given ? model_workload(*model) : workload;
               point.workload = spec.text;
               point.policy = policy.text;
               point.scenario.device = device;

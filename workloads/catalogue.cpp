@@ -225,13 +225,36 @@ WorkloadSpec parse_workload_spec(std::string_view text) {
   const Spec spec = parse_spec(text);
   for (const WorkloadInfo& info : kWorkloads) {
     if (info.name == spec.name) {
-      return {std::string(text), GeneratorChoice{&info, Params(spec, info.params, "workload " + spec.name)}};
+      return {std::string(text), GeneratorChoice{&info, Params(spec, info.params, "workload " + spec.name), spec}};
     }
   }
   std::string valid;
   for (const WorkloadInfo& info : kWorkloads) valid += (valid.empty() ? "" : ", ") + std::string(info.name);
   for (const ZooModel& model : zoo()) valid += ", " + std::string(model.name) + "_bN...";
   throw Error("unknown workload '" + spec.name + "'; valid workloads: " + valid + ", or a path to a .csv trace");
+}
+
+WorkloadSpec model_workload(ModelSpec model) {
+  std::string text = to_string(model);
+  check_model_spec(model, text);
+  return {std::move(text), std::move(model)};
+}
+
+WorkloadSpec with_param(const WorkloadSpec& generator, const std::string& key, const std::string& value,
+                        std::string_view what) {
+  const auto* choice = std::get_if<GeneratorChoice>(&generator.what);
+  if (!choice) {
+    throw Error(std::string(what) + ": workload " + generator.text + " is " +
+                (generator.model() ? "a model; its options are --batch, --precision, ..." : "a trace file; it has no parameters"));
+  }
+  Spec spec = choice->spec;
+  const auto own = std::find_if(spec.args.begin(), spec.args.end(), [&](const auto& arg) { return arg.first == key; });
+  if (own != spec.args.end()) {
+    own->second = value;
+  } else {
+    spec.args.emplace_back(key, value);
+  }
+  return {to_string(spec), GeneratorChoice{choice->row, Params(spec, choice->row->params, "workload " + spec.name), spec}};
 }
 
 Trace load_workload(const WorkloadSpec& spec, const LoadOptions& options) {

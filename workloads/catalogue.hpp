@@ -51,10 +51,12 @@ const ReaderInfo& find_reader(std::string_view path);
 // beats `.y`). Throws Error naming the path and listing the extensions when none does.
 const WriterInfo& find_writer(std::string_view path);
 
-// A generator of the table with its parameters, checked.
+// A generator of the table with its parameters, checked, and the spec as written (whose
+// order of keys a changed parameter keeps: with_param).
 struct GeneratorChoice {
   const WorkloadInfo* row;
   Params params;
+  Spec spec;
 };
 
 // A trace file and the reader that claims it (find_reader).
@@ -78,6 +80,17 @@ struct WorkloadSpec {
 // generator's unknown parameter, an unknown name (listing the valid ones), a file no reader
 // knows. A file's own load says what is wrong inside it.
 WorkloadSpec parse_workload_spec(std::string_view text);
+
+// A model spec made or edited in code (a sweep's axes, advise's changes) as a workload:
+// its canonical spelling (to_string) and the spec itself, checked as a spelling is
+// (check_model_spec).
+WorkloadSpec model_workload(ModelSpec model);
+
+// A generator's spec with `key` set to `value`, replacing the spec's own (a sweep's
+// --param), checked as parse_workload_spec checks it. Error when `generator` is a model or
+// a file, naming `what` (the option that asked).
+WorkloadSpec with_param(const WorkloadSpec& generator, const std::string& key, const std::string& value,
+                        std::string_view what);
 
 // Its trace. `options` go to a file's reader; a model or generator refuses a CUDA device.
 Trace load_workload(const WorkloadSpec& spec, const LoadOptions& options = {});

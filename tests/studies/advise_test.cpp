@@ -24,7 +24,7 @@ using namespace test;
 nlohmann::json run_line(const AdviseCandidate& candidate, const std::vector<std::string>& device) {
   TempDir dir;
   const std::string json = dir.file("line.json");
-  std::vector<std::string> args{"run", "--workload", candidate.workload, "--policy", candidate.policy};
+  std::vector<std::string> args{"run", "--workload", candidate.workload.text, "--policy", candidate.policy};
   args.insert(args.end(), device.begin(), device.end());
   for (const TenantChoice& tenant : candidate.tenants) {
     args.push_back("--tenant");
@@ -53,7 +53,7 @@ void check_every_line_by_run(const AdviseResults& results, const std::vector<std
   std::vector<const AdviseLine*> lines{&results.as_is};
   for (const AdviseLine& line : results.lines) lines.push_back(&line);
   for (const AdviseLine* line : lines) {
-    INFO(line->candidate.what << ": " << line->candidate.workload << " @ " << line->candidate.policy);
+    INFO(line->candidate.what << ": " << line->candidate.workload.text << " @ " << line->candidate.policy);
     const nlohmann::json run = run_line(line->candidate, device);
     CHECK(runs_through(run) == line->fits);
     CHECK(run["tenants"][0]["peak_allocated_bytes"] == line->peak_allocated);
@@ -83,7 +83,7 @@ void check_ranked(const AdviseResults& results) {
 
 AdviseStudy seed_resnet50() {
   AdviseStudy study;
-  study.workload = "resnet50_b256";
+  study.workload = parse_workload_spec("resnet50_b256");
   study.framework = Framework::tf;
   study.device = device_spec("v100-16gb");
   study.threads = 2;
@@ -125,7 +125,7 @@ TEST_CASE("advise: ResNet-50 at batch 256 on a 16 GB card under TensorFlow's def
 
 TEST_CASE("advise: a limit found by bisection is the boundary: one MiB less does not fit", "[advise]") {
   AdviseStudy study = seed_resnet50();
-  study.workload = "resnet50_b128";
+  study.workload = parse_workload_spec("resnet50_b128");
   const AdviseResults results = run_advise(study);
   CHECK(results.as_is.fits);
   const AdviseLine* limit = find_line(results, "memory_limit");
@@ -146,7 +146,7 @@ TEST_CASE("advise: a second process on a 16 GB card", "[advise]") {
   // This process preallocates under TensorFlow's default; the other, with memory growth,
   // then finds the card taken.
   AdviseStudy study = seed_resnet50();
-  study.workload = "resnet50_b64";
+  study.workload = parse_workload_spec("resnet50_b64");
   study.tenants = {parse_tenant("resnet50_tf_b32@growth")};
   const AdviseResults results = run_advise(study);
   CHECK_FALSE(results.as_is.fits);
@@ -168,7 +168,7 @@ TEST_CASE("advise: a second process on a 16 GB card, seen from the one with memo
   // The second article: the other process preallocates the card under TensorFlow's default
   // after this one, already on memory growth, started.
   AdviseStudy study = seed_resnet50();
-  study.workload = "resnet50_tf_b32";
+  study.workload = parse_workload_spec("resnet50_tf_b32");
   study.policy = parse_policy_spec("growth");
   study.tenants = {parse_tenant("resnet50_tf_b64@bfc")};
   const AdviseResults results = run_advise(study);
@@ -193,7 +193,7 @@ TEST_CASE("advise: a second process on a 16 GB card, seen from the one with memo
 
 TEST_CASE("advise: the other process's limit, a PyTorch job beside a TensorFlow one that preallocates", "[advise]") {
   AdviseStudy study = seed_resnet50();
-  study.workload = "resnet50_b64";
+  study.workload = parse_workload_spec("resnet50_b64");
   study.framework.reset();
   study.tenants = {parse_tenant("resnet50_tf_b64@bfc")};
   const AdviseResults results = run_advise(study);
@@ -211,7 +211,7 @@ TEST_CASE("advise: the other process's limit, a PyTorch job beside a TensorFlow 
 
 TEST_CASE("advise: an 8 GB card where fragmentation, not capacity, stops PyTorch's default", "[advise]") {
   AdviseStudy study;
-  study.workload = "vgg16_b84";
+  study.workload = parse_workload_spec("vgg16_b84");
   study.device = device_spec("v100-16gb");
   study.device.capacity = 8_GiB;
   study.threads = 2;
@@ -226,7 +226,7 @@ TEST_CASE("advise: an 8 GB card where fragmentation, not capacity, stops PyTorch
   const AdviseLine& best = results.lines.front();
   CHECK(best.fits);
   CHECK(best.candidate.impact == Impact::setting);
-  CHECK(best.candidate.workload == "vgg16_b84");
+  CHECK(best.candidate.workload.text == "vgg16_b84");
   const AdviseLine* expandable = find_line(results, "expandable");
   REQUIRE(expandable);
   CHECK(expandable->candidate.change == "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
@@ -238,7 +238,7 @@ TEST_CASE("advise replaces a setting the program gives in the framework's spelli
   // max_split_size_mb=256 is the key max_split_size: advise's 128 MiB takes its place
   // rather than naming it twice (which the spec parser refuses).
   AdviseStudy study;
-  study.workload = "vgg16_b84";
+  study.workload = parse_workload_spec("vgg16_b84");
   study.policy = parse_policy_spec("caching:max_split_size_mb=256");
   study.device = device_spec("v100-16gb");
   study.device.capacity = 8_GiB;
@@ -252,7 +252,7 @@ TEST_CASE("advise replaces a setting the program gives in the framework's spelli
 
 TEST_CASE("advise: when no single change keeps a training job on the card, two at a time", "[advise]") {
   AdviseStudy study = seed_resnet50();
-  study.workload = "resnet50_b1024";
+  study.workload = parse_workload_spec("resnet50_b1024");
   study.framework.reset();
   const AdviseResults results = run_advise(study);
   REQUIRE(results.pairs_tried);
@@ -264,7 +264,7 @@ TEST_CASE("advise: when no single change keeps a training job on the card, two a
   CHECK(best.candidate.changes == 2);
   CHECK(best.candidate.impact < Impact::inference);
   CHECK(best.candidate.effective_batch == 1024);
-  const auto model = parse_model_spec(best.candidate.workload);
+  const auto model = parse_model_spec(best.candidate.workload.text);
   REQUIRE(model);
   CHECK(model->options.precision == Precision::amp);
   CHECK(model->options.accumulation > 1);
@@ -281,11 +281,11 @@ TEST_CASE("advise: checkpointing is suggested only to a run that does not checkp
            std::any_of(results.not_tried.begin(), results.not_tried.end(), [&](const AdviseNote& n) { return said(n.what); });
   };
   AdviseStudy study;
-  study.workload = "decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope";
+  study.workload = parse_workload_spec("decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope");
   study.device.capacity = 64_MiB;
   study.threads = 2;
   CHECK(mentions_checkpointing(run_advise(study)));
-  study.workload += ",ckpt";
+  study.workload = parse_workload_spec(study.workload.text + ",ckpt");
   const AdviseResults checkpointed = run_advise(study);
   CHECK_FALSE(checkpointed.as_is.fits);
   CHECK_FALSE(mentions_checkpointing(checkpointed));
@@ -402,7 +402,7 @@ const AdviseLine* line_at(const AdviseResults& results, std::string_view what, s
 
 TEST_CASE("advise: Llama 2 7B with AdamW on an 80 GB card, one of 8 ranks", "[advise][llm]") {
   AdviseStudy study;
-  study.workload = "llama2_7b_b4_bf16_adamw";
+  study.workload = parse_workload_spec("llama2_7b_b4_bf16_adamw");
   study.device = device_spec("a100-80gb");
   study.ranks = 8;
   study.threads = 2;
@@ -424,12 +424,12 @@ TEST_CASE("advise: Llama 2 7B with AdamW on an 80 GB card, one of 8 ranks", "[ad
   REQUIRE(qlora_line);
   REQUIRE(fused_line);
   REQUIRE(eight_line);
-  CHECK(zero3_line->candidate.workload == "llama2_7b_bf16_adamw_b4:zero=3,world=8");
-  CHECK(fsdp_line->candidate.workload == "llama2_7b_bf16_adamw_b4:fsdp=8");
-  CHECK(lora_line->candidate.workload == "llama2_7b_bf16_adamw_b4:lora=16");
-  CHECK(qlora_line->candidate.workload == "llama2_7b_bf16_adamw_b4:lora_targets=all,qlora=16");
-  CHECK(fused_line->candidate.workload == "llama2_7b_bf16_adamw_fused_b4");
-  CHECK(eight_line->candidate.workload == "llama2_7b_bf16_adamw8bit_b4");
+  CHECK(zero3_line->candidate.workload.text == "llama2_7b_bf16_adamw_b4:zero=3,world=8");
+  CHECK(fsdp_line->candidate.workload.text == "llama2_7b_bf16_adamw_b4:fsdp=8");
+  CHECK(lora_line->candidate.workload.text == "llama2_7b_bf16_adamw_b4:lora=16");
+  CHECK(qlora_line->candidate.workload.text == "llama2_7b_bf16_adamw_b4:lora_targets=all,qlora=16");
+  CHECK(fused_line->candidate.workload.text == "llama2_7b_bf16_adamw_fused_b4");
+  CHECK(eight_line->candidate.workload.text == "llama2_7b_bf16_adamw8bit_b4");
   CHECK(group_of(zero3_line->candidate.impact) == Group::keeps_training);
   CHECK(group_of(fused_line->candidate.impact) == Group::keeps_training);
   CHECK(group_of(eight_line->candidate.impact) == Group::changes_training);
@@ -451,7 +451,7 @@ TEST_CASE("advise: Llama 2 7B with AdamW on an 80 GB card, one of 8 ranks", "[ad
 
 TEST_CASE("advise: Llama 2 7B on one 80 GB card: no SGD first, sharding only with --ranks", "[advise][llm]") {
   AdviseStudy study;
-  study.workload = "llama2_7b_b4_bf16_adamw";
+  study.workload = parse_workload_spec("llama2_7b_b4_bf16_adamw");
   study.device = device_spec("a100-80gb");
   study.threads = 2;
   const AdviseResults results = run_advise(study);
@@ -489,7 +489,7 @@ TEST_CASE("advise: what the zoo does not lower is a note, not a line", "[advise]
   // LoRA with ZeRO is not modelled, so the LoRA changes are notes with the zoo's reason.
   AdviseStudy study;
   const std::string decoder = "decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope";
-  study.workload = decoder + ",zero=1,world=4";
+  study.workload = parse_workload_spec(decoder + ",zero=1,world=4");
   study.device.capacity = 64_MiB;
   study.threads = 2;
   const AdviseResults sharded = run_advise(study);
@@ -503,41 +503,41 @@ TEST_CASE("advise: what the zoo does not lower is a note, not a line", "[advise]
   CHECK(noted(sharded, "QLoRA r=16 on every linear, a 4-bit NF4 base", "not modelled: "));
 
   // A LoRA job: no sharding (a note), and QLoRA keeps its rank and quantises the base.
-  study.workload = decoder + ",lora=8";
+  study.workload = parse_workload_spec(decoder + ",lora=8");
   study.ranks = 4;
   const AdviseResults lora = run_advise(study);
   CHECK_FALSE(find_line(lora, "ZeRO"));
   CHECK(noted(lora, "ZeRO-1/2/3 and FSDP", "not modelled with LoRA"));
   const AdviseLine* qlora = find_line(lora, "QLoRA");
   REQUIRE(qlora);
-  const auto spec = parse_model_spec(qlora->candidate.workload);
+  const auto spec = parse_model_spec(qlora->candidate.workload.text);
   REQUIRE(spec);
   CHECK(spec->decoder.nf4);
   CHECK(spec->decoder.lora == 8);
-  CHECK(qlora->candidate.workload.ends_with(",qlora=8"));
+  CHECK(qlora->candidate.workload.text.ends_with(",qlora=8"));
 
   // A DistributedDataParallel job: ZeRO and FSDP take DDP's place.
-  study.workload = "decoder_bf16_adamw_ddp_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope";
+  study.workload = parse_workload_spec("decoder_bf16_adamw_ddp_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope");
   const AdviseResults ddp = run_advise(study);
   const AdviseLine* zero1 = find_line(ddp, "ZeRO-1 over 4 ranks");
   REQUIRE(zero1);
-  CHECK(zero1->candidate.workload == "decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,"
+  CHECK(zero1->candidate.workload.text == "decoder_bf16_adamw_s256_b8:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,"
                                      "rope,zero=1,world=4");
   CHECK_THAT(zero1->candidate.change, Catch::Contains("in place of DistributedDataParallel"));
   REQUIRE(find_line(ddp, "FSDP over 4 ranks"));
-  CHECK(find_line(ddp, "FSDP over 4 ranks")->candidate.workload.find("ddp") == std::string::npos);
+  CHECK(find_line(ddp, "FSDP over 4 ranks")->candidate.workload.text.find("ddp") == std::string::npos);
 }
 
 TEST_CASE("advise: a generation is offered a paged KV cache, which keeps its results", "[advise][llm]") {
   AdviseStudy study;
-  study.workload = "decoder_bf16_infer_prefill64_decode32_b4:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope";
+  study.workload = parse_workload_spec("decoder_bf16_infer_prefill64_decode32_b4:layers=2,d_model=256,heads=4,d_ff=1024,vocab=1000,rope");
   study.device.capacity = 64_MiB;
   study.threads = 2;
   const AdviseResults results = run_advise(study);
   CHECK_FALSE(results.training);
   const AdviseLine* paged = find_line(results, "a paged KV cache");
   REQUIRE(paged);
-  CHECK(paged->candidate.workload.find("cache=paged") != std::string::npos);
+  CHECK(paged->candidate.workload.text.find("cache=paged") != std::string::npos);
   CHECK(group_of(paged->candidate.impact) == Group::keeps_training);
   CHECK_FALSE(find_line(results, "LoRA"));
   CHECK_FALSE(find_line(results, "AdamW"));

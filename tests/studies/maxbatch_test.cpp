@@ -151,7 +151,7 @@ TEST_CASE("maxbatch: the command's answer fits and the next batch does not", "[m
 // A small study of 6 searches (2 policies x as given, amp, acc4) on a 256 MiB device.
 MaxBatchStudy small_study() {
   MaxBatchStudy study;
-  study.workload = "seed_cnn";
+  study.workload = parse_workload_spec("seed_cnn");
   study.policies = {policy_maker("direct"), policy_maker("bestfit")};
   study.devices = {DeviceSpec{}};
   study.devices.front().capacity = 256_MiB;
@@ -235,7 +235,7 @@ TEST_CASE("maxbatch: --resume reads only a maxbatch CSV of this study", "[maxbat
   // The same header, the rows of other searches: another workload, device or policy.
   const auto rows_of = [](MaxBatchStudy other) { return maxbatch_csv(plan_maxbatch(other)); };
   MaxBatchStudy workload = study;
-  workload.workload = "seed_cnn_steps1";
+  workload.workload = parse_workload_spec("seed_cnn_steps1");
   CHECK_THAT(refusal(rows_of(workload)), Catch::Contains("other.csv:2: workload seed_cnn_steps1") &&
                                              Catch::Contains("is no search of this maxbatch"));
   MaxBatchStudy device = study;
@@ -252,7 +252,7 @@ TEST_CASE("maxbatch: bert_large_adamw's steady-state largest batch is below its 
   // moments (2.5 GiB) exist. The default replays both steps; steps1 the first alone.
   const auto largest = [](const std::string& workload) {
     MaxBatchStudy study;
-    study.workload = workload;
+    study.workload = parse_workload_spec(workload);
     study.policies = {policy_maker("caching")};
     study.devices = {device_spec("v100-16gb")};
     study.neighbours = 1;

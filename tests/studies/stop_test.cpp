@@ -103,7 +103,7 @@ TEST_CASE("stop: a stopped sweep returns whole points, each as the full run has 
 
 TEST_CASE("stop: a stopped maxbatch marks the searches it never ran", "[stop][maxbatch]") {
   MaxBatchStudy study;
-  study.workload = "seed_cnn";
+  study.workload = parse_workload_spec("seed_cnn");
   study.policies = {policy_maker("direct"), policy_maker("bestfit")};
   study.devices = {DeviceSpec{}};
   study.devices.front().capacity = 256_MiB;

@@ -458,19 +458,6 @@ std::pair<const ModelToken*, std::int64_t> find_token(std::string_view written, 
               "'; valid tokens: " + model_spec_tokens());
 }
 
-// The combinations of zero=, world=, fsdp= and LoRA that the lowering models.
-void check_training_options(const ModelSpec& spec, std::string_view text) {
-  const auto fail = [&](const std::string& why) { throw Error("workload " + std::string(text) + ": " + why); };
-  const LoweringOptions& o = spec.options;
-  if (spec.names(ModelKey::fsdp) && (spec.names(ModelKey::zero) || spec.names(ModelKey::world))) {
-    fail("fsdp=N gives the ranks itself; give fsdp=N or zero=S,world=N");
-  }
-  if (spec.names(ModelKey::zero) != spec.names(ModelKey::world)) fail("zero=S and world=N come together");
-  if (o.sharding != Sharding::none && spec.decoder.lora > 0) {
-    fail("zero and fsdp with lora or qlora (frozen parameters) are not modelled");
-  }
-}
-
 }  // namespace
 
 std::optional<ModelSpec> parse_model_spec(std::string_view text) {
@@ -515,18 +502,26 @@ std::optional<ModelSpec> parse_model_spec(std::string_view text) {
       listed.remove_prefix(comma + 1);
     }
   }
-  check_training_options(spec, text);
-  if (model->is_decoder()) {
-    if (const std::string problem = spec.decoder.problem(); !problem.empty()) {
-      throw Error("workload " + std::string(text) + ": " + problem);
-    }
-    const std::int64_t positions = spec.decoder.positions;
-    if (positions > 0 && spec.sequence > positions) {
-      throw Error("workload " + std::string(text) + ": a sequence of " + std::to_string(spec.sequence) +
-                  " tokens; positions is " + std::to_string(positions));
-    }
-  }
+  check_model_spec(spec, text);
   return spec;
+}
+
+void check_model_spec(const ModelSpec& spec, std::string_view text) {
+  const auto fail = [&](const std::string& why) { throw Error("workload " + std::string(text) + ": " + why); };
+  if (spec.names(ModelKey::lora) && spec.names(ModelKey::qlora)) fail("lora= and qlora= both set the lora rank; give one");
+  if (spec.names(ModelKey::fsdp) && (spec.names(ModelKey::zero) || spec.names(ModelKey::world))) {
+    fail("fsdp=N gives the ranks itself; give fsdp=N or zero=S,world=N");
+  }
+  if (spec.names(ModelKey::zero) != spec.names(ModelKey::world)) fail("zero=S and world=N come together");
+  if (spec.options.sharding != Sharding::none && spec.decoder.lora > 0) {
+    fail("zero and fsdp with lora or qlora (frozen parameters) are not modelled");
+  }
+  if (!spec.model->is_decoder()) return;
+  if (const std::string problem = spec.decoder.problem(); !problem.empty()) fail(problem);
+  const std::int64_t positions = spec.decoder.positions;
+  if (positions > 0 && spec.sequence > positions) {
+    fail("a sequence of " + std::to_string(spec.sequence) + " tokens; positions is " + std::to_string(positions));
+  }
 }
 
 std::string to_string(const ModelSpec& spec) {

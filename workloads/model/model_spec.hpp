@@ -75,6 +75,12 @@ struct ModelSpec {
 // and any of the others (b4): MODEL[_token...][:token,...].
 std::optional<ModelSpec> parse_model_spec(std::string_view text);
 
+// The combinations of keys the lowering models, checked as parse_model_spec checks a
+// spelling: Error naming `spec_text` (ZeRO without world=, LoRA with sharding, a lora= and a
+// qlora= both, a decoder configuration with a problem, a sequence past the position table).
+// For a spec edited token by token (set_model_token checks each token alone).
+void check_model_spec(const ModelSpec& spec, std::string_view spec_text);
+
 // Sets what `token` sets (`value` for a numbered token, else the row's own), checked as the
 // parser checks it, replacing what the spec had for that key (a sweep's axes, --batch).
 // `spec_text` names the spec in errors, which quote the token as spelled.
