@@ -95,7 +95,7 @@ std::optional<Framework> parse_framework(const std::string& text) {
 }
 
 std::string as_run(const AdviseCandidate& candidate) {
-  std::string text = candidate.workload.text + " @ " + candidate.policy;
+  std::string text = candidate.workload.text + " @ " + candidate.policy.text;
   for (const TenantChoice& tenant : candidate.tenants) text += " + " + tenant.workload.text + " @ " + tenant.policy.text;
   return text;
 }

@@ -209,13 +209,25 @@ const PolicyInfo& find_policy(std::string_view name) {
   throw Error("unknown policy '" + std::string(name) + "'; valid policies: " + valid);
 }
 
+namespace {
+
+PolicySpec read_policy_spec(Spec spec, std::string text) {
+  const PolicyInfo& info = find_policy(spec.name);
+  PolicySpec read{&info, Params(spec, info.params, "policy " + std::string(info.name)), std::move(text), std::move(spec)};
+  if (info.check) info.check(read.params);
+  return read;
+}
+
+}  // namespace
+
 PolicySpec parse_policy_spec(std::string_view text) {
   refuse_alloc_conf_spelling(text);
-  const Spec spec = parse_spec(text);
-  const PolicyInfo& info = find_policy(spec.name);
-  PolicySpec parsed{&info, Params(spec, info.params, "policy " + std::string(info.name)), std::string(text)};
-  if (info.check) info.check(parsed.params);
-  return parsed;
+  return read_policy_spec(parse_spec(text), std::string(text));
+}
+
+PolicySpec policy_spec(Spec spec) {
+  std::string text = to_string(spec);
+  return read_policy_spec(std::move(spec), std::move(text));
 }
 
 namespace {

@@ -46,9 +46,10 @@ const PolicyInfo& find_policy(std::string_view name);
 // arguments checked against the row's parameters (keys and values), and its text as
 // written (what results and messages show).
 struct PolicySpec {
-  const PolicyInfo* row;
+  const PolicyInfo* row = nullptr;
   Params params;
   std::string text;
+  Spec spec;  // the keys as written, in order: what a study changes one of (advise)
 
   MadePolicy build(Device& device) const { return row->make(params, device); }
   // What a tenant carries (sim/engine.hpp): this spec, made when the tenant starts.
@@ -60,6 +61,10 @@ struct PolicySpec {
 // The name (or alias) found in the registry, every key and value checked by its row.
 // Throws Error naming the bad name, key or value.
 PolicySpec parse_policy_spec(std::string_view text);
+
+// A spec made or changed in code (advise's settings), read and checked as parse_policy_spec
+// reads its text, to_string(spec).
+PolicySpec policy_spec(Spec spec);
 
 // The policies of --policy lists (each split as split_spec_list splits), in order, each
 // read and checked; `all` is every row of the registry.

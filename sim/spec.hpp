@@ -51,6 +51,7 @@ std::string to_string(const Spec& spec);
 // key given twice (in either spelling), are errors.
 class Params {
  public:
+  Params() = default;  // none declared: a value to assign a read one to
   Params(const Spec& spec, std::span<const ParamInfo> declared, std::string owner);
 
   std::string_view text(std::string_view key) const;

@@ -26,16 +26,13 @@ struct Subject {
   std::optional<ModelSpec> model;  // none: a trace
   WorkloadSpec workload;
   Framework framework;
-  std::string policy;  // the allocator it runs with now
+  PolicySpec policy;  // the allocator it runs with now
 };
 
 std::string_view framework_word(Framework framework) { return framework == Framework::tf ? "tf" : "torch"; }
 
 // The framework's own allocator, as it runs when nothing is set.
-std::string default_policy(Framework framework) { return framework == Framework::tf ? "bfc" : "caching"; }
-
-// The registry name of a spec's policy, aliases resolved: "prealloc:limit=1GiB" -> "bfc".
-std::string_view policy_name(const std::string& policy) { return find_policy(parse_spec(policy).name).name; }
+PolicySpec default_policy(Framework framework) { return policy_spec(Spec{framework == Framework::tf ? "bfc" : "caching", {}}); }
 
 // Which framework's settings a policy takes: its row's, when advise knows that framework's
 // settings (PyTorch's, TensorFlow's).
@@ -46,14 +43,14 @@ std::optional<Framework> framework_of_policy(const PolicySpec& policy) {
 }
 
 // The advised program's allocator: as given, when it is one of its framework's.
-std::string policy_of(const AdviseStudy& study, Framework framework) {
+PolicySpec policy_of(const AdviseStudy& study, Framework framework) {
   if (!study.policy) return default_policy(framework);
   if (framework_of_policy(*study.policy) != framework) {
     throw Error("advise: --policy " + study.policy->text + " is not one of " +
                 (framework == Framework::tf ? "TensorFlow's allocators (bfc, growth and their options)"
                                             : "PyTorch's allocators (caching, expandable and their options)"));
   }
-  return study.policy->text;
+  return *study.policy;
 }
 
 Subject subject_of(const AdviseStudy& study) {
@@ -79,10 +76,10 @@ Subject subject_of(const AdviseStudy& study) {
 // `policy` with `key` set to `value` (replaced where the spec has it).
 // The spec with key=value in place of the key as given, in our spelling or the framework's
 // (max_split_size_mb=256 is replaced by max_split_size=128MiB, not given twice).
-std::string with_arg(const std::string& policy, const std::string& key, const std::string& value) {
-  Spec spec = parse_spec(policy);
+PolicySpec with_arg(const PolicySpec& policy, const std::string& key, const std::string& value) {
+  Spec spec = policy.spec;
   std::string_view native;
-  for (const ParamInfo& param : find_policy(spec.name).params) {
+  for (const ParamInfo& param : policy.row->params) {
     if (param.key == key) native = param.native;
   }
   const auto names_key = [&](const auto& arg) { return arg.first == key || (!native.empty() && arg.first == native); };
@@ -92,13 +89,13 @@ std::string with_arg(const std::string& policy, const std::string& key, const st
   } else {
     spec.args.emplace_back(key, value);
   }
-  return to_string(spec);
+  return policy_spec(std::move(spec));
 }
 
-std::string renamed(const std::string& policy, const std::string& name) {
-  Spec spec = parse_spec(policy);
+PolicySpec renamed(const PolicySpec& policy, const std::string& name) {
+  Spec spec = policy.spec;
   spec.name = name;
-  return to_string(spec);
+  return policy_spec(std::move(spec));
 }
 
 std::string mib_value(std::int64_t mib) { return std::to_string(mib) + "MiB"; }
@@ -218,8 +215,8 @@ class Planner {
   }
 
  private:
-  std::string base_policy() const { return subject_.policy; }
-  bool runs(std::string_view name) const { return policy_name(base_policy()) == name; }
+  const PolicySpec& base_policy() const { return subject_.policy; }
+  bool runs(std::string_view name) const { return base_policy().row->name == name; }
   bool tf() const { return subject_.framework == Framework::tf; }
 
   static std::int64_t effective_batch(const WorkloadSpec& workload) {
@@ -228,7 +225,7 @@ class Planner {
   }
 
   AdviseCandidate make_candidate(std::string what, std::string change, Impact impact, WorkloadSpec workload,
-                                 std::string policy) const {
+                                 PolicySpec policy) const {
     AdviseCandidate candidate{std::move(what), std::move(change), impact, std::move(workload), std::move(policy),
                               study_.tenants};
     candidate.effective_batch = effective_batch(candidate.workload);
@@ -299,21 +296,21 @@ class Planner {
     const std::optional<Framework> framework = framework_of_policy(given.policy);
     if (!framework) return;
     const std::string in = "in tenant " + std::to_string(tenant) + " (" + given.workload.text + "): ";
-    const auto changed = [this, tenant](std::string what, std::string change, std::string policy) {
+    const auto changed = [this, tenant](std::string what, std::string change, PolicySpec policy) {
       AdviseCandidate candidate =
           make_candidate(std::move(what), std::move(change), Impact::setting, subject_.workload, base_policy());
-      candidate.tenants[tenant - 1].policy = parse_policy_spec(policy);
+      candidate.tenants[tenant - 1].policy = std::move(policy);
       return candidate;
     };
     if (*framework == Framework::tf) {
       if (given.policy.row->name == "bfc") {
         add(changed("memory growth in tenant " + std::to_string(tenant), in + kGrowthCall,
-                    renamed(given.policy.text, "growth")));
+                    renamed(given.policy, "growth")));
       }
       add_search(
           [tenant, given, in, changed](std::int64_t mib) {
             return changed("memory_limit in tenant " + std::to_string(tenant),
-                           in + memory_limit_call(mib), with_arg(given.policy.text, "limit", mib_value(mib)));
+                           in + memory_limit_call(mib), with_arg(given.policy, "limit", mib_value(mib)));
           },
           {1, capacity_mib(), true, tenant});
     } else {
@@ -321,7 +318,7 @@ class Planner {
           [tenant, given, in, changed](std::int64_t percent) {
             return changed("memory fraction in tenant " + std::to_string(tenant),
                            in + "torch.cuda.set_per_process_memory_fraction(" + hundredths(percent) + ")",
-                           with_arg(given.policy.text, "fraction", hundredths(percent)));
+                           with_arg(given.policy, "fraction", hundredths(percent)));
           },
           {1, 100, true, tenant});
     }
@@ -658,7 +655,7 @@ RunResult replay(const AdviseCandidate& candidate, const DeviceSpec& device, Tra
   Scenario scenario;
   scenario.device = device;
   scenario.tenants.push_back(
-      TenantSpec{traces.get(candidate.workload, device.compute_capability), policy_maker(candidate.policy), 0});
+      TenantSpec{traces.get(candidate.workload, device.compute_capability), candidate.policy.maker(), 0});
   for (const TenantChoice& tenant : candidate.tenants) {
     scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload, device.compute_capability), tenant.policy.maker(), 0});
   }
@@ -735,7 +732,7 @@ const std::array<Column<CsvRow>, 20> kColumns{{
     {"change", Unit::text, "exactly what the user changes", [](const CsvRow& r) { return text(r.line->candidate.change); }},
     {"workload", Unit::text, "the advised tenant's workload spec, as run",
      [](const CsvRow& r) { return text(r.line->candidate.workload.text); }},
-    {"policy", Unit::text, "its policy spec, as run", [](const CsvRow& r) { return text(r.line->candidate.policy); }},
+    {"policy", Unit::text, "its policy spec, as run", [](const CsvRow& r) { return text(r.line->candidate.policy.text); }},
     {"tenants", Unit::text, "the other tenants as run, WORKLOAD@POLICY separated by spaces",
      [](const CsvRow& r) { return text(tenants_text(r.line->candidate.tenants)); }},
     {"device", Unit::text, "the device preset or 'sim'", [](const CsvRow& r) { return text(r.results->device.name); }},

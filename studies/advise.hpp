@@ -71,7 +71,7 @@ struct AdviseCandidate {
   std::string change;  // what the user changes, exactly
   Impact impact = Impact::none;
   WorkloadSpec workload;              // the advised tenant's workload (tenant 0)
-  std::string policy;                 // its policy spec
+  PolicySpec policy;                  // its policy spec
   std::vector<TenantChoice> tenants;  // the other tenants, as they run with this change
   std::int64_t effective_batch = 0;   // batch x accumulation; 0 for a trace
   int changes = 1;                    // 0 for the program as it is, 2 for a pair

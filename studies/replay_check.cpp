@@ -86,7 +86,7 @@ std::string divisions_list(const TorchAllocatorSettings& settings) {
 
 }  // namespace
 
-std::string caching_spec_for(const TorchAllocatorSettings& settings) {
+Spec caching_spec_for(const TorchAllocatorSettings& settings) {
   Spec spec{"caching", {}};
   for (const auto& [key, value] : alloc_conf_entries(settings.conf)) {
     if (key == "max_non_split_rounding_mb") spec.args.emplace_back("max_non_split_rounding", value + "MiB");
@@ -98,7 +98,7 @@ std::string caching_spec_for(const TorchAllocatorSettings& settings) {
     threshold << settings.garbage_collection_threshold;
     spec.args.emplace_back("gc_threshold", threshold.str());
   }
-  return to_string(spec);
+  return spec;
 }
 
 UnmappedSettings unmapped_settings(const TorchAllocatorSettings& settings) {
@@ -121,10 +121,10 @@ bool recorded_expandable(const TorchRecording& recording) {
          std::any_of(recording.segment_events.begin(), recording.segment_events.end(), vmm);
 }
 
-std::string recorded_spec(const TorchRecording& recording) {
-  Spec spec = parse_spec(caching_spec_for(recording.settings));
+Spec recorded_spec(const TorchRecording& recording) {
+  Spec spec = caching_spec_for(recording.settings);
   if (recorded_expandable(recording)) spec.name = "expandable";
-  return to_string(spec);
+  return spec;
 }
 
 RoundupDivisions recorded_divisions(const TorchAllocatorSettings& settings) {
@@ -171,7 +171,10 @@ void refuse_unrebuildable(const TorchRecording& recording, std::string_view comm
 ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   refuse_unrebuildable(recording, "replay-check");
   ReplayCheck check;
-  check.policy = recorded_spec(recording);
+  // Never native segments where PyTorch's were expandable: the one VMM model replays them
+  // (recorded_spec names the expandable policy then).
+  const PolicySpec as_recorded = policy_spec(recorded_spec(recording));
+  check.policy = as_recorded.text;
   UnmappedSettings unmapped = unmapped_settings(recording.settings);
   check.settings_not_modelled = std::move(unmapped.not_modelled);
   check.settings_without_effect = std::move(unmapped.without_effect);
@@ -180,12 +183,9 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   SimDevice sim_device(spec);
   RecordedAddressDevice placed(sim_device, recorded_placements(recording));
   LoggingDevice device(placed);
-  // Never native segments where PyTorch's were expandable: the one VMM model replays them
-  // (recorded_spec names the expandable policy then).
-  const PolicySpec policy_spec = parse_policy_spec(check.policy);
-  const std::unique_ptr<Policy> made = std::move(policy_spec.build(device).policy);
+  const std::unique_ptr<Policy> made = std::move(as_recorded.build(device).policy);
   Policy& policy = *made;
-  const std::unique_ptr<RecordingReplay> recorded = policy_spec.row->recording(policy);
+  const std::unique_ptr<RecordingReplay> recorded = as_recorded.row->recording(policy);
   const Trace& trace = recording.trace;
   policy.prepare(ReplaySetup{.allocations = trace.allocations() + recording.ooms.size()});
   const RoundupDivisions divisions = recorded_divisions(recording.settings);

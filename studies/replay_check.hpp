@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "policies/caching.hpp"
+#include "sim/spec.hpp"
 #include "sim/units.hpp"
 #include "workloads/torch_recording.hpp"
 
@@ -47,7 +48,7 @@ struct ReplayCheck {
 
 // The caching policy spec PyTorch's recorded allocator settings amount to: the settings'
 // own fields, and PYTORCH_CUDA_ALLOC_CONF's keys they do not carry (max_non_split_rounding_mb).
-std::string caching_spec_for(const TorchAllocatorSettings& settings);
+Spec caching_spec_for(const TorchAllocatorSettings& settings);
 
 // Whether PyTorch ran with expandable segments: the settings say so, a segment is
 // expandable, or the trace maps or unmaps (an old snapshot records no settings).
@@ -55,7 +56,7 @@ bool recorded_expandable(const TorchRecording& recording);
 
 // The spec the recording's allocator amounts to: caching_spec_for's, named `expandable`
 // when recorded_expandable.
-std::string recorded_spec(const TorchRecording& recording);
+Spec recorded_spec(const TorchRecording& recording);
 
 // The recorded roundup_power2_divisions as the caching policy reads them.
 RoundupDivisions recorded_divisions(const TorchAllocatorSettings& settings);

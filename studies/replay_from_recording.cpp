@@ -72,7 +72,7 @@ Bytes reserved_at(const TorchRecording& recording, const RecordedOom& oom) {
 // trace (replay_from_recording takes the exact replay's figure, which has it).
 WhatIfOutcome recorded_outcome(const TorchRecording& recording) {
   WhatIfOutcome outcome;
-  outcome.policy = recorded_spec(recording);
+  outcome.policy = to_string(recorded_spec(recording));
   outcome.start = "as recorded";
   Bytes reserved = 0;
   for (const RecordedSegment& segment : recording.segments_at_start) reserved += segment.size;
@@ -110,7 +110,7 @@ WhatIfOutcome recorded_outcome(const TorchRecording& recording) {
 
 // `caching` and `expandable` take the recorded settings, the user's keys replacing them.
 Spec with_recorded_settings(const Spec& user, const TorchRecording& recording) {
-  Spec merged = parse_spec(caching_spec_for(recording.settings));
+  Spec merged = caching_spec_for(recording.settings);
   merged.name = user.name;
   for (const auto& entry : user.args) {  // not a structured binding: clang 14 (emscripten's) captures none
     const auto same =
@@ -131,10 +131,10 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
                          std::vector<std::string>& ambiguous_sizes, std::span<Observer* const> exporters = {},
                          std::span<Observer* const> recorders = {}) {
   const PolicyInfo& row = *given.row;
-  Spec spec = parse_spec(given.text);
-  if (row.recording) spec = with_recorded_settings(spec, recording);  // PyTorch's own allocator
+  // PyTorch's own allocator takes the recorded settings; the spec as run is the one shown.
+  const PolicySpec as_run = policy_spec(row.recording ? with_recorded_settings(given.spec, recording) : given.spec);
   WhatIfOutcome outcome;
-  outcome.policy = to_string(spec);
+  outcome.policy = as_run.text;
 
   DeviceSpec device_spec;
   device_spec.capacity = capacity;
@@ -145,7 +145,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   MeteredDevice device(counting, metered_peak);  // what the account counts and tells the observers
   ReplayAccount account(shared_trace, outcome.policy, device_spec, exporters, recorders);
 
-  const std::unique_ptr<Policy> policy = make_policy(outcome.policy, device);
+  const std::unique_ptr<Policy> policy = std::move(as_run.build(device).policy);
   // Adopted where the policy's segments are of the recording's kind (refuse_unrebuildable
   // leaves no mixed start); the other kind places the live blocks, as any policy does.
   std::unique_ptr<RecordingReplay> adopting = row.recording ? row.recording(*policy) : nullptr;

@@ -17,27 +17,18 @@
 namespace allocsim {
 
 std::shared_ptr<const Trace> TraceCache::get(const WorkloadSpec& spec, int compute_capability) {
-  return get(spec.text, compute_capability, [&](const LoadOptions& options) { return load_workload(spec, options); });
-}
-
-std::shared_ptr<const Trace> TraceCache::get(const std::string& spec, int compute_capability) {
-  return get(spec, compute_capability, [&](const LoadOptions& options) { return load_workload(spec, options); });
-}
-
-std::shared_ptr<const Trace> TraceCache::get(const std::string& key, int compute_capability,
-                                             const std::function<Trace(const LoadOptions&)>& load) {
   std::shared_ptr<Entry> entry;
   {
     const std::lock_guard lock(mutex_);
-    std::shared_ptr<Entry>& slot = entries_[{key, compute_capability}];
+    std::shared_ptr<Entry>& slot = entries_[{spec.text, compute_capability}];
     if (!slot) slot = std::make_shared<Entry>();
     entry = slot;
   }
   // Other threads wanting the same trace wait here; a failed load is retried by the next.
-  std::call_once(entry->once, [&] { 
+  std::call_once(entry->once, [&] {
     LoadOptions options;
     options.compute_capability = compute_capability;
-    entry->trace = std::make_shared<const Trace>(load(options));
+    entry->trace = std::make_shared<const Trace>(load_workload(spec, options));
   });
   return entry->trace;
 }

@@ -33,11 +33,8 @@ struct SweepRow {
 class TraceCache {
  public:
   std::shared_ptr<const Trace> get(const WorkloadSpec& spec, int compute_capability);
-  std::shared_ptr<const Trace> get(const std::string& spec, int compute_capability);  // parsed at its first load
 
  private:
-  std::shared_ptr<const Trace> get(const std::string& key, int compute_capability,
-                                   const std::function<Trace(const LoadOptions&)>& load);
   struct Entry {
     std::once_flag once;
     std::shared_ptr<const Trace> trace;

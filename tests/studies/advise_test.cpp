@@ -24,7 +24,7 @@ using namespace test;
 nlohmann::json run_line(const AdviseCandidate& candidate, const std::vector<std::string>& device) {
   TempDir dir;
   const std::string json = dir.file("line.json");
-  std::vector<std::string> args{"run", "--workload", candidate.workload.text, "--policy", candidate.policy};
+  std::vector<std::string> args{"run", "--workload", candidate.workload.text, "--policy", candidate.policy.text};
   args.insert(args.end(), device.begin(), device.end());
   for (const TenantChoice& tenant : candidate.tenants) {
     args.push_back("--tenant");
@@ -53,7 +53,7 @@ void check_every_line_by_run(const AdviseResults& results, const std::vector<std
   std::vector<const AdviseLine*> lines{&results.as_is};
   for (const AdviseLine& line : results.lines) lines.push_back(&line);
   for (const AdviseLine* line : lines) {
-    INFO(line->candidate.what << ": " << line->candidate.workload.text << " @ " << line->candidate.policy);
+    INFO(line->candidate.what << ": " << line->candidate.workload.text << " @ " << line->candidate.policy.text);
     const nlohmann::json run = run_line(line->candidate, device);
     CHECK(runs_through(run) == line->fits);
     CHECK(run["tenants"][0]["peak_allocated_bytes"] == line->peak_allocated);
@@ -131,12 +131,12 @@ TEST_CASE("advise: a limit found by bisection is the boundary: one MiB less does
   const AdviseLine* limit = find_line(results, "memory_limit");
   REQUIRE(limit);
   REQUIRE(limit->fits);
-  CHECK(limit->candidate.policy.starts_with("bfc:limit="));
-  const std::string mib = limit->candidate.policy.substr(std::string("bfc:limit=").size());
+  CHECK(limit->candidate.policy.text.starts_with("bfc:limit="));
+  const std::string mib = limit->candidate.policy.text.substr(std::string("bfc:limit=").size());
   const long value = std::stol(mib);
   CHECK(limit->candidate.change.find("memory_limit=" + std::to_string(value) + ")") != std::string::npos);
   AdviseCandidate less = limit->candidate;
-  less.policy = "bfc:limit=" + std::to_string(value - 1) + "MiB";
+  less.policy = parse_policy_spec("bfc:limit=" + std::to_string(value - 1) + "MiB");
   CHECK_FALSE(runs_through(run_line(less, {"--device", "v100-16gb"})));
   // The limit leaves the rest of the card: more headroom than the preallocating default.
   CHECK(limit->headroom > results.as_is.headroom);
@@ -172,7 +172,7 @@ TEST_CASE("advise: a second process on a 16 GB card, seen from the one with memo
   study.policy = parse_policy_spec("growth");
   study.tenants = {parse_tenant("resnet50_tf_b64@bfc")};
   const AdviseResults results = run_advise(study);
-  CHECK(results.as_is.candidate.policy == "growth");
+  CHECK(results.as_is.candidate.policy.text == "growth");
   CHECK_FALSE(results.as_is.fits);
   const nlohmann::json as_is = run_line(results.as_is.candidate, {"--device", "v100-16gb"});
   CHECK(as_is["tenants"][0]["first_oom_kind"] == "reservation");
@@ -182,12 +182,12 @@ TEST_CASE("advise: a second process on a 16 GB card, seen from the one with memo
   const AdviseLine* other = find_line(results, "memory growth in tenant 1");
   REQUIRE(other);
   CHECK(other->fits);
-  CHECK(other->candidate.policy == "growth");
+  CHECK(other->candidate.policy.text == "growth");
   CHECK(other->candidate.tenants.at(0).policy.text == "growth");
   // Its own memory_limit replaces growth: TensorFlow takes one or the other.
   const AdviseLine* limit = find_line(results, "memory_limit, the smallest");
   REQUIRE(limit);
-  CHECK(limit->candidate.policy.starts_with("bfc:limit="));
+  CHECK(limit->candidate.policy.text.starts_with("bfc:limit="));
   CHECK(limit->candidate.change.starts_with("instead of memory growth, tf.config.set_logical_device_configuration("));
 }
 
@@ -204,7 +204,7 @@ TEST_CASE("advise: the other process's limit, a PyTorch job beside a TensorFlow 
   const AdviseLine* limit = find_line(results, "memory_limit in tenant 1");
   REQUIRE(limit);
   CHECK(limit->fits);
-  CHECK(limit->candidate.policy == "caching");  // this process is left as it is
+  CHECK(limit->candidate.policy.text == "caching");  // this process is left as it is
   CHECK(limit->candidate.tenants.at(0).policy.text.starts_with("bfc:limit="));
   CHECK(limit->candidate.change.starts_with("in tenant 1 (resnet50_tf_b64): tf.config.set_logical_device_configuration("));
 }
@@ -230,7 +230,7 @@ TEST_CASE("advise: an 8 GB card where fragmentation, not capacity, stops PyTorch
   const AdviseLine* expandable = find_line(results, "expandable");
   REQUIRE(expandable);
   CHECK(expandable->candidate.change == "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
-  CHECK(expandable->candidate.policy == "expandable");
+  CHECK(expandable->candidate.policy.text == "expandable");
   CHECK(expandable->fits);
 }
 
@@ -244,10 +244,10 @@ TEST_CASE("advise replaces a setting the program gives in the framework's spelli
   study.device.capacity = 8_GiB;
   study.threads = 2;
   const AdviseResults results = run_advise(study);
-  CHECK(results.as_is.candidate.policy == "caching:max_split_size_mb=256");
+  CHECK(results.as_is.candidate.policy.text == "caching:max_split_size_mb=256");
   const AdviseLine* split = find_line(results, "max_split_size");
   REQUIRE(split);
-  CHECK(split->candidate.policy == "caching:max_split_size=128MiB");
+  CHECK(split->candidate.policy.text == "caching:max_split_size=128MiB");
 }
 
 TEST_CASE("advise: when no single change keeps a training job on the card, two at a time", "[advise]") {
