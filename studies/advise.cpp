@@ -32,7 +32,9 @@ struct Subject {
 std::string_view framework_word(Framework framework) { return framework == Framework::tf ? "tf" : "torch"; }
 
 // The framework's own allocator, as it runs when nothing is set.
-PolicySpec default_policy(Framework framework) { return policy_spec(Spec{framework == Framework::tf ? "bfc" : "caching", {}}); }
+PolicySpec default_policy(Framework framework) {
+  return policy_spec(Spec{framework == Framework::tf ? "bfc" : "caching", {}});
+}
 
 // Which framework's settings a policy takes: its row's, when advise knows that framework's
 // settings (PyTorch's, TensorFlow's).

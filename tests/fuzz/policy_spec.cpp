@@ -1,9 +1,10 @@
 // Policy specs as `--policy` takes them: the list split, each item read and checked by its
 // row (policies/registry's parse_policy_spec). A bad spec must be an Error, and a spec the
 // check accepts must build on an idle device: the check and the constructor agree, so an
-// Error from the build is a crash here.
+// Error from the build is a crash here, as is one from reading the spec again from its Spec.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     allocsim::SimDevice idle{allocsim::DeviceSpec{}};
     spec->build(idle);
+    // Read again from its Spec, as a study reads the specs it derives (advise): the same row.
+    try {
+      if (allocsim::policy_spec(spec->spec).row != spec->row) std::abort();
+    } catch (const allocsim::Error&) {
+      std::abort();
+    }
   }
   return 0;
 }
