@@ -83,6 +83,16 @@ std::string to_string(const Spec& spec) {
   return text;
 }
 
+void set_arg(Spec& spec, std::string_view key, std::string value, std::string_view native) {
+  const auto names_key = [&](const auto& arg) { return arg.first == key || (!native.empty() && arg.first == native); };
+  const auto found = std::find_if(spec.args.begin(), spec.args.end(), names_key);
+  if (found != spec.args.end()) {
+    *found = {std::string(key), std::move(value)};
+  } else {
+    spec.args.emplace_back(std::string(key), std::move(value));
+  }
+}
+
 std::string list_keys(std::span<const ParamInfo> declared) {
   if (declared.empty()) return "(none)";
   std::string out;

@@ -46,6 +46,10 @@ std::vector<std::string> split_spec_list(std::string_view text, std::string_view
 // to_string(parse_spec(t)) == t for every t that parses (a trailing ':' aside).
 std::string to_string(const Spec& spec);
 
+// Sets `key` to `value` where the spec has it (spelled `key`, or `native` when that is not
+// empty: the framework's spelling, which the new value replaces), else appends it.
+void set_arg(Spec& spec, std::string_view key, std::string value, std::string_view native = "");
+
 // A spec's arguments checked against declared parameters, read with typed getters.
 // `owner` names the thing in messages ("policy bestfit"). Contract: an unknown key, and a
 // key given twice (in either spelling), are errors.

@@ -84,13 +84,7 @@ PolicySpec with_arg(const PolicySpec& policy, const std::string& key, const std:
   for (const ParamInfo& param : policy.row->params) {
     if (param.key == key) native = param.native;
   }
-  const auto names_key = [&](const auto& arg) { return arg.first == key || (!native.empty() && arg.first == native); };
-  const auto found = std::find_if(spec.args.begin(), spec.args.end(), names_key);
-  if (found != spec.args.end()) {
-    *found = {key, value};
-  } else {
-    spec.args.emplace_back(key, value);
-  }
+  set_arg(spec, key, value, native);
   return policy_spec(std::move(spec));
 }
 

@@ -112,15 +112,7 @@ WhatIfOutcome recorded_outcome(const TorchRecording& recording) {
 Spec with_recorded_settings(const Spec& user, const TorchRecording& recording) {
   Spec merged = caching_spec_for(recording.settings);
   merged.name = user.name;
-  for (const auto& entry : user.args) {  // not a structured binding: clang 14 (emscripten's) captures none
-    const auto same =
-        std::find_if(merged.args.begin(), merged.args.end(), [&](const auto& arg) { return arg.first == entry.first; });
-    if (same != merged.args.end()) {
-      same->second = entry.second;
-    } else {
-      merged.args.push_back(entry);
-    }
-  }
+  for (const auto& [key, value] : user.args) set_arg(merged, key, value);
   return merged;
 }
 

@@ -248,12 +248,7 @@ WorkloadSpec with_param(const WorkloadSpec& generator, const std::string& key, c
                 (generator.model() ? "a model; its options are --batch, --precision, ..." : "a trace file; it has no parameters"));
   }
   Spec spec = choice->spec;
-  const auto own = std::find_if(spec.args.begin(), spec.args.end(), [&](const auto& arg) { return arg.first == key; });
-  if (own != spec.args.end()) {
-    own->second = value;
-  } else {
-    spec.args.emplace_back(key, value);
-  }
+  set_arg(spec, key, value);
   return {to_string(spec), GeneratorChoice{choice->row, Params(spec, choice->row->params, "workload " + spec.name), spec}};
 }
 
