@@ -348,7 +348,7 @@ class Planner {
   static void set_policy(AdviseCandidate& candidate, std::size_t process, PolicySpec policy) {
     (process == 0 ? candidate.policy : candidate.tenants[process - 1].policy) = std::move(policy);
   }
-  // "the workload, tenants 1 and 2": the processes a change reaches.
+  // "the workload, tenant 1 and tenant 2": the processes a change reaches.
   std::string listed(const std::vector<std::size_t>& changed) const {
     std::string text;
     for (std::size_t i = 0; i < changed.size(); ++i) {
@@ -380,9 +380,11 @@ class Planner {
     const auto base = [this](std::string what, std::string change) {
       return make_candidate(std::move(what), std::move(change), Impact::setting, subject_.workload, base_policy());
     };
+    // "every process" where every one is TensorFlow's, else "every TensorFlow process".
+    const std::string every_tf = tf.size() == processes() ? "every process" : "every TensorFlow process";
     if (tf_bfc.size() >= 2) {
       AdviseCandidate candidate =
-          base("memory growth in every process",
+          base("memory growth in " + every_tf,
                "in " + listed(tf_bfc) + ": " + kGrowthCall + " before the first tensor (or TF_FORCE_GPU_ALLOW_GROWTH=true "
                "in each one's environment)");
       for (const std::size_t p : tf_bfc) set_policy(candidate, p, renamed(policy_of_process(p), "growth"));
@@ -424,7 +426,7 @@ class Planner {
     }
     if (tf.size() >= 2) {
       AdviseCandidate candidate =
-          base("cuda_malloc_async in every process",
+          base("cuda_malloc_async in " + every_tf,
                "TF_GPU_ALLOCATOR=cuda_malloc_async in the environment of " + listed(tf) +
                    ", before TensorFlow starts: CUDA's stream-ordered pool in place of BFC");
       for (const std::size_t p : tf) set_policy(candidate, p, policy_spec(Spec{"tf-async", {}}));
