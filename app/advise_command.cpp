@@ -26,7 +26,8 @@ constexpr const char* kAdviseUsage = R"(allocsim advise: what to change so that 
 
 Usage:
   allocsim advise --workload SPEC [--framework tf|torch] [--policy SPEC] [--ranks N]
-                  [--device NAME | --capacity SIZE] [--tenant WORKLOAD@POLICY ...] [--csv FILE]
+                  [--device NAME | --capacity SIZE] [--tenant WORKLOAD@POLICY[@start=TIME] ...]
+                  [--csv FILE]
 
 Examples:
   allocsim advise --workload resnet50_b256 --framework tf --device v100-16gb
@@ -44,7 +45,12 @@ time:
                        garbage_collection_threshold:0.8, set_per_process_memory_fraction
                        (the smallest that fits)
   another tenant       memory growth, memory_limit or a memory fraction for it (the smallest
-                       with which it still runs)
+                       with which it still runs); each tenant otherwise as given (its
+                       policy, its start)
+  every process        with two or more: memory growth in every TensorFlow process, a
+                       memory limit per process (memory_limit, a memory fraction; each the
+                       smallest with which it runs alone, so that they sum under the card),
+                       TF_GPU_ALLOCATOR=cuda_malloc_async in every TensorFlow process
   the model            amp, bf16 (compute capability 8.0 and later), half the batch,
                        gradient accumulation to the same effective batch (2 and 4 steps),
                        inference only, a smaller optimizer state (Adam -> SGD with momentum,
@@ -96,7 +102,7 @@ std::optional<Framework> parse_framework(const std::string& text) {
 
 std::string as_run(const AdviseCandidate& candidate) {
   std::string text = candidate.workload.text + " @ " + candidate.policy.text;
-  for (const TenantChoice& tenant : candidate.tenants) text += " + " + tenant.workload.text + " @ " + tenant.policy.text;
+  for (const TenantChoice& tenant : candidate.tenants) text += " + " + to_string(tenant);  // as --tenant takes it
   return text;
 }
 
@@ -153,8 +159,8 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
        "whose allocators and settings to try (default: the workload's framework token)")
       ("policy,p", po::value(&o.policy)->value_name("SPEC"),
        "the allocator the program runs with now, one of its framework's (default: the framework's default)")
-      ("tenant,t", po::value(&o.tenants)->value_name("WORKLOAD@POLICY")->composing(),
-       "another process on the same device, after the workload; repeat for several")
+      ("tenant,t", po::value(&o.tenants)->value_name("WORKLOAD@POLICY[@start=TIME]")->composing(),
+       "another process on the same device, after the workload, starting at TIME (default 0); repeat for several")
       ("ranks", po::value(&o.ranks)->value_name("N"),
        "the GPUs the job runs on, each rank this workload: ZeRO and FSDP are tried over them (default 1)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "also every line as a CSV row (as it is first, then by rank)")

@@ -110,16 +110,28 @@ std::string memory_limit_call(std::int64_t mib) {
 constexpr const char* kGrowthCall = "tf.config.experimental.set_memory_growth(gpu, True)";
 
 
-// A candidate to run: fixed, or the value of one setting searched by bisection.
+// A candidate to run: fixed, or with the values of its settings searched by bisection: one
+// value in the scenario as a whole, or one per process, each process alone on the device (a
+// memory limit for every process at once).
+using Values = std::vector<std::int64_t>;
 struct Plan {
-  std::function<AdviseCandidate(std::int64_t value)> at;
+  std::function<AdviseCandidate(const Values& values)> at;  // a value per search, in order
   struct Search {
     std::int64_t low;
     std::int64_t high;
     bool smallest;       // the smallest value that fits (a limit), else the largest (a reserve)
-    std::size_t tenant;  // whose fitting the value decides
+    std::size_t tenant;  // whose fitting the value decides: 0 the advised workload, i the ith tenant
+    bool alone = false;  // decided by that process alone on the device, the others absent
   };
-  std::optional<Search> search;
+  std::vector<Search> searches;  // empty: a fixed candidate
+
+  // Each search's generous end (the largest limit, the smallest reserve): a value that fits
+  // when any does, or the answer when none does.
+  Values generous() const {
+    Values values;
+    for (const Search& s : searches) values.push_back(s.smallest ? s.high : s.low);
+    return values;
+  }
 };
 
 class Planner {
@@ -151,6 +163,7 @@ class Planner {
       torch_settings();
     }
     for (std::size_t tenant = 1; tenant <= study_.tenants.size(); ++tenant) other_tenant(tenant);
+    every_process();
     settings_.assign(plans_.begin() + 1, plans_.end());
     if (subject_.model) model_changes(notes);
     for (AdviseNote& note : unmodelled_) notes.push_back(std::move(note));
@@ -171,8 +184,8 @@ class Planner {
         const Plan& setting = settings_[i];
         const ModelEdit& model = models_[j];
         const WorkloadSpec workload = model_workload(edited({&model}));
-        pairs.push_back(Plan{[this, setting, model, workload](std::int64_t value) {
-                               AdviseCandidate candidate = setting.at(value);
+        pairs.push_back(Plan{[this, setting, model, workload](const Values& values) {
+                               AdviseCandidate candidate = setting.at(values);
                                candidate.workload = workload;
                                candidate.effective_batch = effective_batch(workload);
                                candidate.what += " + " + model.what;
@@ -181,7 +194,7 @@ class Planner {
                                candidate.changes = 2;
                                return candidate;
                              },
-                             setting.search});
+                             setting.searches});
       }
     }
     for (std::size_t i = 0; i < models_.size(); ++i) {
@@ -204,7 +217,7 @@ class Planner {
         AdviseCandidate candidate = make_candidate(a.what + " + " + b.what, a.change + "; and " + b.change,
                                                    std::max(a.impact, b.impact), model_workload(both), base_policy());
         candidate.changes = 2;
-        pairs.push_back(Plan{[candidate](std::int64_t) { return candidate; }, std::nullopt});
+        pairs.push_back(Plan{[candidate](const Values&) { return candidate; }, {}});
       }
     }
     return pairs;
@@ -229,11 +242,11 @@ class Planner {
   }
 
   void add(AdviseCandidate candidate) {
-    plans_.push_back(Plan{[candidate](std::int64_t) { return candidate; }, std::nullopt});
+    plans_.push_back(Plan{[candidate](const Values&) { return candidate; }, {}});
   }
 
   void add_search(std::function<AdviseCandidate(std::int64_t)> at, Plan::Search search) {
-    plans_.push_back(Plan{std::move(at), search});
+    plans_.push_back(Plan{[at = std::move(at)](const Values& values) { return at(values.at(0)); }, {search}});
   }
 
   std::int64_t capacity_mib() const { return static_cast<std::int64_t>(study_.device.capacity / 1_MiB); }
@@ -317,6 +330,107 @@ class Planner {
                            with_arg(given.policy, "fraction", hundredths(percent)));
           },
           {1, 100, true, tenant});
+    }
+  }
+
+  // The processes on the device: 0 the advised workload, then each tenant in turn.
+  std::size_t processes() const { return 1 + study_.tenants.size(); }
+  const PolicySpec& policy_of_process(std::size_t process) const {
+    return process == 0 ? base_policy() : study_.tenants[process - 1].policy;
+  }
+  std::optional<Framework> framework_of_process(std::size_t process) const {
+    return process == 0 ? std::optional<Framework>(subject_.framework) : framework_of_policy(policy_of_process(process));
+  }
+  std::string process_name(std::size_t process) const {
+    return process == 0 ? "the workload" : "tenant " + std::to_string(process);
+  }
+  // The candidate with process `process` under `policy` (the others as they run now).
+  static void set_policy(AdviseCandidate& candidate, std::size_t process, PolicySpec policy) {
+    (process == 0 ? candidate.policy : candidate.tenants[process - 1].policy) = std::move(policy);
+  }
+  // "the workload, tenant 1 and tenant 2": the processes a change reaches.
+  std::string listed(const std::vector<std::size_t>& changed) const {
+    std::string text;
+    for (std::size_t i = 0; i < changed.size(); ++i) {
+      text += (i == 0 ? "" : i + 1 == changed.size() ? " and " : ", ") + process_name(changed[i]);
+    }
+    return text;
+  }
+
+  // What the articles this project grew from advise for several processes on one card: the
+  // change in every process at once. Each where it reaches two processes or more (one is
+  // a single change above): memory growth in every TensorFlow process, a memory limit for
+  // every process (TensorFlow's memory_limit, PyTorch's memory fraction), each the smallest
+  // with which the process runs alone, so that they sum under the card if any do, and
+  // TF_GPU_ALLOCATOR=cuda_malloc_async in every TensorFlow process. A process whose
+  // allocator is no framework's (a trace under firstfit) stays as it is.
+  void every_process() {
+    if (study_.tenants.empty()) return;
+    std::vector<std::size_t> tf_bfc;
+    std::vector<std::size_t> tf;
+    std::vector<std::size_t> limited;
+    for (std::size_t p = 0; p < processes(); ++p) {
+      const std::optional<Framework> framework = framework_of_process(p);
+      if (!framework) continue;
+      limited.push_back(p);
+      if (*framework != Framework::tf) continue;
+      tf.push_back(p);
+      if (policy_of_process(p).row->name == "bfc") tf_bfc.push_back(p);
+    }
+    const auto base = [this](std::string what, std::string change) {
+      return make_candidate(std::move(what), std::move(change), Impact::setting, subject_.workload, base_policy());
+    };
+    // "every process" where every one is TensorFlow's, else "every TensorFlow process".
+    const std::string every_tf = tf.size() == processes() ? "every process" : "every TensorFlow process";
+    if (tf_bfc.size() >= 2) {
+      AdviseCandidate candidate =
+          base("memory growth in " + every_tf,
+               "in " + listed(tf_bfc) + ": " + kGrowthCall + " before the first tensor (or TF_FORCE_GPU_ALLOW_GROWTH=true "
+               "in each one's environment)");
+      for (const std::size_t p : tf_bfc) set_policy(candidate, p, renamed(policy_of_process(p), "growth"));
+      add(std::move(candidate));
+    }
+    if (limited.size() >= 2) {
+      // TensorFlow refuses memory growth beside a virtual device configuration: bfc with the limit.
+      const auto limit_policy = [this](std::size_t p, std::int64_t value) {
+        const PolicySpec& policy = policy_of_process(p);
+        if (*framework_of_process(p) == Framework::tf) return with_arg(renamed(policy, "bfc"), "limit", mib_value(value));
+        return with_arg(policy, "fraction", hundredths(value));
+      };
+      std::vector<Plan::Search> searches;
+      for (const std::size_t p : limited) {
+        const bool tf_limit = *framework_of_process(p) == Framework::tf;
+        searches.push_back({1, tf_limit ? capacity_mib() : 100, true, p, true});
+      }
+      plans_.push_back(Plan{[this, limited, limit_policy](const Values& values) {
+                              std::string change;
+                              Bytes sum = 0;
+                              AdviseCandidate candidate = make_candidate("a memory limit per process", "", Impact::setting,
+                                                                         subject_.workload, base_policy());
+                              for (std::size_t i = 0; i < limited.size(); ++i) {
+                                const std::size_t p = limited[i];
+                                const std::int64_t value = values.at(i);
+                                const bool tf_limit = *framework_of_process(p) == Framework::tf;
+                                change += (i == 0 ? "in " : "; in ") + process_name(p) + ": " +
+                                          (tf_limit ? memory_limit_call(value)
+                                                    : "torch.cuda.set_per_process_memory_fraction(" + hundredths(value) + ")");
+                                sum += tf_limit ? static_cast<Bytes>(value) * 1_MiB
+                                                : study_.device.capacity / 100 * static_cast<Bytes>(value);
+                                set_policy(candidate, p, limit_policy(p, value));
+                              }
+                              candidate.change = change + " (" + format_bytes(sum) + " in all, of the card's " +
+                                                 format_bytes(study_.device.capacity) + " less a CUDA context each)";
+                              return candidate;
+                            },
+                            std::move(searches)});
+    }
+    if (tf.size() >= 2) {
+      AdviseCandidate candidate =
+          base("cuda_malloc_async in " + every_tf,
+               "TF_GPU_ALLOCATOR=cuda_malloc_async in the environment of " + listed(tf) +
+                   ", before TensorFlow starts: CUDA's stream-ordered pool in place of BFC");
+      for (const std::size_t p : tf) set_policy(candidate, p, policy_spec(Spec{"tf-async", {}}));
+      add(std::move(candidate));
     }
   }
 
@@ -406,7 +520,7 @@ class Planner {
     if (training) {
       model_change("inference only",
                    tf() ? "model(x, training=False) outside tf.GradientTape, or model.predict(x)"
-                        : "model.eval() and torch.no_grad()",
+                        : "model.eval() and torch.no_grad()" + inference_dtype(),
                    Impact::inference, [=, this](ModelSpec& s) { set(s, "infer"); }, false);
       if (o.optimizer == Optimizer::adam || o.optimizer == Optimizer::adamw) {
         const std::string adam = o.optimizer == Optimizer::adam ? "Adam" : "AdamW";
@@ -450,7 +564,7 @@ class Planner {
     sharding(notes);
     if (model.options.precision != Precision::fp32) {
       notes.push_back({"bf16 parameters without fp32 master weights",
-                       "not modelled: the zoo's amp and bf16 are autocast over fp32 parameters"});
+                       "not modelled: the zoo's amp and bf16 are autocast over fp32 trained parameters"});
     }
   }
 
@@ -519,20 +633,40 @@ class Planner {
     }
   }
 
-  // LoRA and QLoRA (PEFT, bitsandbytes' NF4): the base frozen, adapters trained.
+  // Inference holds the weights in the compute dtype, as the lowering does (torch).
+  std::string inference_dtype() const {
+    const LoweringOptions& o = subject_.model->options;
+    if (o.precision == Precision::fp32 || o.fp32_base) return "";
+    return std::string(", the weights in ") + (o.precision == Precision::bf16 ? "bf16 (model.to(torch.bfloat16))"
+                                                                               : "fp16 (model.half())");
+  }
+
+  // How a LoRA base is loaded: in the compute dtype (from_pretrained(torch_dtype=...)), as
+  // the lowering holds it, unless the spec keeps it in fp32.
+  std::string base_dtype() const {
+    const LoweringOptions& o = subject_.model->options;
+    if (o.precision == Precision::fp32 || o.fp32_base) return "";
+    return std::string(", the base loaded in ") + (o.precision == Precision::bf16 ? "bf16" : "fp16") +
+           " (from_pretrained(..., torch_dtype=" + (o.precision == Precision::bf16 ? "torch.bfloat16" : "torch.float16") +
+           "))";
+  }
+
+  // LoRA and QLoRA (PEFT, bitsandbytes' NF4): the base frozen, adapters trained. LoRA over a
+  // base in the compute dtype ranks before QLoRA's 4-bit one (impact quantized): a user tries
+  // it first.
   void adapters() {
     const DecoderConfig& d = subject_.model->decoder;
     if (d.nf4) return;
     if (d.lora == 0) {
       model_change("LoRA r=16 on q_proj and v_proj",
                    "peft.get_peft_model(model, LoraConfig(r=16)): the base frozen (no gradients, no optimizer state), "
-                   "rank-16 adapters beside q_proj and v_proj trained",
+                   "rank-16 adapters beside q_proj and v_proj trained" + base_dtype(),
                    Impact::adapters, [this](ModelSpec& s) { set(s, "lora=", 16); }, true);
       model_change("QLoRA r=16 on every linear, a 4-bit NF4 base",
                    "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True, "
                    "bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True)), then "
                    "peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
-                   Impact::adapters,
+                   Impact::quantized,
                    [this](ModelSpec& s) {
                      set(s, "qlora=", 16);
                      set(s, "lora_targets=all");
@@ -647,14 +781,27 @@ class Planner {
 
 // One scenario, built and replayed the way `allocsim run` does: the advised tenant first,
 // then the others in the order given.
+// Every tenant as given: its policy and its start.
 RunResult replay(const AdviseCandidate& candidate, const DeviceSpec& device, TraceCache& traces) {
   Scenario scenario;
   scenario.device = device;
   scenario.tenants.push_back(
       TenantSpec{traces.get(candidate.workload, device.compute_capability), candidate.policy.maker(), 0});
   for (const TenantChoice& tenant : candidate.tenants) {
-    scenario.tenants.push_back(TenantSpec{traces.get(tenant.workload, device.compute_capability), tenant.policy.maker(), 0});
+    scenario.tenants.push_back(
+        TenantSpec{traces.get(tenant.workload, device.compute_capability), tenant.policy.maker(), tenant.start});
   }
+  return run(scenario);
+}
+
+// One process of the candidate (0 the advised workload, i its ith tenant) alone on the device.
+RunResult replay_alone(const AdviseCandidate& candidate, std::size_t process, const DeviceSpec& device,
+                       TraceCache& traces) {
+  Scenario scenario;
+  scenario.device = device;
+  const WorkloadSpec& workload = process == 0 ? candidate.workload : candidate.tenants.at(process - 1).workload;
+  const PolicySpec& policy = process == 0 ? candidate.policy : candidate.tenants.at(process - 1).policy;
+  scenario.tenants.push_back(TenantSpec{traces.get(workload, device.compute_capability), policy.maker(), 0});
   return run(scenario);
 }
 
@@ -677,12 +824,24 @@ AdviseLine line_of(AdviseCandidate candidate, const RunResult& result) {
   return line;
 }
 
-// The value a search settles on: bisection over [low, high] for the boundary of where the
-// searched tenant runs through; the generous end when even it does not.
-std::int64_t search(const Plan& plan, const DeviceSpec& device, TraceCache& traces) {
-  const Plan::Search& s = *plan.search;
+// Whether the process a search decides runs through with `values`.
+bool searched_runs(const Plan& plan, std::size_t which, const Values& values, const DeviceSpec& device,
+                   TraceCache& traces) {
+  const Plan::Search& s = plan.searches[which];
+  const AdviseCandidate candidate = plan.at(values);
+  if (s.alone) return ran_through(replay_alone(candidate, s.tenant, device, traces).tenants.front());
+  return ran_through(replay(candidate, device, traces).tenants.at(s.tenant));
+}
+
+// The value search `which` settles on, the others at their generous ends: bisection over
+// [low, high] for the boundary of where the searched process runs through; the generous end
+// when even it does not.
+std::int64_t search(const Plan& plan, std::size_t which, const DeviceSpec& device, TraceCache& traces) {
+  const Plan::Search& s = plan.searches[which];
+  Values values = plan.generous();
   const auto fits = [&](std::int64_t value) {
-    return ran_through(replay(plan.at(value), device, traces).tenants.at(s.tenant));
+    values[which] = value;
+    return searched_runs(plan, which, values, device, traces);
   };
   std::int64_t good = s.smallest ? s.high : s.low;  // fits, or the answer when nothing does
   if (!fits(good)) return good;
@@ -696,7 +855,7 @@ std::int64_t search(const Plan& plan, const DeviceSpec& device, TraceCache& trac
 
 std::string tenants_text(const std::vector<TenantChoice>& tenants) {
   std::string text;
-  for (const TenantChoice& tenant : tenants) text += (text.empty() ? "" : " ") + tenant.workload.text + "@" + tenant.policy.text;
+  for (const TenantChoice& tenant : tenants) text += (text.empty() ? "" : " ") + to_string(tenant);
   return text;
 }
 
@@ -720,7 +879,7 @@ const std::array<Column<CsvRow>, 20> kColumns{{
      [](const CsvRow& r) { return text(std::string(name_of(group_of(r.line->candidate.impact)))); }},
     {"impact", Unit::text,
      "what the change asks: none, setting, implementation, loop, sharding, offload, precision, optimizer, adapters, "
-     "batch, inference",
+     "quantized, batch, inference",
      [](const CsvRow& r) { return text(std::string(name_of(r.line->candidate.impact))); }},
     {"changes", Unit::count, "how many changes the line makes: 0 (as it is), 1, or 2 when no single one fits",
      [](const CsvRow& r) -> MetricValue { return static_cast<std::uint64_t>(r.line->candidate.changes); }},
@@ -729,7 +888,7 @@ const std::array<Column<CsvRow>, 20> kColumns{{
     {"workload", Unit::text, "the advised tenant's workload spec, as run",
      [](const CsvRow& r) { return text(r.line->candidate.workload.text); }},
     {"policy", Unit::text, "its policy spec, as run", [](const CsvRow& r) { return text(r.line->candidate.policy.text); }},
-    {"tenants", Unit::text, "the other tenants as run, WORKLOAD@POLICY separated by spaces",
+    {"tenants", Unit::text, "the other tenants as run, WORKLOAD@POLICY[@start=TIME] separated by spaces",
      [](const CsvRow& r) { return text(tenants_text(r.line->candidate.tenants)); }},
     {"device", Unit::text, "the device preset or 'sim'", [](const CsvRow& r) { return text(r.results->device.name); }},
     {"capacity_bytes", Unit::bytes, "device memory in total",
@@ -767,6 +926,7 @@ std::string_view name_of(Impact impact) {
     case Impact::precision: return "precision";
     case Impact::optimizer: return "optimizer";
     case Impact::adapters: return "adapters";
+    case Impact::quantized: return "quantized";
     case Impact::batch: return "batch";
     case Impact::inference: return "inference";
   }
@@ -805,27 +965,36 @@ Ran run_plans(const std::vector<Plan>& plans, const AdviseStudy& study, TraceCac
     const Plan& plan = plans[i];
     AdviseCandidate candidate;
     RunResult result;
+    Values values;
     try {
-      candidate = plan.at(plan.search ? search(plan, study.device, traces) : 0);
+      for (std::size_t s = 0; s < plan.searches.size(); ++s) values.push_back(search(plan, s, study.device, traces));
+      candidate = plan.at(values);
       result = replay(candidate, study.device, traces);
     } catch (const Error& error) {
-      lines[i].candidate = plan.at(plan.search ? plan.search->low : 0);
+      lines[i].candidate = plan.at(plan.generous());
       ran.errors[i] = error.what();
       return;
     }
     lines[i] = line_of(std::move(candidate), result);
-    if (plan.search) {  // say which end of the search the value is, after the setting's name
-      const bool smallest = plan.search->smallest;
-      std::string end;
-      if (!ran_through(result.tenants.at(plan.search->tenant))) {
-        end = smallest ? ", even the largest" : ", even the smallest";
+    std::string end;  // which end of its search each value is, after the setting's name
+    if (plan.searches.size() == 1 && !plan.searches.front().alone) {
+      const Plan::Search& s = plan.searches.front();
+      if (!ran_through(result.tenants.at(s.tenant))) {
+        end = s.smallest ? ", even the largest" : ", even the smallest";
       } else {
-        end = std::string(smallest ? ", the smallest " : ", the largest ") +
+        end = std::string(s.smallest ? ", the smallest " : ", the largest ") +
               (lines[i].fits ? "that fits" : "with which its tenant runs");
       }
-      std::string& what = lines[i].candidate.what;
-      what.insert(std::min(what.find(" + "), what.size()), end);
+    } else if (!plan.searches.empty()) {
+      bool all_run = true;
+      for (std::size_t s = 0; s < plan.searches.size(); ++s) {
+        all_run = all_run && searched_runs(plan, s, values, study.device, traces);
+      }
+      end = all_run ? ", each the smallest with which its process runs alone"
+                    : ", each the smallest with which its process runs alone (one does not, even at the largest)";
     }
+    std::string& what = lines[i].candidate.what;
+    what.insert(std::min(what.find(" + "), what.size()), end);
   });
   return ran;
 }

@@ -55,7 +55,8 @@ enum class Impact : std::uint8_t {
   offload,         // state moved out of the card's memory (paged optimizer state): the same numerics, slower
   precision,       // mixed precision
   optimizer,       // a smaller optimizer state: other training dynamics
-  adapters,        // LoRA or QLoRA: the base frozen, low-rank adapters trained
+  adapters,        // LoRA: the base frozen (in the compute dtype), low-rank adapters trained
+  quantized,       // QLoRA: adapters over a base quantised to 4 bits, a further step from the model as it was
   batch,           // a smaller effective batch
   inference,       // no training at all
 };

@@ -1,7 +1,10 @@
 #include "studies/scenario_choice.hpp"
 
+#include <array>
 #include <bit>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include "sim/cost_profile.hpp"
 #include "sim/device_presets.hpp"
@@ -76,6 +79,17 @@ TenantChoice parse_tenant(const std::string& text) {
   }
   PolicySpec policy = parse_policy_spec(rest.substr(at + 1));
   return TenantChoice{parse_workload_spec(rest.substr(0, at)), std::move(policy), start};
+}
+
+std::string to_string(const TenantChoice& tenant) {
+  std::string text = tenant.workload.text + "@" + tenant.policy.text;
+  if (tenant.start == 0) return text;
+  static constexpr std::array<std::pair<Nanos, std::string_view>, 3> kUnits{{{1'000'000'000, "s"}, {1'000'000, "ms"},
+                                                                              {1'000, "us"}}};
+  for (const auto& [nanos, unit] : kUnits) {
+    if (tenant.start % nanos == 0) return text + "@start=" + std::to_string(tenant.start / nanos) + std::string(unit);
+  }
+  return text + "@start=" + std::to_string(tenant.start) + "ns";
 }
 
 DeviceSpec chosen_device(const DeviceChoice& choice) {

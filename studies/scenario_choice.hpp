@@ -39,6 +39,10 @@ struct TenantChoice {
 // (parse_policy_spec) or then the workload spec (parse_workload_spec) is.
 TenantChoice parse_tenant(const std::string& text);
 
+// The tenant as parse_tenant reads it back: "WORKLOAD@POLICY", and "@start=TIME" when it
+// starts after 0, in the largest unit that says the time exactly (1s, 1500ms, 250ns).
+std::string to_string(const TenantChoice& tenant);
+
 // The one device of a command that runs one scenario; Error when the choice names several.
 DeviceSpec chosen_device(const DeviceChoice& choice);
 

@@ -2,6 +2,7 @@
 // through `allocsim run` (the command line, as a user would check it) and must fit there;
 // the limits it finds are the boundaries (one MiB less fails); the ranking follows its rule.
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,7 @@ nlohmann::json run_line(const AdviseCandidate& candidate, const std::vector<std:
   args.insert(args.end(), device.begin(), device.end());
   for (const TenantChoice& tenant : candidate.tenants) {
     args.push_back("--tenant");
-    args.push_back(tenant.workload.text + "@" + tenant.policy.text);
+    args.push_back(to_string(tenant));  // with its start, as the user gave it
   }
   args.push_back("--json");
   args.push_back(json);
@@ -368,7 +369,8 @@ TEST_CASE("advise: the groups and the ranking's group key", "[advise]") {
        {Impact::none, Impact::setting, Impact::implementation, Impact::loop, Impact::sharding, Impact::offload}) {
     CHECK(group_of(impact) == Group::keeps_training);
   }
-  for (const Impact impact : {Impact::precision, Impact::optimizer, Impact::adapters, Impact::batch, Impact::inference}) {
+  for (const Impact impact : {Impact::precision, Impact::optimizer, Impact::adapters, Impact::quantized, Impact::batch,
+                              Impact::inference}) {
     CHECK(group_of(impact) == Group::changes_training);
   }
   CHECK(name_of(Group::keeps_training) == "keeps_training");
@@ -388,6 +390,13 @@ TEST_CASE("advise: the groups and the ranking's group key", "[advise]") {
   std::string order;
   for (const AdviseLine& l : lines) order += l.candidate.what + " ";
   CHECK(order == "zero sgd lora fused ");
+  // LoRA over a base in the compute dtype before QLoRA's 4-bit base, whatever their headroom.
+  std::vector<AdviseLine> adapters{line("qlora", true, Impact::quantized, 10_GiB), line("lora", true, Impact::adapters, 1_GiB),
+                                   line("half", true, Impact::batch, 20_GiB)};
+  rank_lines(adapters);
+  order.clear();
+  for (const AdviseLine& l : adapters) order += l.candidate.what + " ";
+  CHECK(order == "lora qlora half ");
 }
 
 const AdviseLine* line_at(const AdviseResults& results, std::string_view what, std::size_t* rank) {
@@ -544,4 +553,179 @@ TEST_CASE("advise: a generation is offered a paged KV cache, which keeps its res
 }
 
 }  // namespace
+// ---- several processes: each kept as given, and the change in every one at once --------
+
+// The line whose change is `what` itself (with, for a search, which end it is after a comma).
+const AdviseLine* exact_line(const AdviseResults& results, std::string_view what) {
+  for (const AdviseLine& line : results.lines) {
+    const std::string& w = line.candidate.what;
+    if (w == what || (w.starts_with(what) && w.substr(what.size()).starts_with(","))) return &line;
+  }
+  return nullptr;
+}
+
+std::vector<const AdviseLine*> every_line(const AdviseResults& results) {
+  std::vector<const AdviseLine*> lines{&results.as_is};
+  for (const AdviseLine& line : results.lines) lines.push_back(&line);
+  return lines;
+}
+
+// The issue's case: a TensorFlow job with a BERT process that starts a second after it.
+AdviseStudy tf_job_and_late_bert() {
+  AdviseStudy study;
+  study.workload = parse_workload_spec("resnet50_tf_b32");
+  study.framework = Framework::tf;
+  study.device = device_spec("v100-16gb");
+  study.tenants = {parse_tenant("bert_base_tf_b16@bfc@start=1s")};
+  study.threads = 2;
+  return study;
+}
+
+TEST_CASE("advise keeps every tenant as given: its start and policy, in what it prints and replays", "[advise][tenant]") {
+  const AdviseResults results = run_advise(tf_job_and_late_bert());
+  for (const AdviseLine* line : every_line(results)) {
+    INFO(line->candidate.what);
+    REQUIRE(line->candidate.tenants.size() == 1);
+    const TenantChoice& tenant = line->candidate.tenants.front();
+    CHECK(tenant.start == 1'000'000'000);
+    CHECK(tenant.workload.text == "bert_base_tf_b16");
+    // Only a change made in that process changes its policy.
+    const bool in_tenant = line->candidate.change.find("tenant 1") != std::string::npos;
+    if (!in_tenant) CHECK(tenant.policy.text == "bfc");
+  }
+  // Each line is what `allocsim run` of its specs, the start included, gives.
+  check_every_line_by_run(results, {"--device", "v100-16gb"});
+  // Memory growth in this process alone: the line's run is the issue's
+  // `allocsim run --tenant resnet50_tf_b32@growth --tenant bert_base_tf_b16@bfc@start=1s`.
+  const AdviseLine* growth = exact_line(results, "memory growth");
+  REQUIRE(growth);
+  CHECK(growth->candidate.policy.text == "growth");
+  CHECK(growth->candidate.tenants.front().policy.text == "bfc");
+  const nlohmann::json by_hand = run_line(AdviseCandidate{"", "", Impact::setting, parse_workload_spec("resnet50_tf_b32"),
+                                                          parse_policy_spec("growth"),
+                                                          {parse_tenant("bert_base_tf_b16@bfc@start=1s")}},
+                                          {"--device", "v100-16gb"});
+  CHECK(runs_through(by_hand) == growth->fits);
+  // The CSV and the terminal spell the tenant as --tenant takes it.
+  std::ostringstream csv;
+  write_advise_csv(csv, results);
+  CHECK_THAT(csv.str(), Catch::Contains("bert_base_tf_b16@bfc@start=1s"));
+  const Outcome printed = cli({"advise", "--workload", "resnet50_tf_b32", "--framework", "tf", "--device", "v100-16gb",
+                               "--tenant", "bert_base_tf_b16@bfc@start=1s", "-j", "2"});
+  REQUIRE(printed.status == 0);
+  CHECK_THAT(printed.out, Catch::Contains("resnet50_tf_b32 @ bfc + bert_base_tf_b16@bfc@start=1s"));
+}
+
+TEST_CASE("advise tries each change in every process at once, and finds all-growth where it fits", "[advise][tenant]") {
+  // Three TensorFlow processes under the default BFC, the second and third a moment later.
+  AdviseStudy study = tf_job_and_late_bert();
+  study.tenants = {parse_tenant("bert_base_tf_b16@bfc@start=1ms"), parse_tenant("resnet50_tf_b16@bfc@start=2ms")};
+  const DeviceSpec& device = study.device;
+  // Memory growth in every process fits on this card: checked by a run of its own.
+  const nlohmann::json all_growth =
+      run_line(AdviseCandidate{"", "", Impact::setting, parse_workload_spec("resnet50_tf_b32"), parse_policy_spec("growth"),
+                               {parse_tenant("bert_base_tf_b16@growth@start=1ms"),
+                                parse_tenant("resnet50_tf_b16@growth@start=2ms")}},
+               {"--device", "v100-16gb"});
+  REQUIRE(runs_through(all_growth));
+
+  const AdviseResults results = run_advise(study);
+  check_ranked(results);
+  check_every_line_by_run(results, {"--device", "v100-16gb"});
+  // Growth in all three: found, and it fits.
+  const AdviseLine* growth = exact_line(results, "memory growth in every process");
+  REQUIRE(growth);
+  CHECK(growth->fits);
+  CHECK(growth->candidate.policy.text == "growth");
+  for (const TenantChoice& tenant : growth->candidate.tenants) CHECK(tenant.policy.text == "growth");
+  CHECK(growth->candidate.tenants.at(0).start == 1'000'000);  // the starts as given
+  CHECK(growth->candidate.tenants.at(1).start == 2'000'000);
+  CHECK_THAT(growth->candidate.change, Catch::Contains("the workload, tenant 1 and tenant 2"));
+  REQUIRE(results.lines.front().fits);  // not "nothing tried fits"
+
+  // cuda_malloc_async in all three.
+  const AdviseLine* async = exact_line(results, "cuda_malloc_async in every process");
+  REQUIRE(async);
+  CHECK(async->candidate.policy.text == "tf-async");
+  for (const TenantChoice& tenant : async->candidate.tenants) CHECK(tenant.policy.text == "tf-async");
+  CHECK_THAT(async->candidate.change, Catch::StartsWith("TF_GPU_ALLOCATOR=cuda_malloc_async"));
+
+  // A memory limit per process: each the smallest with which that process runs alone (one
+  // MiB less does not), and where the line fits, the limits and a context each are within
+  // the card.
+  const AdviseLine* limits = exact_line(results, "a memory limit per process");
+  REQUIRE(limits);
+  std::vector<PolicySpec> policies{limits->candidate.policy};
+  std::vector<WorkloadSpec> workloads{limits->candidate.workload};
+  for (const TenantChoice& tenant : limits->candidate.tenants) {
+    policies.push_back(tenant.policy);
+    workloads.push_back(tenant.workload);
+  }
+  Bytes sum = 0;
+  for (std::size_t p = 0; p < policies.size(); ++p) {
+    INFO("process " << p << ": " << policies[p].text);
+    REQUIRE(policies[p].text.starts_with("bfc:limit="));
+    const std::string value = policies[p].text.substr(std::string("bfc:limit=").size());
+    REQUIRE(value.ends_with("MiB"));
+    const long mib = std::stol(value);
+    sum += static_cast<Bytes>(mib) * 1_MiB;
+    CHECK_THAT(limits->candidate.change, Catch::Contains("memory_limit=" + std::to_string(mib) + ")"));
+    const auto alone = [&](long limit) {
+      return runs_through(run_line(AdviseCandidate{"", "", Impact::setting, workloads[p],
+                                                   parse_policy_spec("bfc:limit=" + std::to_string(limit) + "MiB"), {}},
+                                   {"--device", "v100-16gb"}));
+    };
+    CHECK(alone(mib));
+    CHECK_FALSE(alone(mib - 1));
+  }
+  if (limits->fits) CHECK(sum + 3 * device.context_overhead <= device.capacity);
+  if (sum + 3 * device.context_overhead > device.capacity) CHECK_FALSE(limits->fits);
+}
+
+TEST_CASE("advise: a memory limit per process across frameworks, a fraction for PyTorch", "[advise][tenant]") {
+  AdviseStudy study = seed_resnet50();
+  study.workload = parse_workload_spec("resnet50_b64");
+  study.framework.reset();
+  study.tenants = {parse_tenant("resnet50_tf_b64@bfc@start=1ms")};
+  const AdviseResults results = run_advise(study);
+  const AdviseLine* limits = exact_line(results, "a memory limit per process");
+  REQUIRE(limits);
+  CHECK(limits->candidate.policy.text.starts_with("caching:fraction="));
+  CHECK(limits->candidate.tenants.at(0).policy.text.starts_with("bfc:limit="));
+  CHECK(limits->candidate.tenants.at(0).start == 1'000'000);
+  CHECK_THAT(limits->candidate.change, Catch::StartsWith("in the workload: torch.cuda.set_per_process_memory_fraction(") &&
+                                           Catch::Contains("; in tenant 1: tf.config.set_logical_device_configuration("));
+  // One TensorFlow process: growth and cuda_malloc_async in every process would be tenant 1's
+  // own change, not offered twice.
+  CHECK_FALSE(exact_line(results, "memory growth in every process"));
+  CHECK_FALSE(exact_line(results, "cuda_malloc_async in every process"));
+  check_every_line_by_run(results, {"--device", "v100-16gb"});
+}
+
+TEST_CASE("advise: a bf16 7B finetune on a 24 GB card finds bf16 LoRA before QLoRA", "[advise][llm]") {
+  // The frozen base in bf16 (2 bytes a parameter: 12.6 GiB for Llama 2 7B) leaves room on a
+  // 24 GB card for LoRA; QLoRA's 4-bit base is the further step, ranked after it.
+  AdviseStudy study;
+  study.workload = parse_workload_spec("llama2_7b_bf16_adamw_s512_b1");
+  study.device = device_spec("rtx3090");
+  study.threads = 2;
+  const AdviseResults results = run_advise(study);
+  CHECK_FALSE(results.as_is.fits);
+  check_ranked(results);
+  std::size_t lora = 0, qlora = 0;
+  const AdviseLine* lora_line = line_at(results, "LoRA r=16 on q_proj and v_proj", &lora);
+  const AdviseLine* qlora_line = line_at(results, "QLoRA r=16 on every linear, a 4-bit NF4 base", &qlora);
+  REQUIRE(lora_line);
+  REQUIRE(qlora_line);
+  CHECK(lora_line->candidate.workload.text == "llama2_7b_bf16_adamw_s512_b1:lora=16");
+  CHECK(lora_line->candidate.impact == Impact::adapters);
+  CHECK(qlora_line->candidate.impact == Impact::quantized);
+  CHECK_THAT(lora_line->candidate.change, Catch::Contains("torch_dtype=torch.bfloat16"));
+  CHECK(lora_line->fits);
+  CHECK(lora < qlora);
+  // The line holds the base's bf16 weights (2 bytes a parameter), not fp32's 4.
+  CHECK(lora_line->peak_allocated > Bytes{6'738'415'616} * 2);
+  CHECK(lora_line->peak_allocated < Bytes{6'738'415'616} * 4);
+}
+
 }  // namespace allocsim

@@ -307,4 +307,68 @@ TEST_CASE("sharding and qlora tokens: canonical spelling and errors", "[decoder]
   CHECK_THAT(message("resnet50:zero=1,world=2"), Catch::Contains("is a decoder's"));
 }
 
+// ---- the frozen base in the spec's dtype --------------------------------------------
+
+// Llama 2 7B's parameters (its config.json; docs/llm.md's preset table).
+constexpr Bytes kLlama2Parameters = 6'738'415'616;
+// LoRA r=16 on q_proj and v_proj: lora_A 16 x 4096 and lora_B 4096 x 16 each, in 32 layers.
+constexpr Bytes kLlama2LoraQv16 = 32 * 2 * (16 * 4096 + 4096 * 16);
+
+TEST_CASE("a LoRA base and inference hold their weights in the spec's dtype", "[decoder][lora]") {
+  // bf16: the frozen base in 2 bytes a parameter, as from_pretrained(torch_dtype=torch.bfloat16)
+  // loads it; the trained adapters stay fp32 (PEFT's autocast_adapter_dtype). What is alive
+  // after the step tagged weight is the parameters alone (autocast's casts go with the step).
+  REQUIRE(parse_model_spec("llama2_7b")->decoder.parameter_count() == static_cast<std::int64_t>(kLlama2Parameters));
+  const Trace lora = load_workload("llama2_7b_bf16_adamw_s512_b1_steps1:lora=16");
+  CHECK(alive(lora, tagged(Tag::weight)).at_end == kLlama2Parameters * 2 + kLlama2LoraQv16 * 4);
+  // Inference: every parameter in the compute dtype.
+  const Trace inference = load_workload("llama2_7b_bf16_s512_b1_infer");
+  CHECK(alive(inference, tagged(Tag::weight)).at_end == kLlama2Parameters * 2);
+  // amp is fp16: 2 bytes too; fp32 keeps 4.
+  CHECK(alive(load_workload("llama2_7b_amp_s512_b1_infer"), tagged(Tag::weight)).at_end == kLlama2Parameters * 2);
+  CHECK(alive(load_workload("llama2_7b_s512_b1_infer"), tagged(Tag::weight)).at_end == kLlama2Parameters * 4);
+  // fp32base says otherwise: the base in fp32 under bf16 autocast, as before.
+  const Trace fp32_base = load_workload("llama2_7b_bf16_adamw_s512_b1_steps1_fp32base:lora=16");
+  CHECK(alive(fp32_base, tagged(Tag::weight)).at_end == (kLlama2Parameters + kLlama2LoraQv16) * 4);
+  CHECK(alive(load_workload("llama2_7b_bf16_s512_b1_infer_fp32base"), tagged(Tag::weight)).at_end ==
+        kLlama2Parameters * 4);
+  // A base in the compute dtype needs no autocast copy of its weights: the only weight-tagged
+  // allocations after loading are the adapters' casts (2 bytes a value).
+  Bytes loaded = 0;
+  Bytes casts = 0;
+  for (const Event& event : lora.events) {
+    if (event.op != Op::alloc || event.tag != Tag::weight) continue;
+    (loaded < kLlama2Parameters * 2 + kLlama2LoraQv16 * 4 ? loaded : casts) += lora.bytes_of(event.id);
+  }
+  CHECK(casts == kLlama2LoraQv16 * 2);
+  CHECK(lora.live_lower_bound < fp32_base.live_lower_bound);
+}
+
+TEST_CASE("QLoRA's unquantized parameters stay fp32; TensorFlow keeps its variables fp32", "[decoder][lora]") {
+  // prepare_model_for_kbit_training casts every parameter that is not 4-bit to fp32: the
+  // embedding, the norms and lm_head (worked by hand for kQlora: vocab 100 x 128 twice,
+  // untied; five RMSNorm weights of 128).
+  const Trace qlora = load_workload(kQlora);
+  const Alive unquantized = alive(qlora, [](Tag tag, std::string_view layer) {
+    return tag == Tag::weight && !base_projection(layer) && layer != "bitsandbytes.dynamic_map" &&
+           layer.find("lora_") == std::string_view::npos;
+  });
+  CHECK(unquantized.at_end == (2 * 100 * 128 + 5 * 128) * 4);
+  // Keras' mixed precision keeps variables in fp32, under inference too.
+  const auto tf = parse_model_spec("decoder_bf16_s16_b1_infer_tf:layers=2,d_model=128,heads=2,d_ff=256,vocab=100,rope");
+  REQUIRE(tf);
+  const Trace tf_trace = load_workload(to_string(*tf));
+  CHECK(alive(tf_trace, tagged(Tag::weight)).at_end == static_cast<Bytes>(tf->decoder.parameter_count()) * 4);
+}
+
+TEST_CASE("fp32base: spelled, and refused where a generation loads its own dtype", "[decoder][lora]") {
+  const auto spec = parse_model_spec("llama2_7b_bf16_adamw_fp32base:lora=16");
+  REQUIRE(spec);
+  CHECK(spec->options.fp32_base);
+  CHECK(to_string(*spec) == "llama2_7b_bf16_adamw_fp32base:lora=16");
+  CHECK(parse_model_spec(to_string(*spec)) == spec);
+  CHECK_THROWS_WITH(parse_model_spec("llama2_7b_infer_prefill8_decode8_b1_bf16_fp32base"),
+                    Catch::Contains("fp32base") && Catch::Contains("generation"));
+}
+
 }  // namespace allocsim

@@ -44,6 +44,7 @@ Lowering::Lowering(const Model& model, const LoweringOptions& options, std::stri
     const ModelOp& o = op(node);
     if (o.kind == OpKind::input) inputs_.push_back(node);
     if (o.kind == OpKind::loss) labels_ = o.labels;
+    if (o.nf4 && options.training) kbit_training_ = true;
     bool requires_grad = trainable(node);
     for (const Node input : inputs_of(node)) requires_grad = requires_grad || requires_grad_[input];
     requires_grad_[node] = requires_grad;
@@ -120,8 +121,9 @@ std::vector<Node> Lowering::inputs_of(Node node) const {
 }
 
 // The dtype of an op's output. Under autocast conv, linear and matmul run in half;
-// layer_norm, softmax and log_softmax in fp32; an embedding returns its fp32 table's
-// rows; the rest follow their float inputs (fp16 + fp32 promotes to fp32).
+// layer_norm, softmax and log_softmax in fp32; an embedding returns its table's rows and
+// RMSNorm its weight's dtype (fp32, or the compute dtype where the weights are held in it:
+// compute_dtype_params); the rest follow their float inputs (fp16 + fp32 promotes to fp32).
 Bytes Lowering::output_dtype(Node node, const std::vector<Node>& inputs) const {
   const ModelOp& o = op(node);
   if (o.kind == OpKind::input) return o.element_bytes;
@@ -138,8 +140,10 @@ Bytes Lowering::output_dtype(Node node, const std::vector<Node>& inputs) const {
     case OpKind::attention:
       return activation_bytes_;
     case OpKind::embedding:
-    case OpKind::layernorm:
     case OpKind::rmsnorm:
+      // A weight held in the compute dtype gives it (the lookup; LlamaRMSNorm's weight * x.to(dtype)).
+      return compute_dtype_params(parameter_owner(node)) ? activation_bytes_ : 4;
+    case OpKind::layernorm:  // autocast runs layer_norm in fp32
     case OpKind::softmax:
     case OpKind::loss:
       return 4;

@@ -40,6 +40,10 @@ struct LoweringOptions {
   bool checkpoint = false;        // activation checkpointing per unit (decoder layer): ckpt
   bool set_to_none = true;        // zero_grad(set_to_none=True), PyTorch 2.x's default
   bool training = true;           // false: forward under no_grad, nothing saved
+  // Under amp or bf16, parameters that get no gradient (LoRA's frozen base, every one in
+  // inference) stay in fp32 with autocast casts per use (fp32base: a model loaded without
+  // torch_dtype) instead of being held in the compute dtype, PyTorch's usual way to load them.
+  bool fp32_base = false;
   int accumulation = 1;           // micro-batches per optimizer step
   // A training job's memory peaks from its second step on (optimizer state is made in the
   // first, kept gradients persist): the default replays the warm-up and one steady step.

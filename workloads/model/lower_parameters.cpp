@@ -18,7 +18,7 @@ void Lowering::allocate_weights() {
         weights_.push_back({node, AllocId{}});  // the rank's shards instead (allocate_parameters)
       } else {
         // ZeRO-1 and 2 keep the module whole in its compute dtype; fp32 masters are sharded.
-        const Bytes bytes = rank_ ? activation_bytes_ : 4;
+        const Bytes bytes = rank_ || compute_dtype_params(node) ? activation_bytes_ : 4;
         weights_.push_back({node, alloc(static_cast<Bytes>(elements) * bytes, Tag::weight, op(node).name)});
       }
     }
@@ -97,8 +97,11 @@ void Lowering::zero_grad() {
 // forward (cached_cast in aten/src/ATen/autocast_mode.cpp).
 void Lowering::cast_weights(Node node) {
   // A sharded rank computes with parameters already in the compute dtype (gathered or kept
-  // so); a 4-bit base is dequantized instead (its bias cast, a few bytes, is not traced).
-  if (options_.precision == Precision::fp32 || rank_ || op(node).nf4) return;
+  // so), as does a base held in it; a 4-bit base is dequantized instead (its bias cast, a
+  // few bytes, is not traced).
+  if (options_.precision == Precision::fp32 || rank_ || op(node).nf4 || compute_dtype_params(parameter_owner(node))) {
+    return;
+  }
   for (const std::int64_t elements : params_of(node)) {
     const AllocId cast = alloc(static_cast<Bytes>(elements) * 2, Tag::weight, op(node).name);
     if (grad_mode_) {

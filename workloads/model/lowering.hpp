@@ -109,6 +109,17 @@ class Lowering {
     return !owner.params.empty() && !owner.frozen;
   }
   const std::vector<std::int64_t>& params_of(Node node) const { return op(parameter_owner(node)).params; }
+  // Whether the owner's parameters are held in the compute dtype (2 bytes under amp or bf16):
+  // those that get no gradient (LoRA's frozen base, every one in inference), as PyTorch users
+  // load a base (from_pretrained(torch_dtype=...), model.half()), so autocast casts nothing;
+  // unless the spec keeps them in fp32 (fp32base), TensorFlow runs it (Keras' mixed precision
+  // keeps variables in fp32), or a QLoRA base trains (prepare_model_for_kbit_training casts
+  // what is not 4-bit to fp32). A sharded rank holds its own dtypes (sharding.hpp).
+  bool compute_dtype_params(Node owner) const {
+    if (options_.precision == Precision::fp32 || options_.fp32_base || tf_ || rank_) return false;
+    if (options_.training) return op(owner).frozen && !kbit_training_;
+    return true;
+  }
   Bytes output_dtype(Node node, const std::vector<Node>& inputs) const;
 
   // ---- the framework's own allocations (lower_runtime.cpp) ---------------------------
@@ -206,6 +217,7 @@ class Lowering {
   ModelGraph graph_;  // a copy: reshape() replaces it
   LoweringOptions options_;
   bool tf_ = options_.framework == Framework::tf;
+  bool kbit_training_ = false;                        // a training step over a 4-bit (NF4) base
   std::optional<ShardedRank> rank_;                   // zero=, fsdp=: this rank's shards and gathers
   bool dynamic_map_ = false;                          // bitsandbytes' 8-bit dynamic map is on the device
   bool optimizer_maps_ = false;                       // bitsandbytes' optimizer qmaps are on the device

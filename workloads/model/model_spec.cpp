@@ -59,6 +59,11 @@ constexpr std::array kTokens{
                "cudnn.benchmark=True: each convolution shape's first run tries a workspace of its im2col size (an "
                "estimate), freed after",
                ""},
+    ModelToken{"fp32base", false, ModelKey::base, 1,
+               "under amp or bf16, the parameters without a gradient (LoRA's frozen base, every one under infer) in "
+               "fp32, autocast casting each per use (a model loaded without torch_dtype); by default they are held in "
+               "the compute dtype, as from_pretrained(torch_dtype=...) loads them",
+               ""},
     ModelToken{"ddp", false, ModelKey::ddp, 25,
                "DistributedDataParallel: NCCL buffers (an estimate, 16 MiB), the weights broadcast, gradient buckets "
                "of bucket_cap_mb=25 (1 MiB first)",
@@ -209,6 +214,7 @@ std::int64_t get(const ModelSpec& spec, ModelKey key) {
     case ModelKey::framework: return num(o.framework);
     case ModelKey::runtime: return o.runtime ? 1 : 0;
     case ModelKey::benchmark: return o.benchmark ? 1 : 0;
+    case ModelKey::base: return o.fp32_base ? 1 : 0;
     case ModelKey::ddp: return o.ddp_bucket_mib;
     case ModelKey::batch: return o.batch;
     case ModelKey::prefill: return spec.generation.prefill;
@@ -258,6 +264,7 @@ std::string_view key_name(ModelKey key) {
     case ModelKey::framework: return "framework";
     case ModelKey::runtime: return "runtime allocations";
     case ModelKey::benchmark: return "cuDNN benchmark";
+    case ModelKey::base: return "frozen parameters' dtype";
     case ModelKey::ddp: return "data parallel";
     case ModelKey::batch: return "batch";
     case ModelKey::prefill: return "prompt length";
@@ -367,6 +374,7 @@ void apply(ModelSpec& spec, const ModelToken& token, std::int64_t value, std::st
     case ModelKey::framework: o.framework = static_cast<Framework>(value); break;
     case ModelKey::runtime: o.runtime = value != 0; break;
     case ModelKey::benchmark: o.benchmark = value != 0; break;
+    case ModelKey::base: o.fp32_base = value != 0; break;
     case ModelKey::ddp: o.ddp_bucket_mib = v.positive(); break;
     case ModelKey::layers: d.layers = v.dimension(); break;
     case ModelKey::d_model: d.d_model = v.dimension(); break;
@@ -515,6 +523,10 @@ void check_model_spec(const ModelSpec& spec, std::string_view text) {
   if (spec.names(ModelKey::zero) != spec.names(ModelKey::world)) fail("zero=S and world=N come together");
   if (spec.options.sharding != Sharding::none && spec.decoder.lora > 0) {
     fail("zero and fsdp with lora or qlora (frozen parameters) are not modelled");
+  }
+  if (spec.options.fp32_base && spec.generation.given()) {
+    fail("fp32base: a generation loads its weights in the compute dtype (from_pretrained(torch_dtype=...)); "
+         "fp32 weights under autocast are not modelled there");
   }
   if (!spec.model->is_decoder()) return;
   if (const std::string problem = spec.decoder.problem(); !problem.empty()) fail(problem);

@@ -26,7 +26,7 @@ namespace allocsim {
 // separated: llama2_7b_s2048_b1:attn=eager, decoder_b4:layers=24,d_model=1024,...
 enum class ModelKey : std::uint8_t {
   precision, optimizer, sequence, accumulation, steps, mode, fused, keepgrad, workspace, framework, runtime, benchmark,
-  ddp, prefill, decode, batch,
+  base, ddp, prefill, decode, batch,
   layers, d_model, heads, kv_heads, d_ff, vocab, positions, norm, ffn, rope, tied, bias, dropout, attention, checkpoint,
   lora, lora_targets, qlora, zero, world, fsdp,
   cache, block, lengths, seed, packing  // generation.hpp, sequence_lengths.hpp
