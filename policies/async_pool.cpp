@@ -19,11 +19,13 @@ Bytes tensorflow_pool_size(const Device& device) {
   return reserve < available ? available - reserve : available;
 }
 
-Bytes threshold_of(const Params& params, const Device& device) {
-  const std::string_view text = params.text("release_threshold");
-  if (text == "max") return kNoTrim;
-  if (text == "tf") return tensorflow_pool_size(device);
-  return params.bytes("release_threshold");
+Bytes threshold_of(const AsyncPoolPolicy::Settings& settings, const Device& device) {
+  switch (settings.threshold) {
+    case AsyncPoolPolicy::Settings::Threshold::max: return kNoTrim;
+    case AsyncPoolPolicy::Settings::Threshold::tf: return tensorflow_pool_size(device);
+    case AsyncPoolPolicy::Settings::Threshold::bytes: break;
+  }
+  return settings.threshold_bytes;
 }
 
 OomSync oom_sync_of(const Params& params) {
@@ -36,41 +38,50 @@ OomSync oom_sync_of(const Params& params) {
 
 }  // namespace
 
-AsyncPoolPolicy::AsyncPoolPolicy(const Params& params, Device& device)
-    : device_(device),
-      granularity_(params.bytes("granularity")),
-      threshold_(threshold_of(params, device)),
-      follow_events_(params.boolean("follow_event_dependencies")),
-      opportunistic_(params.boolean("opportunistic") && !params.boolean("deterministic")),
-      completion_(params.count("completion_ns")),
-      internal_(params.boolean("internal_dependencies") && !params.boolean("deterministic")),
-      trim_to_(params.bytes("trim_to")),
-      cap_(MemoryCap::fraction_of_total(params.number("fraction"), device, "policy async")),
-      prealloc_(params.text("prealloc") == "threshold" ? threshold_ : params.bytes("prealloc")),
-      oom_sync_(oom_sync_of(params)),
-      one_stream_(params.boolean("one_stream")) {}
-
-void AsyncPoolPolicy::check_params(const Params& params) {
-  const Bytes granularity = params.bytes("granularity");
-  if (granularity < kBlockAlignment || granularity % kBlockAlignment != 0) {
-    throw Error("policy async: granularity must be a multiple of 256 B, not " + format_bytes_exact(granularity));
-  }
+AsyncPoolPolicy::Settings AsyncPoolPolicy::settings(const Params& params) {
+  using Threshold = Settings::Threshold;
   const std::string_view threshold = params.text("release_threshold");
-  if (threshold != "max" && threshold != "tf") params.bytes("release_threshold");
+  const bool deterministic = params.boolean("deterministic");
+  Settings settings{
+      .granularity = params.bytes("granularity"),
+      .threshold = threshold == "max" ? Threshold::max : threshold == "tf" ? Threshold::tf : Threshold::bytes,
+      .threshold_bytes = 0,
+      .follow_events = params.boolean("follow_event_dependencies"),
+      .opportunistic = params.boolean("opportunistic") && !deterministic,
+      .completion = params.count("completion_ns"),
+      .internal = params.boolean("internal_dependencies") && !deterministic,
+      .trim_to = params.bytes("trim_to"),
+      .fraction = params.number("fraction"),
+      .prealloc = std::nullopt,
+      .oom_sync = oom_sync_of(params),
+      .one_stream = params.boolean("one_stream"),
+  };
+  if (settings.granularity < kBlockAlignment || settings.granularity % kBlockAlignment != 0) {
+    throw Error("policy async: granularity must be a multiple of 256 B, not " + format_bytes_exact(settings.granularity));
+  }
+  if (settings.threshold == Threshold::bytes) settings.threshold_bytes = params.bytes("release_threshold");
   if (params.text("prealloc") != "threshold") {
-    params.bytes("prealloc");
-  } else if (threshold == "max") {
+    settings.prealloc = params.bytes("prealloc");
+  } else if (settings.threshold == Threshold::max) {
     throw Error("policy async: prealloc=threshold needs a finite release_threshold");
   }
-  for (const std::string_view key : {"follow_event_dependencies", "opportunistic", "deterministic",
-                                     "internal_dependencies", "one_stream"}) {
-    params.boolean(key);
-  }
-  params.count("completion_ns");
-  params.bytes("trim_to");
-  MemoryCap::check_fraction(params.number("fraction"), "policy async");
-  oom_sync_of(params);
+  MemoryCap::check_fraction(settings.fraction, "policy async");
+  return settings;
 }
+
+AsyncPoolPolicy::AsyncPoolPolicy(const Settings& settings, Device& device)
+    : device_(device),
+      granularity_(settings.granularity),
+      threshold_(threshold_of(settings, device)),
+      follow_events_(settings.follow_events),
+      opportunistic_(settings.opportunistic),
+      completion_(settings.completion),
+      internal_(settings.internal),
+      trim_to_(settings.trim_to),
+      cap_(MemoryCap::fraction_of_total(settings.fraction, device, "policy async")),
+      prealloc_(settings.prealloc.value_or(threshold_)),
+      oom_sync_(settings.oom_sync),
+      one_stream_(settings.one_stream) {}
 
 AsyncPoolPolicy::~AsyncPoolPolicy() {
   for (const Chunk& chunk : chunks_) device_.free(chunk.segment);

@@ -95,8 +95,25 @@ class AsyncPoolPolicy final : public Policy {
   // TensorFlow: the default pool, threshold = pool size, one stream, sync and retry once.
   static constexpr auto kTensorFlowParams = async_params("tf", "true", "stream", "true");
 
-  AsyncPoolPolicy(const Params& params, Device& device);
-  static void check_params(const Params& params);  // every value, without a device
+  // What a spec sets, read once and checked without a device.
+  struct Settings {
+    enum class Threshold : std::uint8_t { bytes, max, tf };  // tf: TensorFlow's memory limit
+    Bytes granularity;
+    Threshold threshold;
+    Bytes threshold_bytes;  // when threshold is bytes
+    bool follow_events;
+    bool opportunistic;     // deterministic off
+    Nanos completion;
+    bool internal;          // deterministic off
+    Bytes trim_to;
+    double fraction;
+    std::optional<Bytes> prealloc;  // none: the release threshold
+    OomSync oom_sync;
+    bool one_stream;
+  };
+  static Settings settings(const Params& params);  // throws Error naming a bad value
+
+  AsyncPoolPolicy(const Settings& settings, Device& device);
   ~AsyncPoolPolicy() override;
 
   Allocation allocate(const Request& request) override;

@@ -17,9 +17,9 @@ constexpr Bytes kInitialGrowthRegion = 2_MiB;
 Bytes rounded_bytes(Bytes bytes) { return align_up(bytes, kMinAllocation); }
 
 // gpu_device.cc's SingleVirtualDeviceMemoryLimit, and gpu_helpers.cc's fraction of total.
-BfcPolicy::Limit compute_limit(const Params& params, const Device& device) {
-  if (params.text("limit") != "auto") return {params.bytes("limit"), LimitKind::memory_limit, 0};
-  const MemoryCap fraction = MemoryCap::fraction_of_total(params.number("fraction"), device, "policy bfc");
+BfcPolicy::Limit compute_limit(const BfcPolicy::Settings& settings, const Device& device) {
+  if (settings.limit) return {*settings.limit, LimitKind::memory_limit, 0};
+  const MemoryCap fraction = MemoryCap::fraction_of_total(settings.fraction, device, "policy bfc");
   const Bytes available = device.available();
   BfcPolicy::Limit limit{available, LimitKind::device, 0};
   if (fraction.capped()) {
@@ -29,9 +29,29 @@ BfcPolicy::Limit compute_limit(const Params& params, const Device& device) {
     limit = {available - reserve, LimitKind::system_reserve, reserve};
   }
   // gpu_system_memory_size_in_mb is applied last, and only when it fits.
-  if (params.text("reserve") != "auto") {
-    const Bytes reserve = params.bytes("reserve");
-    if (reserve <= available) limit = {available - reserve, LimitKind::system_reserve, reserve};
+  if (settings.reserve && *settings.reserve <= available) {
+    limit = {available - *settings.reserve, LimitKind::system_reserve, *settings.reserve};
+  }
+  return limit;
+}
+
+BfcPolicy::Version version_of(std::string_view version) {
+  if (version == "2023") return BfcPolicy::Version::v2023;
+  if (version == "2024-02") return BfcPolicy::Version::v2024_02;
+  if (version == "2025-10") return BfcPolicy::Version::v2025_10;
+  throw Error("policy bfc: version=" + std::string(version) + " is not 2023, 2024-02 or 2025-10");
+}
+
+std::optional<Bytes> memory_limit(const Params& params) {
+  const std::string_view text = params.text("limit");
+  if (text == "auto") return std::nullopt;
+  const Bytes limit = params.bytes("limit");
+  if (limit == 0) throw Error("policy bfc: limit=0 leaves no memory to allocate (auto is TensorFlow's own rule)");
+  // TensorFlow's memory_limit counts MB: a bare 4096 meant as that is 4 KiB here.
+  if (limit < 1_MiB && text.find_first_not_of("0123456789") == std::string_view::npos) {
+    throw Error("policy bfc: limit=" + std::string(text) + " is " + format_bytes(limit) +
+                "; with a unit it is clear (limit=" + std::string(text) + "MiB), or give TensorFlow's MB as memory_limit_mb=" +
+                std::string(text));
   }
   return limit;
 }
@@ -57,45 +77,34 @@ Bytes tf_min_system_memory(Bytes available, int cc_major) {
   return 1800_MiB;
 }
 
-BfcPolicy::BfcPolicy(const Params& params, Device& device)
-    : device_(device),
-      limit_rule_(compute_limit(params, device)),
-      limit_(limit_rule_.bytes),
-      growth_(params.boolean("growth")),
-      gc_(params.boolean("gc")) {
-  const double frag_fraction = params.number("frag_fraction");
-  max_internal_fragmentation_ = frag_fraction > 0
-                                    ? static_cast<Bytes>(frag_fraction * static_cast<double>(limit_))
-                                    : kDefaultMaxInternalFragmentation;
-  version_ = version_of(params.text("version"));
-  region_target_ = growth_ ? rounded_bytes(std::min(limit_, kInitialGrowthRegion)) : rounded_bytes(limit_);
-}
-
-BfcPolicy::Version BfcPolicy::version_of(std::string_view version) {
-  if (version == "2023") return Version::v2023;
-  if (version == "2024-02") return Version::v2024_02;
-  if (version == "2025-10") return Version::v2025_10;
-  throw Error("policy bfc: version=" + std::string(version) + " is not 2023, 2024-02 or 2025-10");
-}
-
-void BfcPolicy::check_params(const Params& params) {
-  if (const std::string_view text = params.text("limit"); text != "auto") {
-    const Bytes limit = params.bytes("limit");
-    if (limit == 0) throw Error("policy bfc: limit=0 leaves no memory to allocate (auto is TensorFlow's own rule)");
-    // TensorFlow's memory_limit counts MB: a bare 4096 meant as that is 4 KiB here.
-    if (limit < 1_MiB && text.find_first_not_of("0123456789") == std::string_view::npos) {
-      throw Error("policy bfc: limit=" + std::string(text) + " is " + format_bytes(limit) +
-                  "; with a unit it is clear (limit=" + std::string(text) + "MiB), or give TensorFlow's MB as memory_limit_mb=" +
-                  std::string(text));
-    }
+BfcPolicy::Settings BfcPolicy::settings(const Params& params) {
+  Settings settings{
+      .growth = params.boolean("growth"),
+      .limit = memory_limit(params),
+      .fraction = params.number("fraction"),
+      .reserve = params.text("reserve") == "auto" ? std::nullopt : std::optional(params.bytes("reserve")),
+      .gc = params.boolean("gc"),
+      .frag_fraction = params.number("frag_fraction"),
+      .version = version_of(params.text("version")),
+  };
+  MemoryCap::check_fraction(settings.fraction, "policy bfc");
+  if (settings.frag_fraction < 0 || settings.frag_fraction > 1) {
+    throw Error("policy bfc: frag_fraction must be between 0 and 1");
   }
-  MemoryCap::check_fraction(params.number("fraction"), "policy bfc");
-  const double frag_fraction = params.number("frag_fraction");
-  if (frag_fraction < 0 || frag_fraction > 1) throw Error("policy bfc: frag_fraction must be between 0 and 1");
-  version_of(params.text("version"));
-  if (params.text("reserve") != "auto") params.bytes("reserve");
-  params.boolean("growth");
-  params.boolean("gc");
+  return settings;
+}
+
+BfcPolicy::BfcPolicy(const Settings& settings, Device& device)
+    : device_(device),
+      limit_rule_(compute_limit(settings, device)),
+      limit_(limit_rule_.bytes),
+      growth_(settings.growth),
+      gc_(settings.gc),
+      version_(settings.version) {
+  max_internal_fragmentation_ = settings.frag_fraction > 0
+                                    ? static_cast<Bytes>(settings.frag_fraction * static_cast<double>(limit_))
+                                    : kDefaultMaxInternalFragmentation;
+  region_target_ = growth_ ? rounded_bytes(std::min(limit_, kInitialGrowthRegion)) : rounded_bytes(limit_);
 }
 
 BfcPolicy::~BfcPolicy() {

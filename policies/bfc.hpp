@@ -72,9 +72,22 @@ class BfcPolicy final : public Policy {
   static constexpr auto kJaxParams = bfc_params("false", "0.75", "false");
   static constexpr auto kJaxGrowthParams = bfc_params("true", "0.75", "false");
 
-  BfcPolicy(const Params& params, Device& device);
+  enum class Version : std::uint8_t { v2023, v2024_02, v2025_10 };
+
+  // What a spec sets, read once and checked without a device.
+  struct Settings {
+    bool growth;
+    std::optional<Bytes> limit;    // memory_limit; none: auto, the framework's rule
+    double fraction;
+    std::optional<Bytes> reserve;  // none: auto
+    bool gc;
+    double frag_fraction;
+    Version version;
+  };
+  static Settings settings(const Params& params);  // throws Error naming a bad value
+
+  BfcPolicy(const Settings& settings, Device& device);
   ~BfcPolicy() override;
-  static void check_params(const Params& params);
 
   Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;
@@ -89,8 +102,6 @@ class BfcPolicy final : public Policy {
   std::vector<PolicyStat> extra_stats() const;
   std::string describe_state() const;
 
-  enum class Version : std::uint8_t { v2023, v2024_02, v2025_10 };
-  static Version version_of(std::string_view version);
   static constexpr std::uint32_t kNone = kNoNeighbour;
   static constexpr std::size_t kBins = 21;
 

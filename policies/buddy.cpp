@@ -9,16 +9,16 @@
 
 namespace allocsim {
 
-BuddyPolicy::BuddyPolicy(const Params& params, Device& device)
-    : device_(device), region_bytes_(params.bytes("region")), min_block_(params.bytes("min_block")) {}
-
-void BuddyPolicy::check_params(const Params& params) {
-  params.bytes("region");
-  const Bytes min_block = params.bytes("min_block");
-  if (min_block < kBlockAlignment || !std::has_single_bit(min_block)) {
-    throw Error("policy buddy: min_block=" + format_bytes(min_block) + " is not a power of two >= 256 B");
+BuddyPolicy::Settings BuddyPolicy::settings(const Params& params) {
+  const Settings settings{.region = params.bytes("region"), .min_block = params.bytes("min_block")};
+  if (settings.min_block < kBlockAlignment || !std::has_single_bit(settings.min_block)) {
+    throw Error("policy buddy: min_block=" + format_bytes(settings.min_block) + " is not a power of two >= 256 B");
   }
+  return settings;
 }
+
+BuddyPolicy::BuddyPolicy(const Settings& settings, Device& device)
+    : device_(device), region_bytes_(settings.region), min_block_(settings.min_block) {}
 
 BuddyPolicy::~BuddyPolicy() {
   if (region_) device_.free(*region_);

@@ -28,8 +28,14 @@ class BuddyPolicy final : public Policy {
       ParamInfo{"min_block", "256", "the smallest block, a power of two >= 256"},
   };
 
-  BuddyPolicy(const Params& params, Device& device);
-  static void check_params(const Params& params);  // every value, without a device
+  // What a spec sets, read once and checked without a device.
+  struct Settings {
+    Bytes region;
+    Bytes min_block;
+  };
+  static Settings settings(const Params& params);  // throws Error naming a bad value
+
+  BuddyPolicy(const Settings& settings, Device& device);
   ~BuddyPolicy() override;
 
   Allocation allocate(const Request& request) override;

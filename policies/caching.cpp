@@ -92,8 +92,7 @@ Bytes torch_allocation_size(Bytes rounded) {
   return align_up(rounded, kRoundLarge);
 }
 
-CachingPolicy::CachingPolicy(const Params& params, Device& device) : device_(device) {
-  const CachingSettings settings = caching_settings(params);
+CachingPolicy::CachingPolicy(const Settings& settings, Device& device) : device_(device) {
   max_split_size_ = settings.max_split_size;
   max_non_split_rounding_ = settings.max_non_split_rounding;
   divisions_ = settings.divisions;

@@ -93,9 +93,11 @@ class CachingPolicy final : public Policy {
   static constexpr auto kParams = caching_params("false");
   static constexpr auto kExpandableParams = caching_params("true");
 
-  CachingPolicy(const Params& params, Device& device);
+  using Settings = CachingSettings;
+  static Settings settings(const Params& params) { return caching_settings(params); }
+
+  CachingPolicy(const Settings& settings, Device& device);
   ~CachingPolicy() override;
-  static void check_params(const Params& params) { caching_settings(params); }
 
   Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;

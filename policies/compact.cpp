@@ -9,37 +9,43 @@
 
 namespace allocsim {
 
-CompactPolicy::CompactPolicy(const Params& params, Device& device)
-    : device_(device),
-      on_threshold_(params.text("trigger") == "threshold"),
-      threshold_(params.number("threshold")),
-      gap_(params.text("strategy") == "gap"),
-      merge_(params.text("grow") == "merge"),
-      segment_bytes_(align_up(params.bytes("segment"), kBlockAlignment)),
-      region_bytes_(params.bytes("region")),
-      prealloc_(params.boolean("prealloc")),
-      pool_(device) {}
-
-void CompactPolicy::check_params(const Params& params) {
+CompactPolicy::Settings CompactPolicy::settings(const Params& params) {
   const std::string_view trigger = params.text("trigger");
   const std::string_view strategy = params.text("strategy");
+  const std::string_view grow = params.text("grow");
   if (trigger != "failure" && trigger != "threshold") {
     throw Error(std::string("policy compact: trigger=").append(trigger).append(" is not failure or threshold"));
   }
   if (strategy != "slide" && strategy != "gap") {
     throw Error(std::string("policy compact: strategy=").append(strategy).append(" is not slide or gap"));
   }
-  const double threshold = params.number("threshold");
-  if (threshold < 0 || threshold > 1) throw Error("policy compact: threshold must lie in [0, 1]");
-  const Bytes region = params.bytes("region");
-  if (region % kBlockAlignment != 0) {
-    throw Error("policy compact: region=" + format_bytes(region) + " is not a multiple of 256 B");
+  const Settings settings{
+      .on_threshold = trigger == "threshold",
+      .threshold = params.number("threshold"),
+      .gap = strategy == "gap",
+      .merge = grow == "merge",
+      .segment = align_up(params.bytes("segment"), kBlockAlignment),
+      .region = params.bytes("region"),
+      .prealloc = params.boolean("prealloc"),
+  };
+  if (settings.threshold < 0 || settings.threshold > 1) throw Error("policy compact: threshold must lie in [0, 1]");
+  if (settings.region % kBlockAlignment != 0) {
+    throw Error("policy compact: region=" + format_bytes(settings.region) + " is not a multiple of 256 B");
   }
-  const std::string_view grow = params.text("grow");
   if (grow != "merge" && grow != "add") throw Error(std::string("policy compact: grow=").append(grow).append(" is not merge or add"));
-  params.bytes("segment");
-  params.boolean("prealloc");
+  return settings;
 }
+
+CompactPolicy::CompactPolicy(const Settings& settings, Device& device)
+    : device_(device),
+      on_threshold_(settings.on_threshold),
+      threshold_(settings.threshold),
+      gap_(settings.gap),
+      merge_(settings.merge),
+      segment_bytes_(settings.segment),
+      region_bytes_(settings.region),
+      prealloc_(settings.prealloc),
+      pool_(device) {}
 
 CompactPolicy::~CompactPolicy() = default;
 

@@ -49,8 +49,19 @@ class CompactPolicy final : public Policy {
       ParamInfo{"prealloc", "false", "one fixed region of all free device memory at the first request, like bestfit and bfc"},
   };
 
-  CompactPolicy(const Params& params, Device& device);
-  static void check_params(const Params& params);  // every value, without a device
+  // What a spec sets, read once and checked without a device.
+  struct Settings {
+    bool on_threshold;  // trigger=threshold; else on failure
+    double threshold;
+    bool gap;           // strategy=gap; else slide
+    bool merge;         // grow=merge; else add
+    Bytes segment;
+    Bytes region;
+    bool prealloc;
+  };
+  static Settings settings(const Params& params);  // throws Error naming a bad value
+
+  CompactPolicy(const Settings& settings, Device& device);
   ~CompactPolicy() override;
 
   Allocation allocate(const Request& request) override;

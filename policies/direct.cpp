@@ -2,7 +2,7 @@
 
 namespace allocsim {
 
-DirectPolicy::DirectPolicy(const Params&, Device& device) : device_(device), granularity_(device.granularity()) {}
+DirectPolicy::DirectPolicy(const Settings&, Device& device) : device_(device), granularity_(device.granularity()) {}
 
 PolicyStats DirectPolicy::stats() const {
   return PolicyStats{.allocated = allocated_, .reserved = allocated_};

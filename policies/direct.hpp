@@ -23,7 +23,10 @@ class DirectPolicy final : public Policy {
   Bytes rounded_size(Bytes requested) const override { return align_up(requested, granularity_); }
   static constexpr std::array<ParamInfo, 0> kParams{};
 
-  DirectPolicy(const Params& params, Device& device);
+  struct Settings {};  // no parameters
+  static Settings settings(const Params&) { return {}; }
+
+  DirectPolicy(const Settings& settings, Device& device);
 
   // Defined here, not in direct.cpp, so that the registry's direct loop inlines them: the
   // whole policy is a device call each, and the call around it showed in tools/bench_ab.

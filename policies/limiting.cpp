@@ -1,6 +1,7 @@
 #include "policies/limiting.hpp"
 
 #include <bit>
+#include <utility>
 
 #include "policies/common/upstream.hpp"
 #include "policies/registry.hpp"
@@ -8,21 +9,21 @@
 
 namespace allocsim {
 
-LimitingPolicy::LimitingPolicy(const Params& params, Device& device)
-    : upstream_(make_upstream(params.text("upstream"), device)),
-      limit_(params.bytes("limit")),
-      alignment_(params.bytes("alignment")) {
-  if (!upstream_) upstream_ = make_policy("direct", device);  // cuda_memory_resource
+LimitingPolicy::Settings LimitingPolicy::settings(const Params& params) {
+  Settings settings{
+      .upstream = read_upstream(params.text("upstream")),
+      .limit = params.bytes("limit"),
+      .alignment = params.bytes("alignment"),
+  };
+  if (!settings.upstream) settings.upstream = parse_policy_spec("direct").make;  // cuda_memory_resource
+  if (settings.alignment == 0 || !std::has_single_bit(settings.alignment)) {
+    throw Error("policy limiting: alignment must be a power of two, not " + format_bytes_exact(settings.alignment));
+  }
+  return settings;
 }
 
-void LimitingPolicy::check_params(const Params& params) {
-  check_upstream(params.text("upstream"));
-  params.bytes("limit");
-  const Bytes alignment = params.bytes("alignment");
-  if (alignment == 0 || !std::has_single_bit(alignment)) {
-    throw Error("policy limiting: alignment must be a power of two, not " + format_bytes_exact(alignment));
-  }
-}
+LimitingPolicy::LimitingPolicy(const Settings& settings, Device& device)
+    : upstream_(std::move(settings.upstream(device).policy)), limit_(settings.limit), alignment_(settings.alignment) {}
 
 Allocation LimitingPolicy::allocate(const Request& request) {
   const Bytes proposed = align_up(request.bytes, alignment_);

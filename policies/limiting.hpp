@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "sim/device.hpp"
+#include "sim/made_policy.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
 
@@ -24,8 +25,15 @@ class LimitingPolicy final : public Policy {
       ParamInfo{"upstream", "cuda", "the resource it forwards to: cuda (the device) or a policy spec in [...]"},
   };
 
-  LimitingPolicy(const Params& params, Device& device);
-  static void check_params(const Params& params);  // every value, without a device
+  // What a spec sets, read once and checked without a device.
+  struct Settings {
+    MakePolicy upstream;  // the spec `upstream` names, read; cuda: direct
+    Bytes limit;
+    Bytes alignment;
+  };
+  static Settings settings(const Params& params);  // throws Error naming a bad value
+
+  LimitingPolicy(const Settings& settings, Device& device);
 
   Allocation allocate(const Request& request) override;
   void deallocate(const Block& block, Nanos now) override;

@@ -7,12 +7,15 @@
 
 namespace allocsim {
 
-void OptimalPolicy::check_params(const Params& params) { params.count("max_pairs"); }
+OptimalPolicy::Settings OptimalPolicy::settings(const Params& params) {
+  Settings settings;
+  settings.max_pairs = params.count("max_pairs");
+  return settings;
+}
 
-OptimalPolicy::OptimalPolicy(const Params& params, Device& device) : device_(device) {
-  options_.max_pairs = params.count("max_pairs");
-  unplanned_ = std::make_unique<SizeFitPolicy>(Fit::best, Params(Spec{"bestfit", {}}, kPlacementParams, "policy optimal"),
-                                                 device);
+OptimalPolicy::OptimalPolicy(const Settings& settings, Device& device) : device_(device), options_(settings) {
+  unplanned_ = std::make_unique<SizeFitPolicy>(
+      Fit::best, placement_settings(Params(Spec{"bestfit", {}}, kPlacementParams, "policy optimal")), device);
 }
 
 OptimalPolicy::~OptimalPolicy() {

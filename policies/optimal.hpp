@@ -32,8 +32,10 @@ class OptimalPolicy final : public Policy {
                 "(their cost); above it, online best fit alone plans"},
   };
 
-  OptimalPolicy(const Params& params, Device& device);
-  static void check_params(const Params& params);  // every value, without a device
+  using Settings = OfflinePlanOptions;  // what a spec sets
+  static Settings settings(const Params& params);  // throws Error naming a bad value
+
+  OptimalPolicy(const Settings& settings, Device& device);
   ~OptimalPolicy() override;
 
   void prepare(const ReplaySetup& setup) override;

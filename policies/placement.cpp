@@ -21,23 +21,23 @@ Pool pool_for(Fit fit, Device& device) {
 
 }  // namespace
 
-void check_placement_params(const Params& params) {
-  params.bytes("grow");
-  const Bytes alignment = params.bytes("alignment");
-  if (alignment < kBlockAlignment || !std::has_single_bit(alignment)) {
-    throw Error(params.owner() + ": alignment=" + std::to_string(alignment) + " is not a power of two >= 256");
+PlacementSettings placement_settings(const Params& params) {
+  const PlacementSettings settings{
+      .region = params.bytes("region"), .alignment = params.bytes("alignment"), .grow = params.bytes("grow")};
+  if (settings.alignment < kBlockAlignment || !std::has_single_bit(settings.alignment)) {
+    throw Error(params.owner() + ": alignment=" + std::to_string(settings.alignment) + " is not a power of two >= 256");
   }
-  const Bytes region = params.bytes("region");
-  if (region % alignment != 0) {
-    throw Error(params.owner() + ": region=" + format_bytes(region) + " is not a multiple of the alignment");
+  if (settings.region % settings.alignment != 0) {
+    throw Error(params.owner() + ": region=" + format_bytes(settings.region) + " is not a multiple of the alignment");
   }
+  return settings;
 }
 
 template <typename Pool>
-PlacementPolicy<Pool>::PlacementPolicy(Fit fit, const Params& params, Device& device)
+PlacementPolicy<Pool>::PlacementPolicy(Fit fit, const PlacementSettings& settings, Device& device)
     : fit_(fit),
-      device_(device), region_bytes_(params.bytes("region")), alignment_(params.bytes("alignment")),
-      grow_bytes_(params.bytes("grow")), pool_(pool_for<Pool>(fit, device)) {
+      device_(device), region_bytes_(settings.region), alignment_(settings.alignment),
+      grow_bytes_(settings.grow), pool_(pool_for<Pool>(fit, device)) {
   if (kTiled && searches_by_address(fit)) throw Error(std::string("policy ") + name() + " searches by address");
 }
 

@@ -46,7 +46,13 @@ inline constexpr std::array kPlacementParams{
     ParamInfo{"alignment", "256", "every block's size and address are multiples of this (a power of two >= 256)"},
     ParamInfo{"grow", "0", "0 = one region; else grow on demand by segments of at least this many bytes"},
 };
-void check_placement_params(const Params& params);  // every value, without a device
+// What a spec of any fit sets, read once and checked without a device.
+struct PlacementSettings {
+  Bytes region;
+  Bytes alignment;
+  Bytes grow;
+};
+PlacementSettings placement_settings(const Params& params);  // throws Error naming a bad value
 
 // Pool: TiledSegments (best and worst fit only) or SegmentPool (every fit).
 template <typename Pool>
@@ -54,7 +60,7 @@ class PlacementPolicy final : public Policy {
  public:
   static constexpr const auto& kParams = kPlacementParams;
 
-  PlacementPolicy(Fit fit, const Params& params, Device& device);
+  PlacementPolicy(Fit fit, const PlacementSettings& settings, Device& device);
   ~PlacementPolicy() override;
 
   Allocation allocate(const Request& request) override;

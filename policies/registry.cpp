@@ -35,34 +35,34 @@ MadePolicy made(Args&&... args) {
   return MadePolicy(std::make_unique<P>(std::forward<Args>(args)...), &direct_loop<P>);
 }
 
+// A row's read: the policy's settings read once, where the spec is read; the policy made
+// from them on each device it is asked for.
 template <typename P>
-MadePolicy make(const Params& params, Device& device) {
-  return made<P>(params, device);
+MakePolicy read(const Params& params) {
+  return [settings = P::settings(params)](Device& device) { return made<P>(settings, device); };
 }
 
 // An RMM resource over the upstream its spec names (`upstream=`), or over the device.
 template <typename P>
-MadePolicy make_over_upstream(const Params& params, Device& device) {
-  std::unique_ptr<Policy> upstream = make_upstream(params.text("upstream"), device);
-  if (!upstream) return made<P>(params, device);
-  return made<LayeredPolicy>(std::move(upstream), device,
-                             [&](Device& over) { return std::make_unique<P>(params, over); });
-}
-
-template <typename P>
-void check_over_upstream(const Params& params) {
-  check_upstream(params.text("upstream"));
-  P::check_params(params);
+MakePolicy read_over_upstream(const Params& params) {
+  MakePolicy upstream = read_upstream(params.text("upstream"));
+  if (!upstream) return read<P>(params);
+  return [upstream = std::move(upstream), settings = P::settings(params)](Device& device) {
+    return made<LayeredPolicy>(std::move(upstream(device).policy), device,
+                               [&](Device& over) { return std::make_unique<P>(settings, over); });
+  };
 }
 
 // Best and worst fit search by size only, so they take the pool without an address index.
 template <Fit fit>
-MadePolicy make_placement(const Params& params, Device& device) {
-  if constexpr (searches_by_address(fit)) {
-    return made<AddressFitPolicy>(fit, params, device);
-  } else {
-    return made<SizeFitPolicy>(fit, params, device);
-  }
+MakePolicy read_placement(const Params& params) {
+  return [settings = placement_settings(params)](Device& device) {
+    if constexpr (searches_by_address(fit)) {
+      return made<AddressFitPolicy>(fit, settings, device);
+    } else {
+      return made<SizeFitPolicy>(fit, settings, device);
+    }
+  };
 }
 
 const std::array kPolicies{
@@ -70,84 +70,84 @@ const std::array kPolicies{
                "TensorFlow's GPU default: BFC (tsl/framework/bfc_allocator.cc) preallocating "
                "free memory minus MinSystemMemory",
                "binned best fit with coalescing in one region of the whole limit, taken at the first request",
-               BfcPolicy::kTensorFlowParams, make<BfcPolicy>, &BfcPolicy::check_params},
+               BfcPolicy::kTensorFlowParams, read<BfcPolicy>},
     PolicyInfo{"growth", "", Framework::tf, "TensorFlow with allow_growth / set_memory_growth(True)",
                "BFC growing on demand: regions of 2 MiB doubling, garbage collection of free regions",
-               BfcPolicy::kGrowthParams, make<BfcPolicy>, &BfcPolicy::check_params},
+               BfcPolicy::kGrowthParams, read<BfcPolicy>},
     PolicyInfo{"jax", "", Framework::jax, "JAX/XLA's GPU default (XLA_PYTHON_CLIENT_PREALLOCATE unset)",
                "BFC preallocating 75% of total memory, no garbage collection", BfcPolicy::kJaxParams,
-               make<BfcPolicy>, &BfcPolicy::check_params},
+               read<BfcPolicy>},
     PolicyInfo{"jax-growth", "", Framework::jax, "JAX with XLA_PYTHON_CLIENT_PREALLOCATE=false",
                "BFC up to 75% of total memory, growing from 2 MiB, no garbage collection", BfcPolicy::kJaxGrowthParams,
-               make<BfcPolicy>, &BfcPolicy::check_params},
+               read<BfcPolicy>},
     PolicyInfo{"caching", "torch", Framework::torch,
                "PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), native backend",
                "per-stream best fit in small (2 MiB) and large segments, cached until empty_cache or an OOM",
-               CachingPolicy::kParams, make<CachingPolicy>, &CachingPolicy::check_params, caching_recording},
+               CachingPolicy::kParams, read<CachingPolicy>, caching_recording},
     PolicyInfo{"expandable", "", Framework::torch,
                "PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
                "the same, in one address range per stream and pool mapped in 2 MiB / 20 MiB pages on demand; "
                "empty_cache unmaps whole free pages",
-               CachingPolicy::kExpandableParams, make<CachingPolicy>, &CachingPolicy::check_params, caching_recording},
+               CachingPolicy::kExpandableParams, read<CachingPolicy>, caching_recording},
     PolicyInfo{"direct", "platform", Framework::cuda,
                "cudaMalloc/cudaFree per request: TensorFlow's cuda_malloc, JAX's platform, "
                "PyTorch with PYTORCH_NO_CUDA_MEMORY_CACHING=1",
                "every request is its own device allocation, rounded to the device granularity",
-               DirectPolicy::kParams, make<DirectPolicy>, nullptr},
+               DirectPolicy::kParams, read<DirectPolicy>},
     PolicyInfo{"bestfit", "", Framework::none, "textbook best fit with coalescing (BFC's placement without bins)",
                "one region of all free device memory: the smallest free range that fits, lowest address first",
-               kPlacementParams, make_placement<Fit::best>, check_placement_params},
+               kPlacementParams, read_placement<Fit::best>},
     PolicyInfo{"firstfit", "", Framework::none, "textbook address-ordered first fit with coalescing",
                "one region of all free device memory: the lowest-addressed free range that fits",
-               kPlacementParams, make_placement<Fit::first>, check_placement_params},
+               kPlacementParams, read_placement<Fit::first>},
     PolicyInfo{"nextfit", "", Framework::none, "textbook next fit with coalescing",
                "one region: the first free range that fits at or after where the last block ended, wrapping",
-               kPlacementParams, make_placement<Fit::next>, check_placement_params},
+               kPlacementParams, read_placement<Fit::next>},
     PolicyInfo{"buddy", "", Framework::none, "the binary buddy system (Knowlton 1965)",
                "one power-of-two region: blocks halved to the request's power of two, buddies merged on free",
-               BuddyPolicy::kParams, make<BuddyPolicy>, &BuddyPolicy::check_params},
+               BuddyPolicy::kParams, read<BuddyPolicy>},
     PolicyInfo{"worstfit", "", Framework::none, "textbook worst fit with coalescing",
                "one region: the largest free range, lowest address among equals", kPlacementParams,
-               make_placement<Fit::worst>, check_placement_params},
+               read_placement<Fit::worst>},
     PolicyInfo{"compact", "defrag", Framework::none,
                "no shipping GPU allocator: a moving allocator, as runtimes with handles could be",
                "best fit over segments; when fragmentation fails a request, live blocks move (device copies) to open room",
-               CompactPolicy::kParams, make<CompactPolicy>, &CompactPolicy::check_params},
+               CompactPolicy::kParams, read<CompactPolicy>},
     PolicyInfo{"optimal", "", Framework::none,
                "no real allocator: the offline yardstick of static planners (TFLite, XLA)",
                "sees the whole trace ahead; fixed offsets in one arena from the best of several greedy heuristics",
-               OptimalPolicy::kParams, make<OptimalPolicy>, &OptimalPolicy::check_params},
+               OptimalPolicy::kParams, read<OptimalPolicy>},
     PolicyInfo{"vmm", "", Framework::none, "GMLake (ASPLOS'24): CUDA VMM page stitching",
                "a pool of 2 MiB pages; large requests map any free pages into one new virtual range, small ones share pages",
-               VmmPolicy::kParams, make<VmmPolicy>, &VmmPolicy::check_params},
+               VmmPolicy::kParams, read<VmmPolicy>},
     PolicyInfo{"async", "cudamallocasync", Framework::cuda,
                "CUDA's stream-ordered allocator: cudaMallocAsync on the device's pool",
                "chunks of 2 MiB multiples, best fit; frees reused by stream order and the three reuse rules; "
                "trimmed to release_threshold (0) at every host synchronisation",
-               AsyncPoolPolicy::kParams, make<AsyncPoolPolicy>, &AsyncPoolPolicy::check_params},
+               AsyncPoolPolicy::kParams, read<AsyncPoolPolicy>},
     PolicyInfo{"torch-async", "", Framework::cuda, "PyTorch with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "
                "(c10/cuda/CUDAMallocAsyncAllocator.cpp)",
                "the async pool never trimmed (threshold max), all reuse rules on; empty_cache syncs and trims to 0",
-               AsyncPoolPolicy::kTorchParams, make<AsyncPoolPolicy>, &AsyncPoolPolicy::check_params},
+               AsyncPoolPolicy::kTorchParams, read<AsyncPoolPolicy>},
     PolicyInfo{"tf-async", "", Framework::cuda,
                "TensorFlow with TF_GPU_ALLOCATOR=cuda_malloc_async (GpuCudaMallocAsyncAllocator)",
                "the async pool on one stream, kept up to TensorFlow's memory limit; an OOM syncs and retries once",
-               AsyncPoolPolicy::kTensorFlowParams, make<AsyncPoolPolicy>, &AsyncPoolPolicy::check_params},
+               AsyncPoolPolicy::kTensorFlowParams, read<AsyncPoolPolicy>},
     PolicyInfo{"rmm-pool", "", Framework::rmm,
                "RAPIDS RMM's pool_memory_resource (rmm/mr/device/pool_memory_resource.hpp)",
                "coalescing best fit in per-stream free lists, growing by at least doubling; never gives memory back",
-               RmmPoolPolicy::kParams, make_over_upstream<RmmPoolPolicy>, check_over_upstream<RmmPoolPolicy>},
+               RmmPoolPolicy::kParams, read_over_upstream<RmmPoolPolicy>},
     PolicyInfo{"rmm-arena", "", Framework::rmm, "RAPIDS RMM's arena_memory_resource (rmm/mr/device/detail/arena.hpp)",
                "one arena in superblocks; address-ordered first fit; up to 1 MiB from per-stream superblocks",
-               RmmArenaPolicy::kParams, make_over_upstream<RmmArenaPolicy>, check_over_upstream<RmmArenaPolicy>},
+               RmmArenaPolicy::kParams, read_over_upstream<RmmArenaPolicy>},
     PolicyInfo{"rmm-binning", "", Framework::rmm,
                "RAPIDS RMM's binning_memory_resource over fixed_size_memory_resource bins",
                "power-of-two bins (none unless min_exp, max_exp) of fixed-size blocks in chunks of 128; the rest "
                "to the upstream",
-               RmmBinningPolicy::kParams, make_over_upstream<RmmBinningPolicy>, check_over_upstream<RmmBinningPolicy>},
+               RmmBinningPolicy::kParams, read_over_upstream<RmmBinningPolicy>},
     PolicyInfo{"limiting", "rmm-limiting", Framework::rmm, "RAPIDS RMM's limiting_resource_adaptor",
                "fails a request once the live bytes (aligned to 256) would pass the limit; else the upstream serves it",
-               LimitingPolicy::kParams, make<LimitingPolicy>, &LimitingPolicy::check_params},
+               LimitingPolicy::kParams, read<LimitingPolicy>},
 };
 
 }  // namespace
@@ -213,9 +213,8 @@ namespace {
 
 PolicySpec read_policy_spec(Spec spec, std::string text) {
   const PolicyInfo& info = find_policy(spec.name);
-  PolicySpec read{&info, Params(spec, info.params, "policy " + std::string(info.name)), std::move(text), std::move(spec)};
-  if (info.check) info.check(read.params);
-  return read;
+  MakePolicy make = info.read(Params(spec, info.params, "policy " + std::string(info.name)));
+  return PolicySpec{&info, std::move(text), std::move(spec), std::move(make)};
 }
 
 }  // namespace

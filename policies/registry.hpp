@@ -28,10 +28,10 @@ struct PolicyInfo {
   std::string_view models;   // the real allocator it reproduces
   std::string_view summary;
   std::span<const ParamInfo> params;
-  MadePolicy (*make)(const Params& params, Device& device);  // with the direct loop of its type
-  // Every value of a spec checked without a device (a key's type, range and the keys'
-  // agreement): what parse_policy_spec runs, so that no policy is built to check one.
-  void (*check)(const Params& params);  // null for a policy without parameters
+  // A spec's values read once, without a device, into the policy's typed settings (every
+  // key's type and range, and the keys' agreement: throws Error naming a bad value); what
+  // it returns makes the policy from them, with the direct loop of its type.
+  MakePolicy (*read)(const Params& params);
   // A policy this row made can start where a PyTorch recording began, and shows its layout
   // (policies/recording_replay.hpp): the view over it; null for every other row.
   std::unique_ptr<RecordingReplay> (*recording)(Policy& policy) = nullptr;
@@ -43,19 +43,17 @@ std::span<const PolicyInfo> all_policies();
 const PolicyInfo& find_policy(std::string_view name);
 
 // A policy spec read once, where a command takes it: the row its name or alias names, its
-// arguments checked against the row's parameters (keys and values), and its text as
-// written (what results and messages show).
+// arguments read by the row into typed settings (keys and values checked), and its text
+// as written (what results and messages show).
 struct PolicySpec {
   const PolicyInfo* row = nullptr;
-  Params params;
   std::string text;
   Spec spec;  // the keys as written, in order: what a study changes one of (advise)
+  MakePolicy make;  // from the settings read
 
-  MadePolicy build(Device& device) const { return row->make(params, device); }
+  MadePolicy build(Device& device) const { return make(device); }
   // What a tenant carries (sim/engine.hpp): this spec, made when the tenant starts.
-  PolicyMaker maker() const {
-    return PolicyMaker{text, [row = row, params = params](Device& device) { return row->make(params, device); }};
-  }
+  PolicyMaker maker() const { return PolicyMaker{text, make}; }
 };
 
 // The name (or alias) found in the registry, every key and value checked by its row.

@@ -14,24 +14,27 @@ bool handled_by_global(Bytes size) { return size > kSuperblockMinimum; }
 
 }  // namespace
 
-RmmArenaPolicy::RmmArenaPolicy(const Params& params, Device& device)
-    : device_(device), whole_device_(params.text("arena_size") == "free") {
+RmmArenaPolicy::Settings RmmArenaPolicy::settings(const Params& params) {
   const std::string_view size = params.text("arena_size");
-  const Bytes bytes = whole_device_ ? device.available() : size == "half" ? device.available() / 2 : params.bytes("arena_size");
+  if (size == "free") return Settings{Settings::Size::free, 0};
+  if (size == "half") return Settings{Settings::Size::half, 0};
+  const Bytes bytes = align_down(params.bytes("arena_size"), kBlockAlignment);
+  if (bytes < kSuperblockMinimum) {
+    throw Error("policy rmm-arena: arena_size " + format_bytes_exact(bytes) + " is smaller than the 1 MiB minimum superblock");
+  }
+  return Settings{Settings::Size::bytes, bytes};
+}
+
+RmmArenaPolicy::RmmArenaPolicy(const Settings& settings, Device& device)
+    : device_(device), whole_device_(settings.size == Settings::Size::free) {
+  const Bytes bytes = whole_device_                           ? device.available()
+                      : settings.size == Settings::Size::half ? device.available() / 2
+                                                              : settings.bytes;
   arena_size_ = align_down(bytes, kBlockAlignment);
   // Half of a device with under 2 MiB free is found only here, where the device is.
   if (!whole_device_ && arena_size_ < kSuperblockMinimum) {
     throw Error("policy rmm-arena: arena_size " + format_bytes_exact(arena_size_) +
                 " is smaller than the 1 MiB minimum superblock");
-  }
-}
-
-void RmmArenaPolicy::check_params(const Params& params) {
-  const std::string_view size = params.text("arena_size");
-  if (size == "free" || size == "half") return;
-  const Bytes bytes = align_down(params.bytes("arena_size"), kBlockAlignment);
-  if (bytes < kSuperblockMinimum) {
-    throw Error("policy rmm-arena: arena_size " + format_bytes_exact(bytes) + " is smaller than the 1 MiB minimum superblock");
   }
 }
 

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <vector>
@@ -41,8 +42,15 @@ class RmmArenaPolicy final : public Policy {
       kUpstreamParam,
   };
 
-  RmmArenaPolicy(const Params& params, Device& device);
-  static void check_params(const Params& params);  // every value, without a device
+  // What a spec sets, read once and checked without a device.
+  struct Settings {
+    enum class Size : std::uint8_t { bytes, free, half };  // of the device's free memory
+    Size size;
+    Bytes bytes;  // when size is bytes: a multiple of 256 B, at least 1 MiB
+  };
+  static Settings settings(const Params& params);  // throws Error naming a bad value
+
+  RmmArenaPolicy(const Settings& settings, Device& device);
   ~RmmArenaPolicy() override;
 
   Allocation allocate(const Request& request) override;

@@ -7,25 +7,28 @@
 
 namespace allocsim {
 
-RmmBinningPolicy::RmmBinningPolicy(const Params& params, Device& device)
-    : device_(device), blocks_per_chunk_(params.count("blocks")) {
-  if (params.text("min_exp") == "none") return;
-  for (std::uint64_t exp = params.count("min_exp"); exp <= params.count("max_exp"); ++exp) {
-    bins_.push_back(Bin{align_up(Bytes{1} << exp, kBlockAlignment), {}, {}, 0});
-  }
-}
-
-void RmmBinningPolicy::check_params(const Params& params) {
-  if (params.count("blocks") == 0) throw Error("policy rmm-binning: blocks must be at least 1");
+RmmBinningPolicy::Settings RmmBinningPolicy::settings(const Params& params) {
+  Settings settings{.blocks = params.count("blocks"), .exponents = std::nullopt};
+  if (settings.blocks == 0) throw Error("policy rmm-binning: blocks must be at least 1");
   const bool no_min = params.text("min_exp") == "none";
   const bool no_max = params.text("max_exp") == "none";
   if (no_min != no_max) throw Error("policy rmm-binning: give both min_exp and max_exp, or neither");
-  if (no_min) return;
+  if (no_min) return settings;
   const std::uint64_t min_exp = params.count("min_exp");
   const std::uint64_t max_exp = params.count("max_exp");
   if (min_exp > max_exp || max_exp > 40) {
     throw Error("policy rmm-binning: need min_exp <= max_exp <= 40, not " + std::to_string(min_exp) + " and " +
                 std::to_string(max_exp));
+  }
+  settings.exponents = {min_exp, max_exp};
+  return settings;
+}
+
+RmmBinningPolicy::RmmBinningPolicy(const Settings& settings, Device& device)
+    : device_(device), blocks_per_chunk_(settings.blocks) {
+  if (!settings.exponents) return;
+  for (std::uint64_t exp = settings.exponents->first; exp <= settings.exponents->second; ++exp) {
+    bins_.push_back(Bin{align_up(Bytes{1} << exp, kBlockAlignment), {}, {}, 0});
   }
 }
 

@@ -16,9 +16,12 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "sim/device.hpp"
@@ -37,8 +40,14 @@ class RmmBinningPolicy final : public Policy {
                                         "spec in [...]"},
   };
 
-  RmmBinningPolicy(const Params& params, Device& device);
-  static void check_params(const Params& params);  // every value, without a device
+  // What a spec sets, read once and checked without a device.
+  struct Settings {
+    Bytes blocks;  // per chunk
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> exponents;  // min_exp, max_exp; none: no bins
+  };
+  static Settings settings(const Params& params);  // throws Error naming a bad value
+
+  RmmBinningPolicy(const Settings& settings, Device& device);
   ~RmmBinningPolicy() override;
 
   Allocation allocate(const Request& request) override;

@@ -18,24 +18,24 @@ Bytes multiple_of_256(const Params& params, std::string_view key) {
 
 }  // namespace
 
-RmmPoolPolicy::RmmPoolPolicy(const Params& params, Device& device)
+RmmPoolPolicy::Settings RmmPoolPolicy::settings(const Params& params) {
+  Settings settings;
+  if (params.text("initial") != "half") settings.initial = multiple_of_256(params, "initial");
+  if (params.text("maximum") != "none") settings.maximum = multiple_of_256(params, "maximum");
+  if (settings.maximum && settings.initial.value_or(0) > *settings.maximum) {
+    throw Error("policy rmm-pool: initial " + format_bytes(*settings.initial) + " is over maximum " +
+                format_bytes(*settings.maximum));
+  }
+  return settings;
+}
+
+RmmPoolPolicy::RmmPoolPolicy(const Settings& settings, Device& device)
     : device_(device),
-      initial_(params.text("initial") == "half" ? align_down(device.available() / 2, kBlockAlignment)
-                                                : multiple_of_256(params, "initial")) {
-  if (params.text("maximum") != "none") maximum_ = multiple_of_256(params, "maximum");
+      initial_(settings.initial.value_or(align_down(device.available() / 2, kBlockAlignment))),
+      maximum_(settings.maximum) {
   // A maximum under half the device's free memory is found only here, where the device is.
   if (maximum_ && initial_ > *maximum_) {
     throw Error("policy rmm-pool: initial " + format_bytes(initial_) + " is over maximum " + format_bytes(*maximum_));
-  }
-}
-
-void RmmPoolPolicy::check_params(const Params& params) {
-  const bool half = params.text("initial") == "half";
-  const Bytes initial = half ? 0 : multiple_of_256(params, "initial");
-  if (params.text("maximum") == "none") return;
-  const Bytes maximum = multiple_of_256(params, "maximum");
-  if (initial > maximum) {
-    throw Error("policy rmm-pool: initial " + format_bytes(initial) + " is over maximum " + format_bytes(maximum));
   }
 }
 

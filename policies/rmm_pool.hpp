@@ -39,8 +39,14 @@ class RmmPoolPolicy final : public Policy {
       kUpstreamParam,
   };
 
-  RmmPoolPolicy(const Params& params, Device& device);
-  static void check_params(const Params& params);  // every value, without a device
+  // What a spec sets, read once and checked without a device.
+  struct Settings {
+    std::optional<Bytes> initial;  // none: half the device's free memory
+    std::optional<Bytes> maximum;  // none: no maximum
+  };
+  static Settings settings(const Params& params);  // throws Error naming a bad value
+
+  RmmPoolPolicy(const Settings& settings, Device& device);
   ~RmmPoolPolicy() override;
 
   Allocation allocate(const Request& request) override;

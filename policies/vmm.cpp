@@ -14,16 +14,16 @@ constexpr Bytes kVirtualSpace = Bytes{1} << 40;  // 1 TiB: a reservation a GPU g
 
 }  // namespace
 
-VmmPolicy::VmmPolicy(const Params& params, Device& device)
-    : device_(device), page_(params.bytes("page")), cache_(params.boolean("cache")) {}
-
-void VmmPolicy::check_params(const Params& params) {
-  params.boolean("cache");
-  const Bytes page = params.bytes("page");
-  if (page < kBlockAlignment || page % kBlockAlignment != 0) {
-    throw Error("policy vmm: page=" + format_bytes(page) + " is not a multiple of 256 B");
+VmmPolicy::Settings VmmPolicy::settings(const Params& params) {
+  const Settings settings{.page = params.bytes("page"), .cache = params.boolean("cache")};
+  if (settings.page < kBlockAlignment || settings.page % kBlockAlignment != 0) {
+    throw Error("policy vmm: page=" + format_bytes(settings.page) + " is not a multiple of 256 B");
   }
+  return settings;
 }
+
+VmmPolicy::VmmPolicy(const Settings& settings, Device& device)
+    : device_(device), page_(settings.page), cache_(settings.cache) {}
 
 VmmPolicy::~VmmPolicy() {
   // Unmapped first, so that a real device gives the memory back at once.

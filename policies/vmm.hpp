@@ -41,8 +41,14 @@ class VmmPolicy final : public Policy {
       ParamInfo{"cache", "true", "keep freed stitched ranges mapped for reuse by a request of the same page count"},
   };
 
-  VmmPolicy(const Params& params, Device& device);
-  static void check_params(const Params& params);  // every value, without a device
+  // What a spec sets, read once and checked without a device.
+  struct Settings {
+    Bytes page;
+    bool cache;
+  };
+  static Settings settings(const Params& params);  // throws Error naming a bad value
+
+  VmmPolicy(const Settings& settings, Device& device);
   ~VmmPolicy() override;
 
   Allocation allocate(const Request& request) override;

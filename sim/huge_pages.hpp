@@ -1,9 +1,8 @@
 // A hint for the large arrays a reader fills once (a trace's events and sizes): back them
 // with 2 MiB pages where the kernel can (Linux's transparent huge pages, which many
 // kernels give only to memory that asks). Filling a reserved array of hundreds of MiB then
-// takes a page fault per 2 MiB, not per 4 KiB: bench/'s CSV parse of 4M rows took 3
-// thousand faults instead of 22 thousand, and about a sixth less time. Elsewhere, or when
-// the kernel declines, nothing changes.
+// takes a page fault per 2 MiB, not per 4 KiB (docs/bench.md has the measured gain).
+// Elsewhere, or when the kernel declines, nothing changes.
 #pragma once
 
 #include <cstddef>

@@ -32,9 +32,12 @@ struct MadePolicy {
 // A tenant's policy as its command read it: the spec as written (what results and messages
 // show) and how to make it on the tenant's device when the tenant starts. The registry's
 // PolicySpec gives one (policies/registry.hpp), a policy written in Python another.
+// Makes a policy on a device from settings already read and checked.
+using MakePolicy = std::function<MadePolicy(Device& device)>;
+
 struct PolicyMaker {
   std::string text;
-  std::function<MadePolicy(Device& device)> make;
+  MakePolicy make;
 };
 
 }  // namespace allocsim

@@ -212,9 +212,9 @@ std::size_t count_lines(std::string_view text, const MappedFile* file) {
 
 // The lines of a text, a window at a time: a text in memory is one window, itself; a mapped
 // file is copied into a buffer (MappedFile::copy, within a core's L2 cache) a window of
-// whole lines at a time, and read there. On the VMs this project is measured on, reading
-// the mapping itself took a third more CPU time in a load, and a stream held the pages it
-// read. Lines are numbered from the text's first, so errors name the line in the file.
+// whole lines at a time, and read there: reading the mapping itself cost more CPU time in a
+// load (docs/bench.md), and a stream held the pages it read. Lines are numbered from the
+// text's first, so errors name the line in the file.
 class Windows {
  public:
   Windows(std::string_view text, const MappedFile* file, const std::string& name)

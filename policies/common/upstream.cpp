@@ -73,14 +73,9 @@ bool names_the_device(std::string_view spec) { return spec.empty() || spec == "c
 
 }  // namespace
 
-std::unique_ptr<Policy> make_upstream(std::string_view spec, Device& device) {
+MakePolicy read_upstream(std::string_view spec) {
   spec = unbracketed(spec);
-  return names_the_device(spec) ? nullptr : make_policy(spec, device);
-}
-
-void check_upstream(std::string_view spec) {
-  spec = unbracketed(spec);
-  if (!names_the_device(spec)) parse_policy_spec(spec);
+  return names_the_device(spec) ? MakePolicy() : parse_policy_spec(spec).make;
 }
 
 }  // namespace allocsim

@@ -11,6 +11,7 @@
 
 #include "policies/common/node_pool.hpp"
 #include "sim/device.hpp"
+#include "sim/made_policy.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
 
@@ -67,13 +68,12 @@ class LayeredPolicy final : public Policy {
 };
 
 // The `upstream` parameter of a resource that takes its memory from another (RMM's pool
-// and arena), read by make_upstream.
+// and arena), read by read_upstream.
 inline constexpr ParamInfo kUpstreamParam{
     "upstream", "cuda", "the resource it takes memory from: cuda (the device) or a policy spec in [...]"};
 
-// The policy a spec's `upstream` value names, on `device`; nullptr for "" or "cuda"
+// The policy a spec's `upstream` value names, read and checked once; empty for "" or "cuda"
 // (cuda_memory_resource: the device itself). One pair of brackets around it is dropped.
-std::unique_ptr<Policy> make_upstream(std::string_view spec, Device& device);
-void check_upstream(std::string_view spec);  // the spec it names, read and checked
+MakePolicy read_upstream(std::string_view spec);
 
 }  // namespace allocsim

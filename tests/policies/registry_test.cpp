@@ -1,5 +1,5 @@
 // parse_policy_spec: a policy spec read into its registry row and checked whole, name, keys
-// and values, by the row's own check, with no device and no policy built.
+// and values, by the row's one read of its settings, with no device and no policy built.
 #include <catch2/catch.hpp>
 
 #include "policies/registry.hpp"
@@ -22,7 +22,7 @@ TEST_CASE("parse_policy_spec finds the row by name or alias and checks the keys 
   const PolicySpec torch = parse_policy_spec("torch:max_split_size=256MiB");
   CHECK(torch.row == &find_policy("caching"));
   CHECK(torch.text == "torch:max_split_size=256MiB");
-  CHECK(torch.params.bytes("max_split_size") == Bytes{256} << 20);
+  CHECK(torch.spec == Spec{"torch", {{"max_split_size", "256MiB"}}});
   CHECK_THROWS_WITH(parse_policy_spec("nosuch"), Catch::Contains("unknown policy 'nosuch'"));
   CHECK_THROWS_WITH(parse_policy_spec("bfc:bogus=1"), Catch::Contains("unknown key 'bogus'"));
   CHECK_THROWS_WITH(parse_policy_spec("bfc:frag_fraction=2"), Catch::Contains("frag_fraction"));
