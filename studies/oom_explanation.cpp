@@ -557,8 +557,9 @@ void explain_bfc(const BfcOomLog& log, OomExplanation& out) {
     out.kind = ExplainedKind::reservation;
     out.why = "the device refused a new region of " + tf_size(*refused) + " (CUDA_ERROR_OUT_OF_MEMORY) that the allocator's "
               "limit let it ask for: another process, or another allocator in this one, holds that memory";
-    out.to_fit = tf_size(request ? std::min(request->bytes, *refused) : *refused) +
-                 " more free on the device, from whoever holds it outside this allocator";
+    out.to_fit = "a region of " + tf_size(request ? std::min(request->bytes, *refused) : *refused) +
+                 (request ? " (the request)" : " (the region refused)") +
+                 " free on the device, from whoever holds the memory outside this allocator";
     out.tries.push_back("stopping the other process on the card, or giving it a memory_limit");
     out.tries.push_back("tf.config.experimental.set_memory_growth(gpu, True) in every TensorFlow process sharing the card");
     out.tries.push_back("a smaller batch");
