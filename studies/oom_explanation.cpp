@@ -551,8 +551,9 @@ void explain_bfc(const BfcOomLog& log, OomExplanation& out) {
   if (!limit) out.missing.push_back("the limit (Stats `Limit:` or `memory_limit_:`)");
   if (!in_use) out.missing.push_back("the bytes in use (Stats `InUse:`, `Sum Total of in-use chunks` or the chunk dump)");
   const bool over_limit = request && limit && in_use && *in_use + request->bytes > *limit;
-  if (refused && !over_limit) {
-    // The device refused a region that the allocator's limit let it ask for.
+  if (refused && !over_limit && !pool) {
+    // The device refused a region that the allocator's limit let it ask for. With the pool's
+    // size known, the limit's allowance below decides: the refusals may be older (at start).
     out.missing.clear();
     out.kind = ExplainedKind::reservation;
     out.why = "the device refused a new region of " + tf_size(*refused) + " (CUDA_ERROR_OUT_OF_MEMORY) that the allocator's "
@@ -605,6 +606,10 @@ void explain_bfc(const BfcOomLog& log, OomExplanation& out) {
     out.tries.push_back("tf.config.experimental.set_memory_growth(gpu, True) in every TensorFlow process sharing the card");
     out.tries.push_back("a smaller batch");
     return;
+  }
+  if (refused) {
+    out.notes.push_back("the driver's refusals came before this failure (a region asked earlier, as at start): the limit "
+                        "allowed no new region for this request, so the pool decides");
   }
   out.kind = ExplainedKind::fragmentation;
   out.why = "the free bytes in the pool (" + tf_size(minus(*pool, *in_use)) + ") plus what the limit still allows as a new region (" +

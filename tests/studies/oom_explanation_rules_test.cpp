@@ -360,6 +360,13 @@ TEST_CASE("explain rules: TensorFlow's driver refusals, cut off or with the summ
   std::string full = summary;
   full.replace(full.find("4294967296"), 10, "11811160064");
   CHECK(explain_oom(full).kind == ExplainedKind::capacity);
+  // With the pool's size the limit's allowance decides: a 11 GiB pool at its limit allowed no
+  // new region, so the refusals were older; 4 GiB in use of it, the 1 GiB request fits no
+  // chunk: fragmentation.
+  const std::string pooled = summary + "total_region_allocated_bytes_: 11811160064 memory_limit_: 11811160064\n";
+  const OomExplanation older = explain_oom(pooled);
+  REQUIRE(older.kind == ExplainedKind::fragmentation);
+  CHECK(any_contains(older.notes, "refusals came before"));
   // A driver line with another error is no refusal of memory.
   CHECK_FALSE(read_bfc_oom_log("failed to allocate 1.00G (1073741824 bytes) from device: CUDA_ERROR_INVALID_VALUE"));
 }
