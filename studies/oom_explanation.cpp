@@ -45,7 +45,8 @@ constexpr Bytes kContextBand = 512_MiB;
 std::pair<Bytes, std::string> context_band(const PrintedSize& total) {
   for (const DevicePreset& preset : all_devices()) {
     if (distance(preset.capacity, total.bytes) <= total.error) {
-      return {preset.context_overhead, "the context of preset " + std::string(preset.name) + ", " + torch_size(preset.context_overhead)};
+      return {preset.context_overhead,
+              "the context of preset " + std::string(preset.name) + ", " + torch_size(preset.context_overhead)};
     }
   }
   return {kContextBand, "about " + format_gib(kContextBand) + ", a CUDA context with cuBLAS/cuDNN loaded"};
@@ -81,7 +82,8 @@ Holders holders_of(const TorchOomMessage& message, const PrintedSize& total, con
     }
   }
   if (process && process->bytes > total.bytes + total.error) {
-    out.notes.push_back("this process is said to hold " + process->text + ", more than the card: NVML could not measure it, and P is left out");
+    out.notes.push_back("this process is said to hold " + process->text +
+                        ", more than the card: NVML could not measure it, and P is left out");
     process.reset();
   }
   const Bytes used = minus(total.bytes, free.bytes);
@@ -168,8 +170,10 @@ std::vector<Step> torch_steps(const PrintedSize& free, Bytes cache_free, Bytes c
                               Bytes segment, Bytes others, Bytes others_error) {
   const Bytes request_error = request.error;
   return {
-      {free.bytes, segment, free.error + request_error, ExplainedKind::inconsistent, "the device's free bytes and the request's new segment"},
-      {cache_free, request.bytes, cache_error + request_error, ExplainedKind::fragmentation, "the cache's free bytes and the request"},
+      {free.bytes, segment, free.error + request_error, ExplainedKind::inconsistent,
+       "the device's free bytes and the request's new segment"},
+      {cache_free, request.bytes, cache_error + request_error, ExplainedKind::fragmentation,
+       "the cache's free bytes and the request"},
       {free.bytes + cache_free, request.bytes, free.error + cache_error + request_error, ExplainedKind::fragmentation,
        "the device's and the cache's free bytes together and the request"},
       {free.bytes + cache_free + others, request.bytes, free.error + cache_error + request_error + others_error,
