@@ -34,18 +34,22 @@ Reads:
                 Of the allocated memory A is allocated by PyTorch, and R is reserved by PyTorch but unallocated.
   TensorFlow's and XLA's BFC log: `ran out of memory trying to allocate X (rounded to N)`, the bins,
     the chunk dump (`Chunk at`, `InUse at`, `Free  at`), `Sum Total of in-use chunks`,
-    `memory_limit_:` and the `Stats:` block (Limit, InUse, ...).
+    `memory_limit_:` and the `Stats:` block (Limit, InUse, ...); the op's `OOM when allocating tensor
+    with shape[64,3,512,512] and type half` (the request: the shape's product times the type's size)
+    and the driver's `failed to allocate ... from device: CUDA_ERROR_OUT_OF_MEMORY`, summary or not.
   Any line prefix (RuntimeError:, torch.OutOfMemoryError:, [rank2]:, a log timestamp, TensorFlow's
   `I .../bfc_allocator.cc:905]`), lines wrapped anywhere, and the hints and links after the message.
 
 Answers:
-  kind: capacity | fragmentation | reservation   first, then the arithmetic in your units (the
-  request, the device's free bytes, the cache's free bytes, what is held outside this process's
-  PyTorch), what would have to change for the request to fit, and the settings to try
-  (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, a smaller batch, memory_limit,
-  set_memory_growth, stopping the other process). A comparison within the message's rounding is
-  said to be a close call. Text too short to decide gives `kind: undecided`, what was read and
-  what is missing.
+  kind: inconsistent | fragmentation | reservation | capacity   first (judged in that order), then
+  the arithmetic in your units: the request, the device's free bytes, the cache's free bytes, and
+  who holds the rest: this process outside PyTorch (its CUDA context and libraries, never another
+  holder) and other processes. Then what would have to change for the request to fit, and the
+  settings to try (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, a smaller batch, memory_limit,
+  set_memory_growth, stopping the other process when one holds memory). `inconsistent`: the
+  device's free bytes alone would hold the request, so the message shows no shortage PyTorch could
+  see. A comparison within the message's rounding is said to be a close call. Text too short to
+  decide gives `kind: undecided`, what was read and what is missing.
 
 Examples:
   allocsim explain 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 15.77 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 14.74 GiB memory in use. Of the allocated memory 11.50 GiB is allocated by PyTorch, and 2.81 GiB is reserved by PyTorch but unallocated.'
@@ -60,7 +64,11 @@ std::string read_input(const std::vector<std::string>& given, std::istream& in) 
   if (given.size() == 1) {
     const std::string& argument = given.front();
     std::error_code error;
-    if (std::filesystem::is_regular_file(argument, error)) return read_text_file(argument);
+    if (std::filesystem::is_directory(argument, error)) {
+      throw Error(argument + ": is a directory (give a file holding the message, the message itself in quotes, or - for "
+                  "standard input)");
+    }
+    if (std::filesystem::exists(argument, error)) return read_text_file(argument);
     if (argument.find_first_of(" \t\n") == std::string::npos) {
       throw Error(argument + ": no such file (give the message itself in quotes, a file, or - for standard input)");
     }

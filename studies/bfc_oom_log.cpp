@@ -7,6 +7,73 @@ namespace allocsim {
 namespace {
 
 constexpr std::string_view kRanOut = "ranoutofmemorytryingtoallocate";
+constexpr std::string_view kShapes[] = {"oomwhenallocatingtensorwithshape[", "oomwhenallocatingtensorofshape["};
+constexpr std::string_view kDriverFailed = "failedtoallocate";
+
+struct TypeSize {
+  std::string_view name;
+  Bytes size;
+};
+// Longest names first: a name is matched as a prefix of the text run together.
+constexpr TypeSize kTypeSizes[] = {
+    {"complex128", 16}, {"complex64", 8}, {"bfloat16", 2}, {"uint16", 2}, {"uint32", 4}, {"uint64", 8},
+    {"double", 8},      {"int16", 2},     {"int32", 4},    {"int64", 8},  {"uint8", 1},  {"float", 4},
+    {"int8", 1},        {"half", 2},      {"bool", 1},
+};
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// `shape[64,3,512,512]andtypehalf` run together (lower case), from after `shape[`.
+void read_tensor(std::string_view low, BfcOomLog& log) {
+  const std::size_t close = low.find(']');
+  if (close == std::string_view::npos || close > 200) return;
+  Bytes elements = 1;
+  bool fits = true;
+  std::string_view dims = low.substr(0, close);
+  while (!dims.empty()) {
+    const std::size_t comma = dims.find(',');
+    const std::string_view dim = dims.substr(0, comma);
+    Bytes value = 0;
+    const auto [end, error] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
+    if (error != std::errc{} || end != dim.data() + dim.size()) return;
+    if (value != 0 && elements > ~Bytes{0} / value) fits = false;
+    if (fits) elements *= value;
+    dims = comma == std::string_view::npos ? std::string_view() : dims.substr(comma + 1);
+    if (comma != std::string_view::npos && dims.empty()) return;
+  }
+  log.tensor = "shape[" + std::string(low.substr(0, close)) + "]";
+  std::string_view rest = low.substr(close + 1);
+  if (!rest.starts_with("andtype")) return;
+  rest.remove_prefix(7);
+  for (const TypeSize& type : kTypeSizes) {
+    if (!rest.starts_with(type.name)) continue;
+    const std::string_view after = rest.substr(type.name.size());
+    if (!after.empty() && (std::isalnum(static_cast<unsigned char>(after.front())) != 0 || after.front() == '_') &&
+        !after.starts_with("on")) {
+      continue;
+    }
+    log.tensor += " and type " + std::string(type.name);
+    if (fits && (elements == 0 || elements <= ~Bytes{0} / type.size)) log.tensor_bytes = elements * type.size;
+    return;
+  }
+}
+
+// `failedtoallocate10.50g(11274289152bytes)fromdevice:cuda_error_out_of_memory` run together.
+std::optional<Bytes> read_driver_refusal(std::string_view low) {
+  const std::size_t open = low.find('(');
+  if (open == std::string_view::npos || open > 16) return std::nullopt;
+  Bytes bytes = 0;
+  const char* first = low.data() + open + 1;
+  const auto [end, error] = std::from_chars(first, low.data() + low.size(), bytes);
+  if (error != std::errc{} || end == first) return std::nullopt;
+  const std::string_view rest = low.substr(static_cast<std::size_t>(end - low.data()));
+  if (!rest.starts_with("bytes)fromdevice")) return std::nullopt;
+  if (rest.substr(0, 60).find("out_of_memory") == std::string_view::npos) return std::nullopt;
+  return bytes;
+}
 
 // The whole number at the start of `text` (after spaces); nothing when there is none.
 std::optional<Bytes> number_at(std::string_view text) {
@@ -54,9 +121,7 @@ std::optional<BfcChunk> read_chunk(std::string_view line) {
   return chunk;
 }
 
-void read_ran_out(const std::string& joined, BfcOomLog& log) {
-  std::string low = joined;
-  for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+void read_ran_out(const std::string& joined, const std::string& low, BfcOomLog& log) {
   bool any = false;
   for (std::size_t at = low.find(kRanOut); at != std::string::npos; at = low.find(kRanOut, at + 1)) {
     any = true;
@@ -84,6 +149,13 @@ void read_ran_out(const std::string& joined, BfcOomLog& log) {
 
 }  // namespace
 
+std::optional<Bytes> tf_type_size(std::string_view name) {
+  for (const TypeSize& type : kTypeSizes) {
+    if (type.name == name) return type.size;
+  }
+  return std::nullopt;
+}
+
 bool BfcOomLog::has_chunks() const {
   for (const BfcRegion& region : regions) {
     if (!region.chunks.empty()) return true;
@@ -94,7 +166,19 @@ bool BfcOomLog::has_chunks() const {
 std::optional<BfcOomLog> read_bfc_oom_log(std::string_view text) {
   const std::vector<std::string_view> lines = pasted_lines(text);
   BfcOomLog log;
-  read_ran_out(joined_without_spaces(lines), log);
+  const std::string joined = joined_without_spaces(lines);
+  const std::string low = lower(joined);
+  read_ran_out(joined, low, log);
+  for (std::string_view shape : kShapes) {
+    if (const std::size_t at = low.find(shape); at != std::string::npos && log.tensor.empty()) {
+      read_tensor(std::string_view(low).substr(at + shape.size()), log);
+    }
+  }
+  for (std::size_t at = low.find(kDriverFailed); at != std::string::npos; at = low.find(kDriverFailed, at + 1)) {
+    if (const std::optional<Bytes> bytes = read_driver_refusal(std::string_view(low).substr(at + kDriverFailed.size()))) {
+      log.device_refused.push_back(*bytes);
+    }
+  }
   bool stats = false;
   for (std::string_view line : lines) {
     if (std::optional<BfcChunk> chunk = read_chunk(line)) {
@@ -146,7 +230,7 @@ std::optional<BfcOomLog> read_bfc_oom_log(std::string_view text) {
     }
   }
   const bool anything = log.request || log.warning_only || log.has_chunks() || stats || log.stats_limit ||
-                        log.memory_limit || !log.bins.empty();
+                        log.memory_limit || !log.bins.empty() || !log.tensor.empty() || !log.device_refused.empty();
   if (!anything) return std::nullopt;
   return log;
 }

@@ -11,7 +11,12 @@
 // - `total_region_allocated_bytes_: N memory_limit_: M available bytes: ...` or `Total bytes
 //   in pool: N memory_limit_: M ...`;
 // - `Stats:` then `Limit:`, `InUse:`, `MaxInUse:`, `NumAllocs:`, `MaxAllocSize:`,
-//   `Reserved:`, `PeakReserved:`, `LargestFreeBlock:`.
+//   `Reserved:`, `PeakReserved:`, `LargestFreeBlock:`;
+// - the op's error `OOM when allocating tensor with shape[64,3,512,512] and type half ...`,
+//   whose bytes are the shape's product times the type's size;
+// - the driver's `failed to allocate 10.50G (11274289152 bytes) from device:
+//   CUDA_ERROR_OUT_OF_MEMORY` (stream_executor's cuda_driver.cc): the device refused a region,
+//   each line as BFC backs off by a tenth, with or without the summary after them.
 #pragma once
 
 #include <cstddef>
@@ -58,11 +63,19 @@ struct BfcOomLog {
   std::optional<Bytes> stats_reserved;           // Stats: Reserved
   std::optional<Bytes> stats_largest_free;       // Stats: LargestFreeBlock
   std::string op_error;                          // `OOM when allocating tensor ...`
+  std::optional<Bytes> tensor_bytes;             // the op's tensor: shape product x type size
+  std::string tensor;                            // "shape[64,3,512,512] and type half"
+  std::vector<Bytes> device_refused;             // the driver's `failed to allocate` figures
 
   bool has_chunks() const;
 };
 
-// Nothing when the text holds no BFC OOM line, no chunk dump and no Stats block.
+// The bytes of one element of a TensorFlow dtype as its errors name it (`float`, `half`,
+// `bfloat16`, `int64`, ...); nothing for a name it does not know.
+std::optional<Bytes> tf_type_size(std::string_view name);
+
+// Nothing when the text holds no BFC OOM line, no chunk dump, no Stats block, no op error
+// and no driver refusal.
 std::optional<BfcOomLog> read_bfc_oom_log(std::string_view text);
 
 }  // namespace allocsim

@@ -26,8 +26,8 @@ def devices():
 
 
 def explain(text):
-    """Why a pasted OOM message or log ran out: a record with kind (capacity | fragmentation |
-    reservation, or None when the text tells too little), the figures read, and what to try."""
+    """Why a pasted OOM message or log ran out: a record with kind (inconsistent | fragmentation |
+    reservation | capacity, or None when the text tells too little), the figures read, and what to try."""
     if not isinstance(text, str):
         raise TypeError(f"text: the message or log as a str, not {type(text).__name__}")
     return records(json.loads(_core._explain_json(text)))

@@ -89,5 +89,25 @@ TEST_CASE("explain cli: a missing file is bad input, one line", "[explain][cli]"
   CHECK_THAT(missing.err, Catch::Contains("no-such-oom.txt: no such file"));
 }
 
+TEST_CASE("explain cli: a directory is bad input that says it is a directory", "[explain][cli]") {
+  TempDir dir;
+  const Outcome outcome = cli({"explain", dir.path.string()});
+  CHECK(outcome.status == 2);
+  CHECK(one_line(outcome.err));
+  CHECK_THAT(outcome.err, Catch::Contains(dir.path.string() + ": is a directory") && !Catch::Contains("no such file"));
+}
+
+TEST_CASE("explain cli: `inconsistent` is a verdict: exit 0, and the JSON names it", "[explain][cli]") {
+  // F = 2 GiB alone holds a 1 GiB request's segment.
+  const Outcome json = explain_with_input(
+      {"--json"}, "CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 16.00 GiB of which 2.00 GiB "
+                  "is free. Of the allocated memory 13.00 GiB is allocated by PyTorch, and 512.00 MiB is reserved by PyTorch "
+                  "but unallocated.");
+  CHECK(json.status == 0);
+  const auto document = nlohmann::json::parse(json.out);
+  CHECK(document["kind"] == "inconsistent");
+  CHECK(document["figures"]["device_free"]["bytes"] == 2ULL << 30);
+}
+
 }  // namespace
 }  // namespace allocsim
