@@ -225,31 +225,37 @@ class Capture:
         from torch.multiprocessing.reductions import StorageWeakRef
         return StorageWeakRef(tensor.storage()).cdata in self._device_keys
 
-    def _retag(self, tensor, tag):
+    def _retag(self, tensor, tag, module=None):
         from torch.multiprocessing.reductions import StorageWeakRef
         entry = self._live.get(StorageWeakRef(tensor.storage()).cdata)
         if entry is not None:
             entry[1].tag = tag
+            if module:
+                entry[1].module = module
 
     def _classify(self):
-        """Tags what is now a parameter, buffer, gradient or optimizer state."""
+        """Tags what is now a parameter, buffer, gradient or optimizer state, each under the
+        module that owns the parameter (as the zoo names them)."""
+        owner = {}
         for module in list(self._modules):
+            name = self._names.get(module, "")
             for tensor in module.parameters(recurse=False):
-                self._retag(tensor, "weight")
+                owner[id(tensor)] = name
+                self._retag(tensor, "weight", name)
                 if tensor.grad is not None:
-                    self._retag(tensor.grad, "gradient")
+                    self._retag(tensor.grad, "gradient", name)
             for tensor in module.buffers(recurse=False):
-                self._retag(tensor, "weight")
+                self._retag(tensor, "weight", name)
         for optimizer in list(self._optimizers):
             for group in optimizer.param_groups:
                 for tensor in group["params"]:
-                    self._retag(tensor, "weight")
+                    self._retag(tensor, "weight", owner.get(id(tensor)))
                     if tensor.grad is not None:
-                        self._retag(tensor.grad, "gradient")
-            for state in optimizer.state.values():
+                        self._retag(tensor.grad, "gradient", owner.get(id(tensor)))
+            for parameter, state in optimizer.state.items():
                 for value in state.values():
                     if _torch().is_tensor(value):
-                        self._retag(value, "optimizer")
+                        self._retag(value, "optimizer", owner.get(id(parameter)))
 
     # ----- the CUDA-only allocations ------------------------------------------------------
 

@@ -54,7 +54,7 @@ def enter(cap, torch, undo):
                 if getattr(source, "constant", None) is None:
                     raise DataRead(_data_read_message(".item() (or a tensor in an `if`, bool(), float(), int())"))
             real = [t for t in _tensors(list(args)) + _tensors(list(kwargs.values())) if not isinstance(t, FakeTensor)]
-            if real:
+            if real and not name.startswith("lift"):
                 # Tensors made before the capture (a data set, a pretrained state): faked by shape.
                 converted = {id(t): fake.from_tensor(t) for t in real}
                 args = tuple(converted.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)

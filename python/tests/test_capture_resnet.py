@@ -1,0 +1,69 @@
+"""allocsim.capture() of torchvision's ResNet-50 against the zoo's resnet50_b32 (docs/capture.md).
+
+Same model, same batch: the bytes allocated per tag over the two steps follow from the
+architecture alone, so they must agree exactly (weights, their gradients, SGD's momentum,
+the inputs, and cuDNN's workspaces from the same rule). The peaks through `caching` differ
+where PyTorch 1.13's autograd keeps tensors that the zoo's lowering frees earlier; the test
+prints the largest differences at the peak by tag and by module.
+"""
+import os
+
+import pytest
+
+import allocsim
+
+try:
+    import torch
+    import torchvision
+except ImportError:
+    if os.environ.get("CI") == "true":
+        raise
+    pytest.skip("needs torch and torchvision (apt install python3-torch python3-torchvision)", allow_module_level=True)
+
+DEVICE = "a100-80gb"
+
+
+def train_resnet50(batch, steps=2):
+    model = torchvision.models.resnet50().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(steps):
+        images = torch.randn(batch, 3, 224, 224, device="cuda")
+        labels = torch.randint(0, 1000, (batch,), device="cuda")
+        torch.nn.functional.cross_entropy(model(images), labels).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+@pytest.fixture(scope="module")
+def captured():
+    with allocsim.capture(device=DEVICE, name="torchvision_resnet50_b32") as cap:
+        train_resnet50(32)
+    return cap
+
+
+def test_bytes_by_tag_match_the_zoo(captured):
+    zoo = allocsim.load("resnet50_b32").info["tags"]
+    ours = captured.trace.info["tags"]
+    for tag in ("weight", "gradient", "optimizer", "input", "workspace"):
+        assert ours[tag] == zoo[tag], tag
+    assert captured.steps == 2 and captured.trace.info["steps"] == 2
+
+
+def test_peak_through_caching_against_the_zoo(captured):
+    ours = allocsim.run(captured.trace, policy="caching", device=DEVICE)
+    zoo = allocsim.run("resnet50_b32", policy="caching", device=DEVICE)
+    a, b = ours.breakdown, zoo.breakdown
+    peak_a, peak_b = ours.to_dict()["peak_allocated_bytes"], zoo.to_dict()["peak_allocated_bytes"]
+    difference = (peak_a - peak_b) / peak_b
+    print(f"\npeak allocated through caching: capture {peak_a:,} B, zoo {peak_b:,} B ({100 * difference:+.2f}%)")
+    tags = sorted(set(a["by_tag"]) | set(b["by_tag"]),
+                  key=lambda tag: -abs(a["by_tag"].get(tag, 0) - b["by_tag"].get(tag, 0)))
+    print("alive at the peak, by tag (capture - zoo):")
+    for tag in tags:
+        print(f"  {tag:<11} {a['by_tag'].get(tag, 0) - b['by_tag'].get(tag, 0):>+15,} B")
+    layers_a, layers_b = dict(a["top_layers"]), dict(b["top_layers"])
+    print("alive at the peak, the largest modules (capture - zoo):")
+    for layer in sorted(set(layers_a) | set(layers_b)):
+        print(f"  {layer:<24} {layers_a.get(layer, 0) - layers_b.get(layer, 0):>+15,} B")
+    # Within 2% is the goal; 1.13's autograd keeps more alive at the start of backward (docs/capture.md).
+    assert abs(difference) < 0.05
