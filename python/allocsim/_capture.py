@@ -88,6 +88,7 @@ class Capture:
         self._benchmarked = set()
         self._trace = None
         self._undo = contextlib.ExitStack()
+        self._expired = None  # torch's check of a storage's weak reference, set on entering
 
     # ----- the trace ---------------------------------------------------------------------
 
@@ -192,7 +193,8 @@ class Capture:
             self._free(allocation)
 
     def _poll(self):
-        dead = [key for key, (ref, _) in self._live.items() if ref.expired()]
+        expired = self._expired
+        dead = [key for key in self._live if expired(key)]
         for key in dead:
             _, allocation = self._live.pop(key)
             self._device_keys.discard(key)
@@ -213,9 +215,7 @@ class Capture:
             storage = tensor.storage()
             ref = StorageWeakRef(storage)
             key = ref.cdata
-            if key in self._live:
-                continue
-            if not on_device:
+            if key in self._live or not on_device:
                 continue
             allocation = self._alloc(storage.nbytes(), self._tag_for_new(moved), op)
             self._live[key] = (ref, allocation)
@@ -297,6 +297,10 @@ class Capture:
     def __enter__(self):
         torch = _torch()
         from ._capture_modes import enter
+        # the builtin behind StorageWeakRef.expired (UntypedStorage in 1.13 and 2.x), called for every
+        # live storage before each op: a storage can die without a Python tensor dying (autograd's
+        # saved outputs are C++ copies), so no cheaper signal is exact
+        self._expired = torch.UntypedStorage._expired
         try:
             enter(self, torch, self._undo)
             _active.append(self)
