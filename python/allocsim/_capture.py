@@ -87,6 +87,7 @@ class Capture:
         self._cublas = set()       # threads whose cuBLAS handle has a workspace: "forward", "backward"
         self._benchmarked = set()
         self._trace = None
+        self._trace_events = None  # (events, steps) when _trace was built
         self._undo = contextlib.ExitStack()
         self._expired = None  # torch's check of a storage's weak reference, set on entering
 
@@ -94,8 +95,9 @@ class Capture:
 
     @property
     def trace(self):
-        if self._trace is None:
+        if self._trace is None or self._trace_events != (len(self._events), len(self._step_starts)):
             self._trace = self._build()
+            self._trace_events = (len(self._events), len(self._step_starts))
         return self._trace
 
     def _build(self):

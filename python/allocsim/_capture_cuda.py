@@ -1,5 +1,5 @@
 """torch.cuda inside allocsim.capture(): the calls a training script makes answer as on the
-chosen card. memory_allocated() and the peaks replay the capture so far through `caching`
+chosen card. memory_allocated(), the peaks and memory_reserved() replay the capture so far through `caching`
 (allocsim.run on the trace, in memory); _dump_snapshot writes that replay as the
 --memory-viz export (studies/memory_viz_export)."""
 import collections
@@ -14,7 +14,7 @@ _Properties = collections.namedtuple("_CudaDeviceProperties",
 
 def install_cuda_shims(cap, torch, undo):
     figures = cap.device
-    peak_from = {"event": 0}  # reset_peak_memory_stats(): the peak counts from this event on
+    peak_from = {"event": 0, "allocated": 0}  # reset_peak_memory_stats(): the peak counts from here
 
     def replay():
         cap._poll()
@@ -25,15 +25,21 @@ def install_cuda_shims(cap, torch, undo):
         return run(trace, policy="caching", device=cap.device_name)
 
     def memory_allocated(device=None):
-        cap._poll()
-        return sum(_rounded(a.bytes) for a in _live(cap))
+        result = replay()
+        return 0 if result is None else int(result.to_dict()["allocated_bytes.all.current"])
 
     def max_memory_allocated(device=None):
-        cap._poll()
-        return _peak(cap, peak_from["event"])
+        result = replay()
+        if result is None:
+            return 0
+        if peak_from["event"] == 0:
+            return int(result.to_dict()["peak_allocated_bytes"])
+        timeline = result.timeline  # a point after each allocation: where peaks are
+        after = [int(value) for event, value in zip(timeline.event, timeline.allocated) if event >= peak_from["event"]]
+        return max([peak_from["allocated"]] + after)
 
     def reset_peak_memory_stats(device=None):
-        cap._poll()
+        peak_from["allocated"] = memory_allocated()
         peak_from["event"] = len(cap._events)
 
     def memory_reserved(device=None):
@@ -107,28 +113,3 @@ def install_cuda_shims(cap, torch, undo):
 def _set_new(undo, owner, name, value):
     setattr(owner, name, value)
     undo.callback(delattr, owner, name)
-
-
-def _rounded(nbytes):
-    """The caching allocator's block size (policies/caching: 512 B units, at least 512)."""
-    return max(512, (nbytes + 511) // 512 * 512)
-
-
-def _live(cap):
-    return [allocation for _, allocation in cap._live.values()] + [
-        a for a in cap.allocations if a.extra and a.op == "cublas_workspace"]
-
-
-def _peak(cap, first_event):
-    live = {}
-    current = sum(_rounded(cap.allocations[v].bytes) for op, v in cap._events[:first_event] if op == 0) - sum(
-        _rounded(cap.allocations[v].bytes) for op, v in cap._events[:first_event] if op == 1)
-    peak = current
-    for op, value in cap._events[first_event:]:
-        if op == 0:
-            live[value] = _rounded(cap.allocations[value].bytes)
-            current += live[value]
-            peak = max(peak, current)
-        elif op == 1:
-            current -= _rounded(cap.allocations[value].bytes)
-    return peak

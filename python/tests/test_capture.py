@@ -202,3 +202,35 @@ def test_command_line_stops_after_the_steps(tmp_path):
     assert short.returncode == 1
     assert "made 1 optimizer steps of the 4 asked" in short.stderr
     assert allocsim.load(str(out)).info["steps"] == 1
+
+
+def test_peak_since_a_reset():
+    with allocsim.capture(device="a100-40gb"):
+        big = torch.empty(1 << 20, device="cuda")  # 4 MiB
+        del big
+        torch.cuda.reset_peak_memory_stats()
+        small = torch.empty(1000, device="cuda")  # 4000 B: a 4096 B block
+        assert torch.cuda.max_memory_allocated() == 4096
+        del small
+        assert torch.cuda.max_memory_allocated() == 4096
+        assert torch.cuda.memory_allocated() == 0
+
+
+def test_reading_values_names_the_users_line():
+    with pytest.raises(allocsim._capture.DataRead) as error:
+        with allocsim.capture():
+            torch.randn(4, device="cuda").sum().item()
+    assert "test_capture.py:" in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_import_without_torch_and_capture_says_so():
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import allocsim\n"
+            "try:\n"
+            "    allocsim.capture()\n"
+            "except ImportError as error:\n"
+            "    print(error)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "needs PyTorch" in done.stdout and len(done.stdout.strip().splitlines()) == 1
