@@ -70,7 +70,8 @@ def enter(cap, torch, undo):
                 raise
             except Exception as error:  # noqa: BLE001 (retold in one line, naming the op and module)
                 text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                if "data-dependent" in text.lower() or type(error).__name__ == "DataDependentOutputException":
+                text = text.split(". This could be")[0]  # the dispatcher's first sentence says it
+                if type(error).__name__ in ("DataDependentOutputException", "DynamicOutputShapeException"):
                     raise DataRead(_data_read_message(f"aten.{name} (its output's shape depends on values)")) from None
                 raise RuntimeError(f"{_script_line()}: aten.{name} in module '{cap._module() or '(outside modules)'}' "
                                    f"cannot run on fake tensors in PyTorch {torch.__version__}: {text}") from None
@@ -142,6 +143,12 @@ def enter(cap, torch, undo):
         with _moving():
             return torch.Tensor.to(tensor, "cpu", copy=True, non_blocking=non_blocking)
 
+    # A module built before the capture and moved inside it: Module._apply would set each real
+    # parameter's .data to the fake copy (a real Parameter over a meta storage); told the types
+    # differ, it puts Parameter(fake copy) in its place instead, a fake parameter.
+    compatible = torch._has_compatible_shallow_copy_type
+    _patch(undo, torch, "_has_compatible_shallow_copy_type",
+           lambda a, b: compatible(a, b) and isinstance(a, FakeTensor) == isinstance(b, FakeTensor))
     fake = FakeTensorMode(allow_fallback_kernels=False)
     undo.enter_context(fake)
     undo.enter_context(Recorder())

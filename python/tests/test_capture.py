@@ -234,3 +234,24 @@ def test_import_without_torch_and_capture_says_so():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "needs PyTorch" in done.stdout and len(done.stdout.strip().splitlines()) == 1
+
+
+def test_an_op_without_a_fake_kernel_names_the_op_and_module():
+    class Histogram(torch.nn.Module):
+        def forward(self, x):
+            return torch.histc(x, 10)  # 1.13 has no Meta kernel for histc
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), Histogram())
+    with pytest.raises(RuntimeError) as error:
+        with allocsim.capture():
+            model.cuda()(torch.randn(2, 4, device="cuda"))
+    message = str(error.value)
+    if "histc" not in message:
+        pytest.skip("this PyTorch has a fake kernel for histc")
+    assert "aten.histc in module '1'" in message and "\n" not in message
+
+
+def test_a_shape_that_depends_on_values_is_a_data_read():
+    with pytest.raises(allocsim._capture.DataRead, match="depends on values"):
+        with allocsim.capture():
+            torch.randn(8, device="cuda").nonzero()
