@@ -1,4 +1,4 @@
-"""allocsim.capture() of torchvision's ResNet-50 against the zoo's resnet50_b32 (docs/capture.md).
+"""allocsim.capture() of torchvision's ResNet-50 against the zoo's resnet50_b32 and _b64 (docs/capture.md).
 
 Same model, same batch: the bytes allocated per tag over the two steps follow from the
 architecture alone, so they must agree exactly (weights, their gradients, SGD's momentum,
@@ -34,15 +34,16 @@ def train_resnet50(batch, steps=2):
         optimizer.zero_grad()
 
 
-@pytest.fixture(scope="module")
-def captured():
-    with allocsim.capture(device=DEVICE, name="torchvision_resnet50_b32") as cap:
-        train_resnet50(32)
+@pytest.fixture(scope="module", params=[32, 64])
+def captured(request):
+    with allocsim.capture(device=DEVICE, name=f"torchvision_resnet50_b{request.param}") as cap:
+        train_resnet50(request.param)
+    cap.zoo = f"resnet50_b{request.param}"
     return cap
 
 
 def test_bytes_by_tag_match_the_zoo(captured):
-    zoo = allocsim.load("resnet50_b32").info["tags"]
+    zoo = allocsim.load(captured.zoo).info["tags"]
     ours = captured.trace.info["tags"]
     for tag in ("weight", "gradient", "optimizer", "input", "workspace"):
         assert ours[tag] == zoo[tag], tag
@@ -51,11 +52,11 @@ def test_bytes_by_tag_match_the_zoo(captured):
 
 def test_peak_through_caching_against_the_zoo(captured):
     ours = allocsim.run(captured.trace, policy="caching", device=DEVICE)
-    zoo = allocsim.run("resnet50_b32", policy="caching", device=DEVICE)
+    zoo = allocsim.run(captured.zoo, policy="caching", device=DEVICE)
     a, b = ours.breakdown, zoo.breakdown
     peak_a, peak_b = ours.to_dict()["peak_allocated_bytes"], zoo.to_dict()["peak_allocated_bytes"]
     difference = (peak_a - peak_b) / peak_b
-    print(f"\npeak allocated through caching: capture {peak_a:,} B, zoo {peak_b:,} B ({100 * difference:+.2f}%)")
+    print(f"\n{captured.zoo}: peak allocated through caching: capture {peak_a:,} B, zoo {peak_b:,} B ({100 * difference:+.2f}%)")
     tags = sorted(set(a["by_tag"]) | set(b["by_tag"]),
                   key=lambda tag: -abs(a["by_tag"].get(tag, 0) - b["by_tag"].get(tag, 0)))
     print("alive at the peak, by tag (capture - zoo):")
