@@ -26,7 +26,7 @@ def train(batch, steps=2):
         loss = torch.nn.functional.cross_entropy(model(images), labels)
         loss.backward()
         optimizer.step()
-        optimizer.zero_grad()
+        optimizer.zero_grad(set_to_none=True)
 
 
 def by(trace, key):
