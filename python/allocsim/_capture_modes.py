@@ -7,8 +7,9 @@ import functools
 from . import _core
 from ._capture import DataRead, _nbytes, _script_line
 
-# Tensor methods that read values; each says how to keep the code outside the capture.
-_VALUE_READS = ("item", "tolist", "numpy", "__array__")
+# Tensor methods that read values and that fake tensors refuse with a message of their own;
+# .item() and bool() reach the recording mode as _local_scalar_dense, which knows constants.
+_VALUE_READS = ("tolist", "numpy", "__array__")
 
 
 def _data_read_message(what):
@@ -51,6 +52,10 @@ def enter(cap, torch, undo):
             name = func.overloadpacket.__name__
             if name == "_local_scalar_dense":
                 source = args[0]
+                if cap._phase == "optimizer" and source.numel() == 1 and getattr(source, "constant", None) is None:
+                    # 1.13's Adam and AdamW read their step counter (step_t.item()) for the bias
+                    # correction, a Python float that sizes nothing: the step it would be
+                    return float(cap.steps + 1) if source.is_floating_point() else cap.steps + 1
                 if getattr(source, "constant", None) is None:
                     raise DataRead(_data_read_message(".item() (or a tensor in an `if`, bool(), float(), int())"))
             real = [t for t in _tensors(list(args)) + _tensors(list(kwargs.values())) if not isinstance(t, FakeTensor)]
@@ -111,17 +116,15 @@ def enter(cap, torch, undo):
             if func is torch.Tensor.cuda:
                 return _move(args[0], kwargs.get("non_blocking", False))
             if func is torch.Tensor.to:
-                moved = [a for a in args[1:] if _is_cuda(a) and not isinstance(a, torch.Tensor)]
-                target = kwargs.get("device")
-                if moved or _is_cuda(target):
-                    rest = [a for a in args[1:] if not _is_cuda(a) or isinstance(a, torch.Tensor)]
-                    kwargs = {k: v for k, v in kwargs.items() if k != "device"}
+                device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[1:], **kwargs)
+                if _is_cuda(device):
                     tensor = args[0]
+                    options = dict(dtype=dtype or tensor.dtype, non_blocking=non_blocking,
+                                   memory_format=memory_format or torch.preserve_format)
                     if cap._is_device(tensor):
-                        return func(tensor, *rest, **kwargs) if rest or kwargs else tensor
+                        return func(tensor, **options)
                     with _moving():
-                        result = func(tensor, *rest, copy=True, **{k: v for k, v in kwargs.items() if k != "copy"})
-                    return result
+                        return func(tensor, "cpu", copy=True, **options)
             if "device" in kwargs and _is_cuda(kwargs["device"]):
                 kwargs = dict(kwargs, device="cpu")
                 with _moving():

@@ -255,3 +255,31 @@ def test_a_shape_that_depends_on_values_is_a_data_read():
     with pytest.raises(allocsim._capture.DataRead, match="depends on values"):
         with allocsim.capture():
             torch.randn(8, device="cuda").nonzero()
+
+
+def test_adamw_moments_and_its_step_counter():
+    """1.13's AdamW reads its step counter (.item()) inside step(): allowed there. Its state is
+    two moments per parameter, each the parameter's bytes; the counter stays on the CPU."""
+    with allocsim.capture(device="a100-40gb", workspaces=False) as cap:
+        model = torch.nn.Linear(256, 1024).cuda()
+        optimizer = torch.optim.AdamW(model.parameters())
+        for _ in range(2):
+            model(torch.randn(BATCH, 256).to("cuda", non_blocking=True)).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    moments = sorted(a.bytes for a in cap.allocations if a.tag == "optimizer")
+    assert moments == sorted(2 * [1024 * 256 * 4, 1024 * 4])
+    assert cap.steps == 2
+
+
+def test_tensor_to_forms():
+    with allocsim.capture(device="a100-40gb", workspaces=False) as cap:
+        x = torch.zeros(10)
+        a = x.to("cuda")                           # 40 B
+        b = x.to(torch.device("cuda", 0), torch.float16)  # 20 B
+        c = x.to(device="cuda", dtype=torch.float64)      # 80 B
+        d = a.to("cuda")                           # already there: the same tensor
+        assert d is a
+        del b, c
+    assert sorted(al.bytes for al in cap.allocations) == [20, 40, 80]
+    assert all(al.tag == "input" for al in cap.allocations)
