@@ -88,6 +88,8 @@ class Capture:
         self._benchmarked = set()
         self._trace = None
         self._trace_events = None  # (events, steps) when _trace was built
+        self._dirty = False        # a watched device tensor died since the last poll
+        self._watchers = {}
         self._undo = contextlib.ExitStack()
         self._expired = None  # torch's check of a storage's weak reference, set on entering
 
@@ -190,11 +192,16 @@ class Capture:
     def _extra(self, nbytes, tag, op, keep=False, module=None):
         if nbytes <= 0:
             return
+        self._poll()
         allocation = self._alloc(nbytes, tag, op, module, extra=True)
         if not keep:
             self._free(allocation)
 
     def _poll(self):
+        """Records the frees of the storages that died since the last poll: before each op once a
+        device tensor died, before each allocation recorded, and at each marker (a step,
+        backward, empty_cache, the exit)."""
+        self._dirty = False
         expired = self._expired
         dead = [key for key in self._live if expired(key)]
         for key in dead:
@@ -213,19 +220,49 @@ class Capture:
 
     def _record_outputs(self, tensors, op, on_device, moved=False):
         from torch.multiprocessing.reductions import StorageWeakRef
+        if not on_device:
+            return
         for tensor in tensors:
-            storage = tensor.storage()
+            self._watch(tensor)
+        storages = [tensor.storage() for tensor in tensors]
+        keys = [storage._weak_ref() for storage in storages]
+        live, expired = self._live, self._expired
+        try:
+            if not any(key not in live or expired(key) for key in keys):
+                return  # views and in-place results: nothing new
+        finally:
+            for key in keys:
+                storages[0]._free_weak_ref(key)
+        self._poll()  # the frees before this op's allocations (and a dead storage's address let go)
+        for storage in storages:
             ref = StorageWeakRef(storage)
             key = ref.cdata
-            if key in self._live or not on_device:
+            if key in self._live:
                 continue
             allocation = self._alloc(storage.nbytes(), self._tag_for_new(moved), op)
             self._live[key] = (ref, allocation)
             self._device_keys.add(key)
 
+    def _watch(self, tensor):
+        """A device tensor's death makes the next op poll, so frees keep the order they happen
+        in; a storage whose last holder was a C++ tensor (autograd's saved outputs) is still
+        freed before the next allocation, by the poll _record_outputs makes."""
+        watchers = self._watchers  # by id: a weak reference to a tensor compares by the tensors' ==
+        watcher = weakref.ref(tensor, lambda ref: (watchers.pop(id(ref), None), self._set_dirty()))
+        watchers[id(watcher)] = watcher
+
+    def _set_dirty(self):
+        self._dirty = True
+
+    def _poll_if_dirty(self):
+        if self._dirty:
+            self._poll()
+
     def _is_device(self, tensor):
         from torch.multiprocessing.reductions import StorageWeakRef
-        return StorageWeakRef(tensor.storage()).cdata in self._device_keys
+        key = StorageWeakRef(tensor.storage()).cdata
+        # a key of a storage that died since the last poll may name a new host storage now
+        return key in self._device_keys and not self._expired(key)
 
     def _retag(self, tensor, tag, module=None):
         from torch.multiprocessing.reductions import StorageWeakRef
@@ -299,9 +336,9 @@ class Capture:
     def __enter__(self):
         torch = _torch()
         from ._capture_modes import enter
-        # the builtin behind StorageWeakRef.expired (UntypedStorage in 1.13 and 2.x), called for every
-        # live storage before each op: a storage can die without a Python tensor dying (autograd's
-        # saved outputs are C++ copies), so no cheaper signal is exact
+        # the builtin behind StorageWeakRef.expired (UntypedStorage in 1.13 and 2.x), asked of every
+        # live storage before each allocation: a storage can die without a Python tensor dying
+        # (autograd's saved outputs are C++ copies), so no signal from Python objects is exact
         self._expired = torch.UntypedStorage._expired
         try:
             enter(self, torch, self._undo)

@@ -48,7 +48,7 @@ def enter(cap, torch, undo):
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            cap._poll()
+            cap._poll_if_dirty()
             name = func.overloadpacket.__name__
             if name == "_local_scalar_dense":
                 source = args[0]
