@@ -3,6 +3,7 @@ the fake and recording modes, module hooks, the optimizer's and autograd's marke
 torch.cuda shims (docs/capture.md lists them)."""
 import contextlib
 import functools
+import warnings
 
 from . import _core
 from ._capture import DataRead, _nbytes, _script_line
@@ -43,7 +44,7 @@ def enter(cap, torch, undo):
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    state = {"to_device": False}  # the op running is a move to the device
+    state = {"to_device": False, "autocast_told": False}  # a move to the device is running; autocast warned of
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -110,6 +111,10 @@ def enter(cap, torch, undo):
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            if not state["autocast_told"] and torch.is_autocast_enabled():
+                state["autocast_told"] = True
+                warnings.warn("allocsim.capture: torch.autocast('cuda') records no casts yet; the capture runs in "
+                              "the tensors' own dtypes (docs/capture.md)", stacklevel=3)
             name = getattr(func, "__name__", "")
             if name in _VALUE_READS:
                 raise DataRead(_data_read_message(f".{name}()"))

@@ -297,3 +297,30 @@ def test_polling_only_after_a_death_gives_the_trace_of_polling_before_every_op(m
     every = run()
     for column in cheap:
         assert np.array_equal(cheap[column], every[column]), column
+
+
+def test_cudnn_benchmark_trials_once_per_shape():
+    """Under cudnn.benchmark, the first run of each convolution shape and pass adds one trial
+    workspace (runtime, freed at once); the second step's runs add none."""
+    before = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    try:
+        with allocsim.capture(device="a100-40gb") as cap:
+            conv = torch.nn.Conv2d(3, 8, 3, padding=1).cuda()
+            optimizer = torch.optim.SGD(conv.parameters(), lr=0.1)
+            for _ in range(2):
+                conv(torch.randn(2, 3, 16, 16, device="cuda")).sum().backward()
+                optimizer.step()
+    finally:
+        torch.backends.cudnn.benchmark = before
+    trials = [a for a in cap.allocations if a.op == "cudnn_benchmark_trial"]
+    assert len(trials) == 2  # forward and backward_weight (the image needs no gradient)
+    assert all(a.tag == "runtime" for a in trials)
+    assert "cudnn_benchmark_trial" in cap.summary()
+
+
+def test_autocast_is_told_to_record_no_casts():
+    with pytest.warns(UserWarning, match="records no casts"):
+        with allocsim.capture():
+            with torch.autocast("cuda", dtype=torch.float16):
+                torch.nn.Linear(4, 4).cuda()(torch.randn(2, 4, device="cuda"))
