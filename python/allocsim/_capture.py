@@ -352,6 +352,7 @@ class Capture:
     def __exit__(self, kind, error, traceback):
         try:
             self._poll()
+            self._classify()
         finally:
             self._undo.close()
         self._trace = None

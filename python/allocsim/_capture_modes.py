@@ -3,7 +3,6 @@ the fake and recording modes, module hooks, the optimizer's and autograd's marke
 torch.cuda shims (docs/capture.md lists them)."""
 import contextlib
 import functools
-import warnings
 
 from . import _core
 from ._capture import DataRead, _nbytes, _script_line
@@ -44,7 +43,14 @@ def enter(cap, torch, undo):
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    state = {"to_device": False, "autocast_told": False}  # a move to the device is running; autocast warned of
+    state = {"to_device": False}  # a move to the device is running
+    from ._capture_autocast import AutocastCasts
+    autocast = AutocastCasts(torch, lambda cast: cap._retag(cast, "weight"))
+    clear_cache = torch.clear_autocast_cache
+
+    def clear_autocast_cache():
+        clear_cache()
+        autocast.clear()
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -111,11 +117,9 @@ def enter(cap, torch, undo):
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if not state["autocast_told"] and torch.is_autocast_enabled():
-                state["autocast_told"] = True
-                warnings.warn("allocsim.capture: torch.autocast('cuda') records no casts yet; the capture runs in "
-                              "the tensors' own dtypes (docs/capture.md)", stacklevel=3)
             name = getattr(func, "__name__", "")
+            if torch.is_autocast_enabled():
+                args, kwargs = autocast.cast_arguments(name, args, kwargs)
             if name in _VALUE_READS:
                 raise DataRead(_data_read_message(f".{name}()"))
             if func is torch.Tensor.cuda:
@@ -157,6 +161,9 @@ def enter(cap, torch, undo):
     compatible = torch._has_compatible_shallow_copy_type
     _patch(undo, torch, "_has_compatible_shallow_copy_type",
            lambda a, b: compatible(a, b) and isinstance(a, FakeTensor) == isinstance(b, FakeTensor))
+    # torch.autocast's exit from the outermost block drops CUDA's weight cache, and ours
+    _patch(undo, torch, "clear_autocast_cache", clear_autocast_cache)
+    undo.callback(autocast.clear)
     fake = FakeTensorMode(allow_fallback_kernels=False)
     undo.enter_context(fake)
     undo.enter_context(Recorder())

@@ -319,8 +319,25 @@ def test_cudnn_benchmark_trials_once_per_shape():
     assert "cudnn_benchmark_trial" in cap.summary()
 
 
-def test_autocast_is_told_to_record_no_casts():
-    with pytest.warns(UserWarning, match="records no casts"):
-        with allocsim.capture():
-            with torch.autocast("cuda", dtype=torch.float16):
-                torch.nn.Linear(4, 4).cuda()(torch.randn(2, 4, device="cuda"))
+def test_autocast_casts_as_cuda_does():
+    """CUDA's autocast runs linear in float16: the input and the parameters are cast (2 B per
+    element), the parameters' casts once per autocast block (the weight cache), and the
+    output is float16; log_softmax is on CUDA's float32 list, so its float16 input is cast back."""
+    with allocsim.capture(device="a100-40gb", workspaces=False) as cap:
+        model = torch.nn.Linear(256, 1024).cuda()
+        x = torch.randn(BATCH, 256, device="cuda")
+        first = len(cap.allocations)
+        with torch.autocast("cuda", dtype=torch.float16):
+            y = model(x)
+            z = model(x)
+            assert y.dtype == torch.float16
+            p = torch.log_softmax(z, dim=-1)
+            assert p.dtype == torch.float32
+        made = [(a.op, a.bytes) for a in cap.allocations[first:]]
+        del y, z, p
+    casts = [nbytes for op, nbytes in made if op == "_to_copy"]
+    # x at each call (it requires no grad: not cached), the weight and bias once, z back to float32
+    assert sorted(casts) == sorted([BATCH * 256 * 2, BATCH * 256 * 2, 1024 * 256 * 2, 1024 * 2, BATCH * 1024 * 4])
+    assert [nbytes for op, nbytes in made if op == "addmm"] == [BATCH * 1024 * 2] * 2
+    weights = [a.bytes for a in cap.allocations if a.tag == "weight"]
+    assert sorted(weights) == sorted([1024 * 256 * 4, 1024 * 4, 1024 * 256 * 2, 1024 * 2])  # and their casts

@@ -68,3 +68,29 @@ def test_peak_through_caching_against_the_zoo(captured):
     for layer in sorted(set(layers_a) | set(layers_b)):
         print(f"  {layer:<24} {layers_a.get(layer, 0) - layers_b.get(layer, 0):>+15,} B")
     assert abs(difference) < 0.02
+
+
+def test_mixed_precision_against_the_zoo():
+    """torch.autocast("cuda", float16) as CUDA's autocast casts: against resnet50_b32_amp, the
+    weights (with their float16 copies), inputs and workspaces per tag, and the peak within 2%.
+    (The zoo's AMP step has GradScaler's 4 B scale among the optimizer's; this step has no scaler.)"""
+    with allocsim.capture(device=DEVICE, name="torchvision_resnet50_b32_amp") as cap:
+        model = torchvision.models.resnet50().cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(2):
+            images = torch.randn(32, 3, 224, 224, device="cuda")
+            labels = torch.randint(0, 1000, (32,), device="cuda")
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = torch.nn.functional.cross_entropy(model(images), labels)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    zoo_tags = allocsim.load("resnet50_b32_amp").info["tags"]
+    ours = cap.trace.info["tags"]
+    for tag in ("weight", "input", "workspace"):
+        assert ours[tag] == zoo_tags[tag], tag
+    peak_a = allocsim.run(cap.trace, policy="caching", device=DEVICE).to_dict()["peak_allocated_bytes"]
+    peak_b = allocsim.run("resnet50_b32_amp", policy="caching", device=DEVICE).to_dict()["peak_allocated_bytes"]
+    print(f"\nresnet50_b32_amp: peak allocated through caching: capture {peak_a:,} B, zoo {peak_b:,} B "
+          f"({100 * (peak_a - peak_b) / peak_b:+.2f}%)")
+    assert abs(peak_a - peak_b) / peak_b < 0.02
