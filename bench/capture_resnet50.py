@@ -7,7 +7,6 @@ Prints the capture's wall time, the peaks, and the largest differences by tag an
 --profile adds where the capture's time goes (cProfile, top functions by own time).
 """
 import argparse
-import collections
 import cProfile
 import pstats
 import time
@@ -27,11 +26,6 @@ def train(batch, steps=2):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-
-
-def by(trace, key):
-    """Bytes allocated in total per key ("tag" or "layer"), from a trace's allocations."""
-    return trace
 
 
 def main():
@@ -60,9 +54,6 @@ def main():
     zoo_trace = allocsim.load(f"resnet50_b{options.batch}")
     for name, info in (("capture", trace.info), ("zoo", zoo_trace.info)):
         print(f"{name}: " + ", ".join(f"{tag} {count} x {total:,} B" for tag, (count, total) in info["tags"].items()))
-    tags = collections.Counter()
-    for allocation in cap.allocations:
-        tags[allocation.tag] += allocation.bytes
     print(cap.summary())
     if profiler:
         stats = pstats.Stats(profiler)

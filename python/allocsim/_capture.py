@@ -7,8 +7,9 @@ How it records:
   tensors) and count as the device's once the program put them there: made with
   device="cuda", moved by .cuda() / .to("cuda"), or made by an op from such tensors.
 - An allocation is a storage (bytes = the storage's bytes). Its free is seen when the
-  storage dies: a weak reference per storage, checked before each op, so a free lands
-  before the next allocation as the caching allocator sees it.
+  storage dies: a weak reference per storage, checked before an op once a device tensor
+  died and before each allocation, so a free lands before the next allocation as the
+  caching allocator sees it.
 - Tags: weight (module parameters and buffers), gradient (made during backward, .grad
   included, as the zoo tags them), optimizer (the optimizer's state), temp (the rest of
   optimizer.step), input (moved to the device outside a module), activation (the forward's),
@@ -308,14 +309,12 @@ class Capture:
                         "cublas_workspace", keep=True, module="cublas_workspace")
 
     def _conv_forward(self, args, output):
-        torch = _torch()
         weight = args[1]
         if weight.dim() < 3:
             return
         self._benchmark_trial(0, args[0], weight, output)
         self._extra(_core._conv_workspace_bytes(weight.shape[2], _nbytes(args[0]), _nbytes(output), 0), "workspace",
                     "cudnn_workspace")
-        del torch
 
     def _benchmark_trial(self, conv_pass, input, weight, output):
         torch = _torch()
