@@ -91,6 +91,9 @@ class Capture:
         self._trace_events = None  # (events, steps) when _trace was built
         self._dirty = False        # a watched device tensor died since the last poll
         self._watchers = {}
+        self._holders = {}         # storage key -> watched tensors alive on it
+        self._suspects = set()     # storages whose watched tensor died since the last poll
+        self._orphans = set()      # live storages no watched tensor holds
         self._undo = contextlib.ExitStack()
         self._expired = None  # torch's check of a storage's weak reference, set on entering
 
@@ -201,13 +204,29 @@ class Capture:
     def _poll(self):
         """Records the frees of the storages that died since the last poll: before each op once a
         device tensor died, before each allocation recorded, and at each marker (a step,
-        backward, empty_cache, the exit)."""
+        backward, empty_cache, the exit). Only suspects are checked: the storages whose watched
+        tensor died since, and those no watched tensor holds (autograd's C++ copies of saved
+        outputs hold them, and die unseen). Frees come in allocation order, as a scan would."""
         self._dirty = False
-        expired = self._expired
-        dead = [key for key in self._live if expired(key)]
+        live, expired, holders, orphans = self._live, self._expired, self._holders, self._orphans
+        suspects = self._suspects | orphans
+        self._suspects = set()
+        dead = []
+        for key in suspects:
+            if key not in live:
+                orphans.discard(key)
+            elif expired(key):
+                dead.append(key)
+                orphans.discard(key)
+            elif holders.get(key, 0) == 0:
+                orphans.add(key)
+            else:
+                orphans.discard(key)
+        dead.sort(key=lambda key: live[key][1].index)
         for key in dead:
-            _, allocation = self._live.pop(key)
+            _, allocation = live.pop(key)
             self._device_keys.discard(key)
+            holders.pop(key, None)
             self._free(allocation)
 
     def _tag_for_new(self, moved):
@@ -223,36 +242,32 @@ class Capture:
         from torch.multiprocessing.reductions import StorageWeakRef
         if not on_device:
             return
-        for tensor in tensors:
-            self._watch(tensor)
         storages = [tensor.storage() for tensor in tensors]
-        keys = [storage._weak_ref() for storage in storages]
+        refs = [StorageWeakRef(storage) for storage in storages]
         live, expired = self._live, self._expired
-        try:
-            if not any(key not in live or expired(key) for key in keys):
-                return  # views and in-place results: nothing new
-        finally:
-            for key in keys:
-                storages[0]._free_weak_ref(key)
-        self._poll()  # the frees before this op's allocations (and a dead storage's address let go)
-        for storage in storages:
-            ref = StorageWeakRef(storage)
-            key = ref.cdata
-            if key in self._live:
-                continue
-            allocation = self._alloc(storage.nbytes(), self._tag_for_new(moved), op)
-            self._live[key] = (ref, allocation)
-            self._device_keys.add(key)
+        if any(ref.cdata not in live or expired(ref.cdata) for ref in refs):
+            self._poll()  # the frees before this op's allocations (and a dead storage's address let go)
+            for storage, ref in zip(storages, refs):
+                if ref.cdata in live:
+                    continue
+                allocation = self._alloc(storage.nbytes(), self._tag_for_new(moved), op)
+                live[ref.cdata] = (ref, allocation)
+                self._device_keys.add(ref.cdata)
+        for tensor, ref in zip(tensors, refs):
+            self._watch(tensor, ref.cdata)
 
-    def _watch(self, tensor):
-        """A device tensor's death makes the next op poll, so frees keep the order they happen
-        in; a storage whose last holder was a C++ tensor (autograd's saved outputs) is still
-        freed before the next allocation, by the poll _record_outputs makes."""
+    def _watch(self, tensor, key):
+        """Counts the tensor as a holder of its storage; its death makes the storage a suspect
+        and the next op poll, so frees keep the order they happen in."""
+        self._holders[key] = self._holders.get(key, 0) + 1
         watchers = self._watchers  # by id: a weak reference to a tensor compares by the tensors' ==
-        watcher = weakref.ref(tensor, lambda ref: (watchers.pop(id(ref), None), self._set_dirty()))
+        watcher = weakref.ref(tensor, lambda ref: self._released(watchers.pop(id(ref), None), key))
         watchers[id(watcher)] = watcher
 
-    def _set_dirty(self):
+    def _released(self, _, key):
+        if key in self._holders:
+            self._holders[key] -= 1
+        self._suspects.add(key)
         self._dirty = True
 
     def _poll_if_dirty(self):

@@ -285,15 +285,27 @@ def test_tensor_to_forms():
     assert all(al.tag == "input" for al in cap.allocations)
 
 
-def test_polling_only_after_a_death_gives_the_trace_of_polling_before_every_op(monkeypatch):
+def scan_every_storage(cap):
+    """The plain way to see frees: every live storage checked, before every op."""
+    dead = [key for key in cap._live if cap._expired(key)]
+    for key in dead:
+        _, allocation = cap._live.pop(key)
+        cap._device_keys.discard(key)
+        cap._free(allocation)
+
+
+def test_polling_suspects_gives_the_trace_of_scanning_before_every_op(monkeypatch):
     def run():
         with allocsim.capture(device="a100-40gb") as cap:
             train_mlp(2)
             conv = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(inplace=True)).cuda()
             conv(torch.randn(4, 3, 16, 16, device="cuda")).mean().backward()
+            layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).cuda()
+            layer(torch.randn(2, 8, 32, device="cuda")).sum().backward()
         return cap.trace.to_arrays()
     cheap = run()
-    monkeypatch.setattr(allocsim._capture.Capture, "_poll_if_dirty", allocsim._capture.Capture._poll)
+    monkeypatch.setattr(allocsim._capture.Capture, "_poll", scan_every_storage)
+    monkeypatch.setattr(allocsim._capture.Capture, "_poll_if_dirty", scan_every_storage)
     every = run()
     for column in cheap:
         assert np.array_equal(cheap[column], every[column]), column
