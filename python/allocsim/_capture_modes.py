@@ -77,7 +77,12 @@ def enter(cap, torch, undo):
             if on_device:
                 cap._before_op(name, args, kwargs)
             try:
-                out = _CONV_BACKWARD(*args) if name == "convolution_backward" else func(*args, **kwargs)
+                if name == "convolution_backward":
+                    out = _CONV_BACKWARD(*args)
+                elif name.startswith("_foreach_"):
+                    out = _FOREACH(name, args)
+                else:
+                    out = func(*args, **kwargs)
             except DataRead:
                 raise
             except Exception as error:  # noqa: BLE001 (retold in one line, naming the op and module)
@@ -184,6 +189,18 @@ def _CONV_BACKWARD(grad_output, input, weight, bias_sizes, *rest):
     grad_weight = torch.empty_like(weight) if mask[1] else None
     grad_bias = weight.new_empty((weight.shape[0],)) if mask[2] else None
     return grad_input, grad_weight, grad_bias
+
+
+def _FOREACH(name, args):
+    """The _foreach_ ops by shape (1.13 has no fake kernels for them): an in-place one changes
+    values only; an out-of-place one makes a tensor like each of its first list's (a 0-dim one
+    per tensor for _foreach_norm)."""
+    if name.endswith("_"):
+        return None
+    first = args[0]
+    if name == "_foreach_norm":
+        return [tensor.new_empty(()) for tensor in first]
+    return [tensor.new_empty(tensor.shape) for tensor in first]
 
 
 def _patch(undo, owner, name, value):
