@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, module) {
   allocsim::python::bind_run(module);
   allocsim::python::bind_catalogues(module);
   allocsim::python::bind_commands(module);
+  allocsim::python::bind_capture(module);
 }

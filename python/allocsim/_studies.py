@@ -110,8 +110,17 @@ def sweep(**options):
     return _run_command("sweep", options)
 
 
-def maxbatch(**options):
-    """``allocsim maxbatch``: the largest batch that runs without OOM, one row per device, policy and variant."""
+def maxbatch(step_fn=None, **options):
+    """``allocsim maxbatch``: the largest batch that runs without OOM, one row per device, policy and variant.
+
+    Given a callable ``step_fn(batch)`` (one training step of the user's own PyTorch code),
+    captures it at each batch tried instead (allocsim.capture; docs/capture.md).
+    """
+    if callable(step_fn):
+        from ._capture import maxbatch_of
+        return maxbatch_of(step_fn, **options)
+    if step_fn is not None:
+        raise TypeError(f"maxbatch: a step_fn(batch) callable or keyword options, not {type(step_fn).__name__}")
     return _run_command("maxbatch", options)
 
 
