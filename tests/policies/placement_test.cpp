@@ -171,11 +171,11 @@ TEST_CASE("bestfit and worstfit place every block alike on either index of free 
   const Trace trace = make_random_trace(options, "random");
   const Spec parsed = parse_spec(spec);
   const Fit fit = parsed.name == "bestfit" ? Fit::best : Fit::worst;
-  const Params params(parsed, kPlacementParams, "policy " + parsed.name);
+  const PlacementSettings settings = placement_settings(Params(parsed, kPlacementParams, "policy " + parsed.name));
   SimDevice tiled_device(plain_device(capacity));
   SimDevice listed_device(plain_device(capacity));
-  SizeFitPolicy tiled(fit, params, tiled_device);
-  AddressFitPolicy listed(fit, params, listed_device);
+  SizeFitPolicy tiled(fit, settings, tiled_device);
+  AddressFitPolicy listed(fit, settings, listed_device);
   std::vector<std::optional<Block>> blocks(trace.allocations());
   std::size_t refused = 0;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
@@ -214,8 +214,8 @@ TEST_CASE("bestfit and worstfit place every block alike on either index of free 
 
 TEST_CASE("the size-ordered index refuses the fits that search by address", "[placement]") {
   SimDevice device(plain_device(1_MiB));
-  const Params params(Spec{"firstfit", {}}, kPlacementParams, "policy firstfit");
-  CHECK_THROWS_WITH(SizeFitPolicy(Fit::first, params, device), Catch::Contains("searches by address"));
+  const PlacementSettings settings = placement_settings(Params(Spec{"firstfit", {}}, kPlacementParams, "policy firstfit"));
+  CHECK_THROWS_WITH(SizeFitPolicy(Fit::first, settings, device), Catch::Contains("searches by address"));
 }
 
 }  // namespace
