@@ -80,6 +80,14 @@ TEST_CASE("replay takes --device: the preset's capacity and context, --capacity 
   CHECK_THAT(capped.out, Contains("device: 520 MiB (545259520 B), context 500 MiB, --device t4 with --capacity"));
   // 520 MiB less the 500 MiB context leaves 20 MiB: the first 40 MiB request finds no room.
   CHECK_THAT(capped.out, Contains("first OOM, caching: trace event 0: 40 MiB"));
+  // 2^64 bytes is past what a size holds: refused by name, on replay as on run.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"replay", path, "--capacity", "18446744073709551616"},
+           {"run", "--workload", path, "--policy", "caching", "--capacity", "17179869184GiB"}}) {
+    const test::Outcome huge = test::cli(args);
+    CHECK(huge.status == 2);
+    CHECK_THAT(huge.err, Contains("--capacity: bad size") && Contains("too large"));
+  }
   const test::Outcome unknown = test::cli({"replay", path, "--device", "nope"});
   CHECK(unknown.status == 2);
   CHECK_THAT(unknown.err, Contains("unknown device 'nope'"));
