@@ -20,6 +20,7 @@
 #include "sim/version.hpp"
 #include "studies/report_page.hpp"
 #include "studies/run_report.hpp"
+#include "studies/scenario_choice.hpp"
 #include "studies/replay_from_recording.hpp"
 #include "studies/replay_log.hpp"
 #include "studies/run_exports.hpp"
@@ -35,8 +36,8 @@ namespace {
 constexpr const char* kReplayUsage = R"(allocsim replay: would another allocator setting have saved this run?
 
 Usage:
-  allocsim replay FILE.pickle --policy SPECS [--capacity SIZE] [--cuda-device N] [--csv FILE]
-  allocsim replay LOG.csv [--policy SPECS] [--capacity SIZE] [--csv FILE]
+  allocsim replay FILE.pickle --policy SPECS [--device NAME] [--capacity SIZE] [--cuda-device N] [--csv FILE]
+  allocsim replay LOG.csv [--policy SPECS] [--device NAME] [--capacity SIZE] [--csv FILE]
 
 Reads a torch.cuda.memory._dump_snapshot() pickle and replays its trace through each
 policy of SPECS (a comma-separated list, as sweep takes), every one starting from the
@@ -47,7 +48,8 @@ allocator state the recording began in:
                                      PyTorch did (replay-check tells whether exactly)
   any other policy, expandable too   first allocates the blocks live at the start, by address
 The device is as large as the recorded run could use when it ran out of memory (the bytes it
-reserved at the OOM plus the device_free PyTorch recorded), else unlimited; --capacity sets it.
+reserved at the OOM plus the device_free PyTorch recorded), else unlimited; --device sets a
+card (its capacity, CUDA context and pages: `allocsim devices`), --capacity the capacity.
 Prints recorded and simulated side by side: reserved and allocated peaks, segments reserved
 during the trace (cudaMalloc calls, or page maps for expandable), OOMs, and whether each
 policy avoided the recorded OOM (it served every request). A served OOM request is freed at
@@ -61,8 +63,8 @@ Examples (PYTORCH_CUDA_ALLOC_CONF keys and their specs):
 
 Any other trace the catalogue reads (an RMM logging_resource_adaptor log, our CSV) replays
 as RMM's REPLAY_BENCHMARK replays a log: each policy from an empty allocator, one request at
-a time in the file's order, on one simulated device (--capacity, default 16 GiB: give the
-memory the logged run had), going on past an OOM as the logged program did. Default policies
+a time in the file's order, on one simulated device (--device or --capacity, default 16 GiB:
+give the memory the logged run had), going on past an OOM as the logged program did. Default policies
 rmm-pool,rmm-arena,rmm-binning,async; the benchmark's own binning is
 rmm-binning:min_exp=18,max_exp=22 and its `pool -s S` is rmm-pool:initial=SGiB,maximum=SGiB.
 Prints per policy what the benchmark cannot: peak reserved and allocated, fragmentation at
@@ -75,7 +77,8 @@ recording or a log) to look at: pytorch.org/memory_viz, ui.perfetto.dev (docs/ex
 bytes over time, the memory map, each OOM at its moment, the peak (docs/report.md).
   allocsim replay oom.pickle --policy caching,expandable --report oom.html
 
-Exit status: 0 when the replays ran (an OOM is a result), 2 on bad input.
+Exit status: 0 when every replay ran (an OOM is a result), 1 when a policy asked for could
+not replay the recording (the others are still shown, and it is named), 2 on bad input.
 )";
 
 // Label column first, one column per side, padded to the widest cell.
@@ -139,20 +142,20 @@ void write_replay_report(const std::string& report, const std::string& file, con
 }
 
 int replay_log_command(const std::string& file, const std::vector<std::string>& policy_lists,
-                       const std::optional<Bytes>& capacity, const std::string& csv, std::optional<int> cuda_device,
+                       const ReplayDevice& chosen, const std::string& csv, std::optional<int> cuda_device,
                        const ExportFiles& exports,
                        const std::string& report,
                        std::ostream& out) {
   std::vector<PolicyMaker> policies;
   for (const PolicySpec& policy : parse_policy_lists(policy_lists)) policies.push_back(policy.maker());
-  DeviceSpec device;
-  if (capacity) device.capacity = *capacity;
+  const DeviceSpec device = chosen.device.value_or(DeviceSpec{});
   LoadOptions options;
   options.cuda_device = cuda_device;
   const LogReplay replay = replay_log_file(file, policies, device, options, exports, !report.empty());
   out << "replay " << file << ": every policy from an empty allocator, in the file's order (" << replay.reader << ")\n"
       << "  " << replay.events << " events; failed requests in the log: " << replay.failures << "\n"
-      << "  device: " << format_bytes_exact(device.capacity) << (capacity ? ", --capacity" : ", the default (--capacity sets it)")
+      << "  device: " << format_bytes_exact(device.capacity) << ", "
+      << (chosen.device ? chosen.source : "the default (--device or --capacity sets it)")
       << "\n";
   print_log_table(out, replay);
   if (!csv.empty()) {
@@ -217,6 +220,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   std::vector<std::string> policy_lists;
   std::string alloc_conf;
   std::optional<std::string> capacity;
+  std::string device_name;
   SnapshotArguments snapshot;
   std::string csv;
   ExportFiles exports;
@@ -225,6 +229,8 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   description.add_options()("help,h", "this help")(
       "policy,p", po::value(&policy_lists)->value_name("SPECS")->composing(),
       "policies to replay, comma-separated (repeatable), or all; default caching,expandable")(
+      "device,d", po::value(&device_name)->value_name("NAME"),
+      "a device preset: capacity, context overhead, 2 MiB pages (see `allocsim devices`)")(
       "capacity,c", po::value<std::string>()->value_name("SIZE")->notifier([&](const std::string& s) { capacity = s; }),
       "the device's memory (default: what the recorded run could hold at its OOM, else no limit)")(
       "csv", po::value(&csv)->value_name("FILE"), "also a CSV row per side (written whole)")(
@@ -245,10 +251,15 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   append_alloc_conf(policy_lists, alloc_conf, out);
   std::vector<std::string> policies;
   for (const PolicySpec& policy : parse_policy_lists(policy_lists)) policies.push_back(policy.text);
-  std::optional<Bytes> device_capacity;
-  if (capacity) {
-    device_capacity = parse_bytes(*capacity);
-    if (*device_capacity == 0) throw Error("--capacity must be more than 0 bytes");
+  ReplayDevice device;  // none: what the recording (or the default) says
+  if (capacity || !device_name.empty()) {
+    DeviceChoice choice;
+    choice.presets = device_name;
+    choice.capacities = capacity.value_or("");
+    const std::string source = device_name.empty() ? "--capacity"
+                               : capacity          ? "--device " + device_name + " with --capacity"
+                                                   : "--device " + device_name;
+    device = ReplayDevice(chosen_device(choice), source);
   }
   OutputPaths paths;
   paths.input("the snapshot", file);
@@ -258,14 +269,16 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   paths.output("--report", report);
   paths.check();
 
-  if (!is_recording) return replay_log_command(file, policy_lists, device_capacity, csv, cuda_device, exports, report, out);
+  if (!is_recording) return replay_log_command(file, policy_lists, device, csv, cuda_device, exports, report, out);
   const TorchRecording recording = read_torch_recording(file, cuda_device);
-  const WhatIf what_if = replay_from_recording(recording, policies, device_capacity, exports, !report.empty());
+  const WhatIf what_if = replay_from_recording(recording, policies, device, exports, !report.empty());
   out << "replay " << file << ": every policy from the allocator state the recording began in\n"
       << "  recording: device " << recording.device << (recording.format.empty() ? "" : ", written by ")
       << recording.format << ", " << recording.trace.events.size() << " events, "
       << recording.preexisting.size() << " blocks live at the start\n"
-      << "  device: " << format_bytes_exact(what_if.capacity) << ", " << what_if.capacity_source << "\n";
+      << "  device: " << format_bytes_exact(what_if.capacity)
+      << (what_if.device.context_overhead == 0 ? "" : ", context " + format_bytes(what_if.device.context_overhead))
+      << ", " << what_if.capacity_source << "\n";
   out << "  replay-check: " << (what_if.replay_check_divergence ? "diverged (" + *what_if.replay_check_divergence + ")"
                                                                : std::string("exact, `caching` replays what PyTorch did"))
       << "\n";
@@ -280,7 +293,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   print_table(out, what_if);
   if (!csv.empty()) write_file_atomically(csv, [&](std::ostream& stream) { write_what_if_csv(stream, what_if, file); });
   if (!report.empty()) write_replay_report(report, file, what_if.replayed);
-  return 0;
+  return what_if.failed.empty() ? 0 : 1;
 }
 
 }  // namespace allocsim

@@ -21,6 +21,7 @@
 #include "sim/report.hpp"
 #include "sim/timeline.hpp"
 #include "sim/version.hpp"
+#include "studies/replay_from_recording.hpp"
 #include "studies/report_page.hpp"
 #include "studies/run_exports.hpp"
 #include "studies/run_report.hpp"
@@ -29,6 +30,7 @@
 #include "workloads/catalogue.hpp"
 #include "workloads/csv_trace.hpp"
 #include "workloads/model/model_spec.hpp"
+#include "workloads/torch_recording.hpp"
 
 namespace allocsim {
 namespace {
@@ -110,6 +112,32 @@ std::vector<TenantChoice> tenant_specs(const RunOptions& options) {
   return tenants;
 }
 
+// With neither --device nor --capacity, one recording's run takes the card it ran on where
+// the recording says (what it could hold at its OOM: studies/replay_from_recording), read
+// once here into `traces`; the note says which device the run used and why. Empty when the
+// user chose the device or no recording runs alone.
+std::string recorded_device(const RunOptions& options, const std::vector<TenantChoice>& tenants, DeviceSpec& device,
+                            std::map<std::string, std::shared_ptr<const Trace>>& traces) {
+  if (!options.device.presets.empty() || !options.device.capacities.empty() || tenants.size() != 1) return {};
+  const FileChoice* file = tenants.front().workload.file();
+  if (!file || file->reader->holds != Holds::allocator_state) return {};
+  const std::string default_device = "the default device (" + format_bytes(device.capacity) + ")";
+  if (options.stream) {
+    return "the recording does not say which card it ran on: " + default_device + "; --device or --capacity sets it";
+  }
+  TorchRecording recording = read_torch_recording(file->path, options.cuda_device);
+  const std::optional<Bytes> could_hold = recorded_capacity(recording);
+  traces[tenants.front().workload.text] = std::make_shared<const Trace>(std::move(recording.trace));
+  if (!could_hold) {
+    return "the recording ran without an OOM and does not say which card it ran on: " + default_device +
+           "; --device or --capacity sets it";
+  }
+  device.name = "recorded";
+  device.capacity = *could_hold + device.context_overhead;
+  return "the recorded card, as far as the recording says: what the run could hold when it ran out of memory (its "
+         "reserved bytes at the OOM plus the device_free PyTorch recorded); --device or --capacity sets another";
+}
+
 }  // namespace
 
 int run_command(std::span<const std::string> args, std::ostream& out) {
@@ -143,6 +171,8 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   scenario.on_oom = on_oom;
   scenario.check = options.check;
   std::map<std::string, std::shared_ptr<const Trace>> traces;  // a workload named twice loads once
+  // A recording run alone on the default device: the card it ran on, where it says.
+  const std::string device_note = recorded_device(options, tenants, scenario.device, traces);
   // A trace file loads on a thread of its own while the replay runs what is read so far,
   // unless an output needs the whole trace beside the run's results.
   const bool overlap_load = options.save_trace.empty() && options.report.empty() && options.memory_viz.empty() &&
@@ -167,7 +197,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
       continue;
     }
     const LoadOptions load_options{options.cuda_device, scenario.device.compute_capability};
-    if (overlap_load && file) {
+    if (overlap_load && file && !traces.contains(workload.text)) {
       auto& load = loading[file->path];
       if (!load) load = load_in_background(*file, load_options);
       scenario.tenants.push_back(TenantSpec::from_source(load, policy.maker(), start));
@@ -207,6 +237,7 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   const DeviceSpec& device = scenario.device;
   out << "device " << device.name << ": " << format_bytes(device.capacity) << ", context "
       << format_bytes(device.context_overhead) << ", granularity " << format_bytes(device.granularity) << '\n';
+  if (!device_note.empty()) out << "  " << device_note << '\n';
   for (const std::string& recording : recordings) {
     out << recording << ": a PyTorch recording, replayed from an empty allocator (the blocks it found live are "
         << "allocated first); allocsim replay " << recording << " --policy SPEC starts from the state it began in\n";

@@ -317,8 +317,12 @@ bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, B
   const Bytes key_size = std::max(size, max_split_size_);
   const SizeBins* const bins = pool.find(stream);
   if (bins == nullptr) return false;
-  SizeBins::Cursor it = bins->lower_bound(key_size);
-  if (it != SizeBins::end()) {
+  // Only a whole segment goes back to the device. PyTorch's own oversize blocks always are
+  // (it never splits one), but a start adopted from a recording made under another
+  // max_split_size holds oversize free blocks inside partly used segments: those stay.
+  const SizeBins::Cursor large_enough = bins->lower_bound(key_size);
+  for (SizeBins::Cursor it = large_enough; it != SizeBins::end(); it = bins->next(it)) {
+    if (!unsplit((*bins)[it].handle)) continue;
     release_block((*bins)[it].handle);  // one cached block large enough
     return true;
   }
@@ -326,9 +330,10 @@ bool CachingPolicy::release_available_cached_blocks(Pool& pool, Stream stream, B
   // freed even when they are not enough.
   std::vector<std::uint32_t> victims;
   Bytes released = 0;
-  while (released < key_size && it != bins->begin()) {
+  for (SizeBins::Cursor it = large_enough; released < key_size && it != bins->begin();) {
     it = bins->prev(it);
     if ((*bins)[it].size < max_split_size_) break;
+    if (!unsplit((*bins)[it].handle)) continue;
     victims.push_back((*bins)[it].handle);
     released += (*bins)[it].size;
   }

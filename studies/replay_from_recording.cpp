@@ -119,7 +119,7 @@ Spec with_recorded_settings(const Spec& user, const TorchRecording& recording) {
 // One policy's replay of the recording. `exporters` and `recorders` watch it as
 // ReplayAccount says; `run` is its account.
 WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<const Trace>& shared_trace,
-                         const PolicySpec& given, Bytes capacity, const std::vector<bool>& in_alloc,
+                         const PolicySpec& given, const DeviceSpec& device_spec, const std::vector<bool>& in_alloc,
                          std::vector<std::string>& ambiguous_sizes, std::span<Observer* const> exporters = {},
                          std::span<Observer* const> recorders = {}) {
   const PolicyInfo& row = *given.row;
@@ -128,8 +128,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   WhatIfOutcome outcome;
   outcome.policy = as_run.text;
 
-  DeviceSpec device_spec;
-  device_spec.capacity = capacity;
+  const Bytes context = device_spec.context_overhead;  // charged from the start, as the process's own
   SimDevice sim_device(device_spec);
   RecordedAddressDevice placed(sim_device, recorded_placements(recording));  // ties broken as PyTorch's were
   CountingDevice counting(placed);
@@ -177,11 +176,14 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   if (!start.unserved.empty()) {
     const std::string live = std::to_string(recording.preexisting.size()) + " blocks live when the recording began (" +
                              format_bytes(start.live_bytes) + ")";
-    failed(start.live_bytes > capacity
-               ? "at the start: the " + live + " alone exceed the " + format_bytes(capacity) +
-                     " capacity; no allocator holds them, so this card cannot run from where the recording began"
+    const Bytes room = device_spec.capacity - context;
+    const std::string card = format_bytes(room) + (context == 0 ? "" : " left beside the CUDA context");
+    failed(start.live_bytes > room
+               ? "at the start: the " + live + " alone exceed the " + card +
+                     (context == 0 ? " capacity" : "") +
+                     "; no allocator holds them, so this card cannot run from where the recording began"
                : "at the start: " + std::to_string(start.unserved.size()) + " of the " + live +
-                     " found no room on " + format_bytes(capacity));
+                     " found no room on " + card);
     outcome.ooms += start.unserved.size() - 1;
   }
   counting.allocs = 0;  // the start's segments are not the trace's, as in the recorded column
@@ -235,7 +237,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   }
   replay_ooms_before(trace.events.size());
   outcome.device_allocs = counting.allocs;
-  outcome.peak_reserved = counting.peak;
+  outcome.peak_reserved = std::max(counting.peak, context) - context;  // less what the context held throughout
   outcome.peak_allocated = account.tenant().peak_allocated;
   outcome.run = account.finish(counting.peak);
   // Blocks still live go back before the policy does (its destructor returns its segments).
@@ -277,8 +279,17 @@ const std::array<Column<CsvRow>, 10> kColumns{{
 
 }  // namespace
 
+std::optional<Bytes> recorded_capacity(const TorchRecording& recording) {
+  std::optional<Bytes> capacity;
+  for (const RecordedOom& oom : recording.ooms) {
+    const Bytes could_hold = reserved_at(recording, oom) + oom.device_free;
+    capacity = std::min(capacity.value_or(could_hold), could_hold);
+  }
+  return capacity;
+}
+
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
-                             std::optional<Bytes> capacity, const ExportFiles& exports, bool record) {
+                             const ReplayDevice& device, const ExportFiles& exports, bool record) {
   refuse_unrebuildable(recording, "replay");
   if (policies.empty()) throw Error("replay needs at least one policy");
   if (exports.any() && policies.size() != 1) {
@@ -287,20 +298,18 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
   }
   WhatIf what_if;
   what_if.recorded = recorded_outcome(recording);
-  if (capacity) {
-    what_if.capacity = *capacity;
-    what_if.capacity_source = "--capacity";
-  } else if (!recording.ooms.empty()) {
-    what_if.capacity = kNoLimit;
-    for (const RecordedOom& oom : recording.ooms) {
-      what_if.capacity = std::min(what_if.capacity, reserved_at(recording, oom) + oom.device_free);
-    }
+  if (device.device) {
+    what_if.device = *device.device;
+    what_if.capacity_source = device.source;
+  } else if (const std::optional<Bytes> could_hold = recorded_capacity(recording)) {
+    what_if.device.capacity = *could_hold;
     what_if.capacity_source = "what the recorded run could hold: its reserved bytes at the OOM plus the device_free "
                               "PyTorch recorded";
   } else {
-    what_if.capacity = kNoLimit;
+    what_if.device.capacity = kNoLimit;
     what_if.capacity_source = "no limit (the recording ran without an OOM; set one with --capacity)";
   }
+  what_if.capacity = what_if.device.capacity;
   // replay-check tells which recorded releases were inside an alloc, and whether `caching`
   // is the recording (on an unlimited device: its failures are the recorded OOMs).
   const ReplayCheck check = replay_check(recording, kNoLimit);
@@ -316,7 +325,7 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
   for (const std::string& policy : policies) {
     const PolicySpec given = parse_policy_spec(policy);
     Scenario scenario;
-    scenario.device.capacity = what_if.capacity;
+    scenario.device = what_if.device;
     scenario.on_oom = OnOom::continue_run;  // a failed request is skipped, with its free
     scenario.tenants.push_back(TenantSpec{trace, given.maker(), 0});
     std::optional<MemoryVizExport> memory_viz;
@@ -328,7 +337,7 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
     const std::vector<Observer*> recording_observers = recorders ? recorders->observers() : std::vector<Observer*>{};
     WhatIfOutcome outcome;
     try {
-      outcome = replay_one(recording, trace, given, what_if.capacity, in_alloc, what_if.ambiguous_sizes, exporters,
+      outcome = replay_one(recording, trace, given, what_if.device, in_alloc, what_if.ambiguous_sizes, exporters,
                            recording_observers);
     } catch (const Error& error) {
       if (policies.size() == 1) throw;

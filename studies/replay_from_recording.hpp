@@ -10,8 +10,10 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "sim/device.hpp"
 #include "sim/units.hpp"
 #include "sim/engine.hpp"
 #include "sim/result.hpp"
@@ -38,7 +40,8 @@ struct WhatIfOutcome {
 };
 
 struct WhatIf {
-  Bytes capacity = 0;
+  Bytes capacity = 0;           // the device's, its context included
+  DeviceSpec device;            // the device replayed on
   std::string capacity_source;  // why this capacity
   WhatIfOutcome recorded;       // from the recording's own segment events and OOMs
   std::vector<WhatIfOutcome> replayed;  // one per policy that ran, in the order given
@@ -54,6 +57,24 @@ struct WhatIf {
   bool recorded_oom() const { return recorded.ooms > 0; }
 };
 
+// The device a replay runs on: none (what the recording says, see replay_from_recording),
+// a capacity alone (all of it free to the allocator, charged to the byte), or a device as
+// --device names it (its capacity, its process's CUDA context, its page size).
+struct ReplayDevice {
+  ReplayDevice() = default;
+  ReplayDevice(Bytes capacity) : device(DeviceSpec{}), source("--capacity") { device->capacity = capacity; }
+  ReplayDevice(std::optional<Bytes> capacity) {
+    if (capacity) *this = ReplayDevice(*capacity);
+  }
+  ReplayDevice(DeviceSpec chosen, std::string why) : device(std::move(chosen)), source(std::move(why)) {}
+  std::optional<DeviceSpec> device;
+  std::string source;  // why this device, for a person: "--capacity", "--device a100-40gb"
+};
+
+// What the recorded run could hold, where the recording says: the least over its OOMs of
+// the bytes it reserved then plus the device_free PyTorch recorded; none without an OOM.
+std::optional<Bytes> recorded_capacity(const TorchRecording& recording);
+
 // Contract:
 // - `caching` and `expandable` specs replay as the caching policy with the recorded
 //   settings, the spec's own keys replacing theirs; a native one adopts the recorded
@@ -61,9 +82,9 @@ struct WhatIf {
 //   `caching` reproduces the recording; an expandable one adopts the recorded expandable
 //   ranges of a recording made with them. Any other policy, and the other kind of the
 //   two, starts by allocating the blocks live at the start, in address order.
-// - the device: `capacity` when given; else, for a recording with an OOM, what the run
-//   could hold: the least over its OOMs of the bytes it reserved then plus the recorded
-//   device_free; else 1 TiB (no limit that matters, small enough for expandable's map).
+// - the device: `device` when given; else, for a recording with an OOM, what the run
+//   could hold (recorded_capacity); else 1 TiB (no limit that matters, small enough for
+//   expandable's map). A device's context is charged before the start is rebuilt.
 // - a recorded OOM's request is replayed where it happened: served, it is freed at once
 //   (what the recording did next ran without it); a trace alloc that fails is skipped,
 //   with its free. A policy avoided the recorded OOM when it failed no request at all.
@@ -75,8 +96,7 @@ struct WhatIf {
 //   the report's run has the trace's blocks and OOMs, not the recorded OOM requests served.
 // - throws Error on a bad spec, a recording it cannot rebuild (see replay_check).
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
-                             std::optional<Bytes> capacity, const ExportFiles& exports = {},
-                             bool record = false);
+                             const ReplayDevice& device, const ExportFiles& exports = {}, bool record = false);
 
 // One row per outcome, the recording's first, through the CSV column table.
 void write_what_if_csv(std::ostream& out, const WhatIf& what_if, const std::string& recording_name);

@@ -181,7 +181,7 @@ json map_of(const TenantBlocks& blocks, const Trace& trace, Nanos end, std::size
     std::vector<std::uint32_t> layers(area.size());
     std::iota(layers.begin(), layers.end(), 0);
     std::stable_sort(layers.begin(), layers.end(), [&](std::uint32_t a, std::uint32_t b) { return area[a] > area[b]; });
-    // An allocation with no frame outside torch stays grey with the rest: the colours go to
+    // An allocation with no frame of the program stays grey with the rest: the colours go to
     // the program's own lines.
     std::erase_if(layers, [&](std::uint32_t layer) { return trace.layer_names[layer] == TorchRecording::kNoFrame; });
     for (std::size_t k = 0; k < layers.size() && k < kColouredLayers && area[layers[k]] > 0; ++k) palette.push_back(layers[k]);

@@ -97,8 +97,16 @@ const std::array kWriters{
                [](const Trace& trace, const std::filesystem::path& path) { write_atrace_file(trace, path); }},
 };
 
-// nullopt when the file cannot be opened.
+// nullopt when the file cannot be opened. A pipe is refused: the head read here would be
+// gone for the reader it chooses.
 std::optional<std::string> file_head(std::string_view path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(std::string(path), error);
+  if (!error && (status.type() == std::filesystem::file_type::fifo || status.type() == std::filesystem::file_type::character ||
+                 status.type() == std::filesystem::file_type::socket)) {
+    throw Error(std::string(path) + ": give a file: a pipe can be read once, and its first bytes are read to choose "
+                                    "its reader (save it first, e.g. zcat trace.json.gz > trace.json)");
+  }
   std::ifstream in{std::string(path), std::ios::binary};
   if (!in) return std::nullopt;
   std::string head(kReaderHeadBytes, '\0');

@@ -4,9 +4,10 @@
 //   OPTIMIZER_STATE -> optimizer, INPUT -> input, TEMPORARY -> temp, ACTIVATION and
 //   AUTOGRAD_DETAIL -> activation, GRADIENT -> gradient), stream = the CUDA stream renumbered
 //   0,1,2... in order of the raw stream values (PyTorch orders free blocks and releases by
-//   the raw stream, so ties break the same way). Its first stack frame outside torch
-//   (`model.py:42 forward`; none when frames were not recorded) goes in the sidecar's
-//   `frames`/`alloc_frames`: the allocation's layer, what a report colours its blocks by.
+//   the raw stream, so ties break the same way). Its layer (layer_of_frames: the innermost
+//   frame of the program's Python code, `model.py:42 forward`, or `autograd backward`; none
+//   when frames were not recorded) goes in the sidecar's `frames`/`alloc_frames`: what
+//   every output names a block by and a report colours it by.
 // - Devices: one trace list per visible device; cuda_device N, else the only non-empty one.
 // - PyTorch 2.0 and 2.1 record no time_us: entries are then 1 us apart. 2.0 blocks carry no
 //   address (the segment's address plus the sizes of the blocks before) and no requested
@@ -270,25 +271,32 @@ Entries checked_entries(const Value snapshot, int device) {
   return result;
 }
 
-// Whether a frame is PyTorch's own (or C++, or Python's frozen bootstrap): not the
-// program's code that asked for the memory.
-bool in_torch(std::string path) {
+// Whether a frame is the program's own Python code: a .py file outside torch. PyTorch's own
+// Python is not, nor is any C++ frame, of torch or of a library (`thread48.o`, libstdc++'s
+// thread start, runs autograd's engine), nor Python's frozen bootstrap (`<frozen ...>`).
+bool program_python(std::string path) {
   std::replace(path.begin(), path.end(), '\\', '/');
-  if (path.empty() || path == "??" || path.starts_with('<') || path.starts_with("torch/")) return true;
-  if (path.find("/torch/") != std::string::npos) return true;
-  for (const char* suffix : {".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp"}) {
-    if (path.ends_with(suffix)) return true;
-  }
-  return false;
+  if (!path.ends_with(".py") || path.starts_with('<')) return false;
+  return !path.starts_with("torch/") && path.find("/torch/") == std::string::npos;
 }
 
-// `model.py:42 forward`: the innermost frame of the program's own code, or none.
-std::optional<std::string> first_frame_outside_torch(const Value frames) {
+// Whether a frame runs in autograd's engine, whose threads execute the backward pass.
+bool autograd_engine(const Value& frame) {
+  const Value name = get(frame, "name");
+  return name.is_string() && name.scalar().get_ref<const std::string&>().find("torch::autograd::Engine::") != std::string::npos;
+}
+
+}  // namespace
+
+std::optional<std::string> layer_of_frames(const PickleValue& frames) {
   if (!frames.is_array()) return std::nullopt;
+  bool in_backward = false;
   for (const Value& frame : frames.elements()) {
-    if (!frame.is_object() || !get(frame, "filename").is_string()) continue;
+    if (!frame.is_object()) continue;
+    in_backward = in_backward || autograd_engine(frame);
+    if (!get(frame, "filename").is_string()) continue;
     std::string path = frame.get("filename").scalar().get<std::string>();
-    if (in_torch(path)) continue;
+    if (!program_python(path)) continue;
     std::replace(path.begin(), path.end(), '\\', '/');
     std::string text = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
     if (const auto line = as_int(get(frame, "line"))) text += ":" + std::to_string(*line);
@@ -296,8 +304,11 @@ std::optional<std::string> first_frame_outside_torch(const Value frames) {
     if (name.is_string() && !name.scalar().get_ref<const std::string&>().empty()) text += " " + name.scalar().get<std::string>();
     return printable(text);
   }
+  if (in_backward) return std::string(kAutogradBackward);
   return std::nullopt;
 }
+
+namespace {
 
 // Our tag for a memory profiler category (torch.profiler._memory_profiler.Category), or other.
 std::string category_tag(const Value category) {
@@ -616,7 +627,7 @@ ConverterOutput convert_snapshot(const PickleValue& snapshot, const std::string&
         live[addr] = Live{size(), stream()};
         seen.insert(addr);
         body.push_back(Row{time_ns, Op::alloc, addr, size(), stream()});
-        origins.push_back(Origin{first_frame_outside_torch(get(entry, "frames")), category_tag(get(entry, "category"))});
+        origins.push_back(Origin{layer_of_frames(get(entry, "frames")), category_tag(get(entry, "category"))});
       } else if (is_one_of(action, {"free_requested", "free_completed"}) && !live.contains(addr)) {
         if (seen.contains(addr)) {  // freed twice, or never allocated after its last free
           unmatched_frees += is_action(action, "free_completed");

@@ -8,6 +8,7 @@
 #include "workloads/pickle_reader.hpp"
 #include "workloads/python_repr.hpp"
 #include "workloads/snapshot_json.hpp"
+#include "workloads/torch_recording.hpp"
 
 namespace allocsim {
 
@@ -44,7 +45,9 @@ Claim claims_torch_snapshot(std::string_view spec, std::string_view head) {
 }
 
 Trace read_torch_snapshot(const std::filesystem::path& pickle, const LoadOptions& options) {
-  return parse_converted_trace(convert_snapshot_file(pickle, options.cuda_device).csv, pickle.string());
+  // Through the recording, so that the trace has its layers as every other reader of a
+  // recording sees them (trace info, run's breakdown, Python's, the replay's report).
+  return read_torch_recording(pickle, options.cuda_device).trace;
 }
 
 }  // namespace allocsim

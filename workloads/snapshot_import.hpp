@@ -15,6 +15,7 @@
 
 namespace allocsim {
 
+// The recording's trace (read_torch_recording), its layers named by layer_of_frames.
 // Throws Error with a one-line reason naming the file when it cannot be converted.
 // `options.cuda_device`: whose trace (none: the only device with one).
 Trace read_torch_snapshot(const std::filesystem::path& pickle, const LoadOptions& options = {});

@@ -86,13 +86,13 @@ struct TorchRecording {
   std::vector<RecordedSegmentEvent> segment_events;
   std::vector<PrivatePool> private_pools;
   std::vector<RecordedOom> ooms;
-  // Each allocation's first stack frame outside torch ("model.py:42 forward"), where the
-  // snapshot recorded frames: `frames` the distinct ones, `alloc_frames` one per allocation
-  // of `trace`, an index or -1 (both empty without frames). They become the trace's layers
-  // (an allocation without one is kNoFrame).
+  // Each allocation's layer (layer_of_frames: "model.py:42 forward", "autograd backward"),
+  // where the snapshot recorded frames: `frames` the distinct ones, `alloc_frames` one per
+  // allocation of `trace`, an index or -1 (both empty without frames). They become the
+  // trace's layers (an allocation without one is kNoFrame).
   std::vector<std::string> frames;
   std::vector<std::int64_t> alloc_frames;
-  static constexpr std::string_view kNoFrame = "(no frame outside torch)";
+  static constexpr std::string_view kNoFrame = "(no frame of the program)";
 };
 
 // Reads a snapshot's pickle (plain data only: decode_pickle) and converts it

@@ -1,5 +1,7 @@
 // PyTorch's caching allocator worked by hand from the reference (allocators.md section 2).
 #include <array>
+#include <map>
+#include <memory>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -7,6 +9,8 @@
 #include "harness.hpp"
 #include "policies/caching.hpp"
 #include "sim/error.hpp"
+#include "sim/forwarding_device.hpp"
+#include "sim/sim_device.hpp"
 #include "sim/spec.hpp"
 
 namespace allocsim::test {
@@ -187,6 +191,92 @@ TEST_CASE("caching rebuilds a recorded segment: blocks at their offsets, the gap
   CHECK_FALSE(recorded->adopt_segment(64_MiB, 0, false, {}));  // no room left on the device: nothing changes
   CHECK(policy.stats().reserved == 2_MiB);
   policy.check();
+}
+
+// A device that checks every free against the segments it gave, as cudaFree would fail.
+class StrictDevice final : public ForwardingDevice {
+ public:
+  using ForwardingDevice::ForwardingDevice;
+  std::optional<Segment> malloc(Bytes bytes) override {
+    const std::optional<Segment> segment = ForwardingDevice::malloc(bytes);
+    if (segment) given_.emplace(segment->addr, segment->bytes);
+    return segment;
+  }
+  void free(Segment segment) override {
+    const auto found = given_.find(segment.addr);
+    if (found == given_.end() || found->second != segment.bytes) throw Error("free of a segment the device did not give");
+    given_.erase(found);
+    ForwardingDevice::free(segment);
+  }
+
+ private:
+  std::map<Addr, Bytes> given_;
+};
+
+// A recording made without max_split_size, replayed under max_split_size=64MiB: its adopted
+// segments hold free blocks of 64 MiB and more inside partly used segments. The OOM path
+// gives back oversize cached blocks, and only a whole segment can go back to the device.
+TEST_CASE("caching under max_split_size gives back only whole segments of an adopted start", "[caching]") {
+  const auto adopted = [](Bytes capacity) {
+    struct Adopted {
+      SimDevice sim;
+      StrictDevice device;
+      std::unique_ptr<Policy> policy;
+      std::unique_ptr<RecordingReplay> view;
+      explicit Adopted(Bytes bytes) : sim(plain_device(bytes)), device(sim) {
+        policy = make_policy("caching:max_split_size=64MiB", device);
+        view = find_policy("caching").recording(*policy);
+        policy->prepare(ReplaySetup{.allocations = 2});
+      }
+    };
+    return std::make_unique<Adopted>(capacity);
+  };
+  const RecordingReplay::HeldBlock live_at_100{100_MiB, 20_MiB, AllocId{0}, 20_MiB};
+  const RecordingReplay::HeldBlock live_at_0{0, 20_MiB, AllocId{0}, 20_MiB};
+  SECTION("from the largest down, the partial oversize blocks skipped") {
+    // 400 MiB: a 200 MiB segment with 20 MiB live at 100 MiB (free 100 and 80 MiB around
+    // it), a wholly free 110 MiB one; 90 MiB left on the device. 150 MiB fits no cached
+    // block nor the device; of the oversize blocks only the 110 MiB segment is whole: it goes
+    // back (110 < 150: not enough), every unsplit block then (none more), and the retry
+    // finds 200 MiB free.
+    const auto start = adopted(400_MiB);
+    Policy& policy = *start->policy;
+    REQUIRE(start->view->adopt_segment(200_MiB, 0, false, std::array{live_at_100}));
+    REQUIRE(start->view->adopt_segment(110_MiB, 0, false, {}));
+    const auto served = policy.allocate(Request{AllocId{1}, 150_MiB, 0, 1});
+    REQUIRE(served);
+    CHECK(policy.stats().reserved == 350_MiB);
+    CHECK(extra(policy, "num_device_free") == 1);
+    CHECK(extra(policy, "num_alloc_retries") == 1);
+    policy.check();
+  }
+  SECTION("one large enough: the smallest whole segment, not a partial block") {
+    // 430 MiB: a 200 MiB segment with 20 MiB live at its start (180 MiB free after it), a
+    // wholly free 190 MiB one; 40 MiB left. 150 MiB does not take the 180 MiB block (it is
+    // 20 MiB or more larger: max_non_split_rounding); the first cached block of 150 MiB or
+    // more is that partial one, so the 190 MiB segment goes back and the device serves it.
+    const auto start = adopted(430_MiB);
+    Policy& policy = *start->policy;
+    REQUIRE(start->view->adopt_segment(200_MiB, 0, false, std::array{live_at_0}));
+    REQUIRE(start->view->adopt_segment(190_MiB, 0, false, {}));
+    const auto served = policy.allocate(Request{AllocId{1}, 150_MiB, 0, 1});
+    REQUIRE(served);
+    CHECK(policy.stats().reserved == 350_MiB);
+    CHECK(extra(policy, "num_device_free") == 1);
+    CHECK(extra(policy, "num_alloc_retries") == 0);
+    policy.check();
+  }
+  SECTION("no whole segment to give back: an OOM, the start as it was") {
+    // 256 MiB: only the 200 MiB segment, 56 MiB left. 120 MiB: its oversize free blocks
+    // (100 and 80 MiB) are partial, nothing goes back, and the request is an OOM.
+    const auto start = adopted(256_MiB);
+    Policy& policy = *start->policy;
+    REQUIRE(start->view->adopt_segment(200_MiB, 0, false, std::array{live_at_100}));
+    CHECK_FALSE(policy.allocate(Request{AllocId{1}, 120_MiB, 0, 1}).block);
+    CHECK(policy.stats().reserved == 200_MiB);
+    CHECK(extra(policy, "num_device_free") == 0);
+    policy.check();
+  }
 }
 
 TEST_CASE("caching's max_split_size keeps oversize blocks whole and away from small requests", "[caching]") {

@@ -39,6 +39,13 @@ TEST_CASE("device presets: the capacity PyTorch prints, with its source", "[devi
   CHECK(device_spec("a100-80gb").capacity < 81920_MiB);
   CHECK(device_spec("t4").capacity < 15360_MiB);
   CHECK(device_spec("rtx4090").compute_capability == 89);
+  // The 48 GB cards: 47.54 GiB = 48680.96 MiB and 44.42 GiB = 45486.08 MiB, rounded down; the
+  // A6000's under the 49140 MiB nvidia-smi shows for it. sm_86 and sm_89.
+  CHECK(device_spec("rtx-a6000").capacity == 48680_MiB);
+  CHECK(device_spec("rtx-a6000").capacity < 49140_MiB);
+  CHECK(device_spec("rtx-a6000").compute_capability == 86);
+  CHECK(device_spec("l40s").capacity == 45486_MiB);
+  CHECK(device_spec("l40s").compute_capability == 89);
   CHECK_THROWS_WITH(device_spec("a100"), Catch::Contains("valid devices: t4,") && Catch::Contains("rtx4090"));
 }
 

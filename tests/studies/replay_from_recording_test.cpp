@@ -284,19 +284,63 @@ TEST_CASE("replay on a smaller card: every policy runs to a verdict from the rec
   CHECK_THAT(shown.out, Contains("OOM kind") && Contains(" (1) ") && Contains("none"));
 }
 
-TEST_CASE("replay on a smaller card: the shared recordings at 0.9x and 0.75x of their reserved peak", "[replay][shared]") {
+// A recording made without max_split_size whose start holds a 200 MiB segment with 20 MiB
+// live at 100 MiB (free 100 MiB before it, 80 MiB after), then asks 150 MiB (a segment of
+// its own). On 256 MiB under max_split_size=64MiB, 150 MiB finds no cached block and the
+// device 56 MiB: the OOM path gives back oversize cached blocks, and both are parts of a
+// segment, not segments: nothing goes back, and the request is an OOM (a verdict, not a
+// failure of the replay).
+constexpr const char* kSplitStart = R"py(
+M = 1 << 20
+X = 0x7f0000000000
+Y = 0x7f0040000000
+trace = [e("segment_alloc", Y, 150 * M), e("alloc", Y, 150 * M), e("free_requested", Y, 150 * M),
+         e("free_completed", Y, 150 * M)]
+snapshot = {"segments": [seg(X, 200 * M, [b(100 * M, "inactive", address=X),
+                                          b(20 * M, "active_allocated", address=X + 100 * M, requested_size=20 * M),
+                                          b(80 * M, "inactive", address=X + 120 * M)]),
+                         seg(Y, 150 * M, [b(150 * M, "inactive", address=Y)])],
+            "device_traces": [trace]}
+)py";
+
+TEST_CASE("replay under max_split_size from a start cut without it: an OOM, never a failed replay", "[replay][recordings]") {
+  const test::TempDir dir;
+  const std::string path = test::write_snapshot(dir, "split.pickle", kSplitStart);
+  const std::vector<std::string> policies{"caching", "caching:max_split_size=64MiB"};
+  const WhatIf what_if = replay_from_recording(read_torch_recording(path), policies, 256_MiB);
+  for (const WhatIf::Failed& failed : what_if.failed) FAIL_CHECK(failed.policy << ": " << failed.error);
+  REQUIRE(what_if.replayed.size() == 2);
+  for (const WhatIfOutcome& outcome : what_if.replayed) {
+    INFO(outcome.policy);
+    CHECK(outcome.start == "recorded segments adopted");
+    CHECK(outcome.ooms == 1);
+    CHECK(outcome.peak_reserved == 200_MiB);
+  }
+  const test::Outcome shown = test::cli({"replay", path, "--policy", "caching,caching:max_split_size=64MiB", "--capacity",
+                                         "256MiB"});
+  INFO(shown.err);
+  CHECK(shown.status == 0);
+  CHECK_THAT(shown.out, !Contains("could not replay"));
+}
+
+// The settings the replay offers a recording (the page's list, web/page/page.js: each a
+// PYTORCH_CUDA_ALLOC_CONF a user can set), on cards smaller than the recording held: every
+// one replays from the recorded start to a verdict, none fails, none holds more than the card.
+TEST_CASE("replay on a smaller card: each shared recording under each setting at 0.3x to 0.9x of its reserved peak",
+          "[replay][shared]") {
+  const std::vector<std::string> settings{"caching", "expandable", "caching:max_split_size=64MiB",
+                                          "caching:max_split_size=256MiB", "caching:gc_threshold=0.8,fraction=0.95"};
   for (const char* name : {"lm_medium_ctx128_train.snapshot.pickle", "vae_decode_loop.snapshot.pickle"}) {
     const auto path = test::shared_trace(name);
     if (!path) continue;
     const TorchRecording recording = read_torch_recording(*path);
-    const std::vector<std::string> policies{"caching", "expandable"};
-    const Bytes peak = replay_from_recording(recording, policies, {}).recorded.peak_reserved;
-    for (const double factor : {0.9, 0.75}) {
+    const Bytes peak = replay_from_recording(recording, std::vector<std::string>{"caching"}, {}).recorded.peak_reserved;
+    for (const double factor : {0.3, 0.5, 0.75, 0.9}) {
       const auto capacity = static_cast<Bytes>(factor * static_cast<double>(peak));
       INFO(name << " at " << factor << "x: " << format_bytes(capacity));
-      const WhatIf what_if = replay_from_recording(recording, policies, capacity);
-      CHECK(what_if.failed.empty());
-      REQUIRE(what_if.replayed.size() == 2);
+      const WhatIf what_if = replay_from_recording(recording, settings, capacity);
+      for (const WhatIf::Failed& failed : what_if.failed) FAIL_CHECK(failed.policy << ": " << failed.error);
+      REQUIRE(what_if.replayed.size() == settings.size());
       for (const WhatIfOutcome& outcome : what_if.replayed) {
         INFO(outcome.policy);
         CHECK(outcome.peak_reserved <= capacity);

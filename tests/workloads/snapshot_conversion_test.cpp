@@ -263,6 +263,32 @@ TEST_CASE("snapshot conversion: frames outside torch and categories", "[snapshot
   CHECK(convert(plain).sidecar["alloc_frames"] == json::array());
 }
 
+TEST_CASE("snapshot conversion: a layer is the program's innermost Python frame, or autograd backward", "[snapshot]") {
+  // Frames as _record_memory_history(stacks="all") records them, innermost first.
+  const json allocator = {{"filename", "CUDACachingAllocator.cpp"}, {"line", 0}, {"name", "c10::cuda::malloc"}};
+  const json engine = {{"filename", "??"}, {"line", 0}, {"name", "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"}};
+  const json thread = {{"filename", "thread48.o"}, {"line", 0}, {"name", "execute_native_thread_routine"}};
+  const json start = {{"filename", "??"}, {"line", 0}, {"name", "start_thread"}};
+  const json torch_python = {{"filename", "/opt/conda/lib/python3.11/site-packages/torch/_tensor.py"}, {"line", 521}, {"name", "backward"}};
+  const json frozen = {{"filename", "<frozen importlib._bootstrap>"}, {"line", 1}, {"name", "_call_with_frames_removed"}};
+  const json model = {{"filename", "/home/me/model.py"}, {"line", 42}, {"name", "forward"}};
+  const json train = {{"filename", "/home/me/train.py"}, {"line", 10}, {"name", "<module>"}};
+  const json windows = {{"filename", "C:\\work\\net.py"}, {"line", 3}, {"name", "forward"}};
+  json entries = json::array();
+  for (std::int64_t i = 1; i <= 6; ++i) entries.push_back(entry("alloc", 0x100 * i, 7, 0, i));
+  entries[0]["frames"] = {allocator, engine, thread, start};        // the backward thread: no Python frame
+  entries[1]["frames"] = {allocator, thread, model};                 // a C++ frame outside torch is skipped
+  entries[2]["frames"] = {allocator, thread, start};                 // C++ alone, not autograd's engine: none
+  entries[3]["frames"] = {frozen, torch_python, train};              // the bootstrap and torch's Python skipped
+  entries[4]["frames"] = {allocator, windows};
+  entries[5]["frames"] = {allocator, engine, torch_python, train};   // backward called from train.py, same thread
+  const json snapshot = {{"segments", json::array()}, {"device_traces", json::array({entries})}};
+  const Converted out = convert(snapshot);
+  CHECK(out.sidecar["frames"] ==
+        json::array({"autograd backward", "model.py:42 forward", "train.py:10 <module>", "net.py:3 forward"}));
+  CHECK(out.sidecar["alloc_frames"] == json::array({0, 1, -1, 2, 3, 2}));
+}
+
 TEST_CASE("snapshot conversion: expandable segments at the start undo the maps", "[snapshot]") {
   // Rule 6: a snapshot lists an expandable segment per mapped range; the trace's maps and
   // unmaps, undone, leave what was mapped when the recording began.
