@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/units.hpp"
+#include "policies/registry.hpp"
 #include "sim/engine.hpp"
+#include "sim/units.hpp"
 #include "sim/result.hpp"
 #include "studies/run_exports.hpp"
 #include "studies/run_report.hpp"
@@ -54,13 +55,22 @@ struct WhatIf {
   bool recorded_oom() const { return recorded.ooms > 0; }
 };
 
+// A policy to replay: a registry spec (read once, where the user typed it), or a policy that
+// no registry row makes (one written in Python: `maker` alone, `maker.text` its name).
+struct RecordingPolicy {
+  std::optional<PolicySpec> spec;
+  PolicyMaker maker;  // used when there is no spec
+  const std::string& text() const { return spec ? spec->text : maker.text; }
+};
+
 // Contract:
 // - `caching` and `expandable` specs replay as the caching policy with the recorded
 //   settings, the spec's own keys replacing theirs; a native one adopts the recorded
 //   segments (at their addresses, with their blocks), as replay-check does, so plain
 //   `caching` reproduces the recording; an expandable one adopts the recorded expandable
 //   ranges of a recording made with them. Any other policy, and the other kind of the
-//   two, starts by allocating the blocks live at the start, in address order.
+//   two, starts by allocating the blocks live at the start, in address order: a policy
+//   without a spec (a maker alone) too, through the same Policy calls.
 // - the device: `capacity` when given; else, for a recording with an OOM, what the run
 //   could hold: the least over its OOMs of the bytes it reserved then plus the recorded
 //   device_free; else 1 TiB (no limit that matters, small enough for expandable's map).
@@ -75,6 +85,9 @@ struct WhatIf {
 //   the report's run has the trace's blocks and OOMs, not the recorded OOM requests served.
 // - throws Error on a bad spec, a recording it cannot rebuild (see replay_check).
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
+                             std::optional<Bytes> capacity, const ExportFiles& exports = {},
+                             bool record = false);
+WhatIf replay_from_recording(const TorchRecording& recording, std::span<const RecordingPolicy> policies,
                              std::optional<Bytes> capacity, const ExportFiles& exports = {},
                              bool record = false);
 
