@@ -246,3 +246,9 @@ def test_replay_names_a_bad_policy():
         allocsim.replay(snapshot, policies=[BestFit, Other])
     with pytest.raises(ValueError, match="no 'device_traces' key"):
         allocsim.run({"segments": []}, policy=BestFit)
+
+
+def test_an_exception_in_a_replay_is_a_policy_error(snapshot_path):
+    with pytest.raises(allocsim.PolicyError, match=r"policy py:Raises raised KeyError in allocate") as raised:
+        allocsim.replay(snapshot_path, policies=[Raises, "caching"])
+    assert isinstance(raised.value.__cause__, KeyError)
