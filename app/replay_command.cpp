@@ -16,6 +16,7 @@
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "sim/report.hpp"
+#include "sim/verdict.hpp"
 #include "sim/output_paths.hpp"
 #include "sim/version.hpp"
 #include "studies/report_page.hpp"
@@ -103,6 +104,17 @@ std::string percent(double ratio) {
   return text.str();
 }
 
+// The two names of an OOM (sim/oom.hpp), a row each: the run verdict ("fits" without an
+// OOM) and the OOMs by their kind at the request.
+std::string run_verdict(const RunResult& run) {
+  if (run.tenants.empty()) return "-";
+  return std::string(verdict_word(verdict_of(run, run.tenants.front())));
+}
+
+std::string at_the_request(const RunResult& run) {
+  return run.tenants.empty() ? std::string("-") : describe_request_kinds(run.tenants.front());
+}
+
 void print_log_table(std::ostream& out, const LogReplay& replay) {
   std::vector<std::vector<std::string>> rows;
   const auto row = [&](std::string label, auto cell) {
@@ -115,6 +127,8 @@ void print_log_table(std::ostream& out, const LogReplay& replay) {
   row("peak allocated", [](const LogReplayOutcome&, const TenantResult& t) { return format_bytes_exact(t.peak_allocated); });
   row("fragmentation at peak", [](const LogReplayOutcome&, const TenantResult& t) { return percent(t.fragmentation_at_peak()); });
   row("OOMs", [](const LogReplayOutcome&, const TenantResult& t) { return std::to_string(t.oom_count); });
+  row(std::string(kRunVerdict), [](const LogReplayOutcome& o, const TenantResult&) { return run_verdict(o.run); });
+  row("OOMs " + std::string(kAtRequest), [](const LogReplayOutcome& o, const TenantResult&) { return at_the_request(o.run); });
   row("log's failures failed too", [&](const LogReplayOutcome& o, const TenantResult&) {
     return replay.failures == 0 ? std::string("no failure logged")
                                 : std::to_string(o.failures_reproduced) + " of " + std::to_string(replay.failures);
@@ -168,22 +182,6 @@ int replay_log_command(const std::string& file, const std::vector<std::string>& 
 }
 
 
-// Each kind of OOM a replay met, with its count, the first one's kind first: "none" when
-// it met none.
-std::string oom_kinds(const RunResult& run) {
-  if (run.tenants.empty() || run.tenants.front().ooms.empty()) return "none";
-  const TenantResult& tenant = run.tenants.front();
-  const OomKind first = tenant.ooms.front().kind;
-  std::string kinds;
-  for (int k = 0; k < kOomKindCount; ++k) {
-    const auto kind = static_cast<OomKind>((k + static_cast<int>(first)) % kOomKindCount);
-    const std::uint64_t count = tenant.ooms_by_kind[static_cast<int>(kind)];
-    if (count == 0) continue;
-    kinds += (kinds.empty() ? "" : ", ") + std::string(name_of(kind)) + " (" + std::to_string(count) + ")";
-  }
-  return kinds;
-}
-
 // The side-by-side table: a label column, then the recording and one column per policy.
 void print_table(std::ostream& out, const WhatIf& what_if) {
   std::vector<const WhatIfOutcome*> sides{&what_if.recorded};
@@ -201,7 +199,10 @@ void print_table(std::ostream& out, const WhatIf& what_if) {
   row("allocated peak", [](const WhatIfOutcome& o, bool) { return format_bytes_exact(o.peak_allocated); });
   row("segments reserved", [](const WhatIfOutcome& o, bool) { return std::to_string(o.device_allocs); });
   row("OOMs", [](const WhatIfOutcome& o, bool) { return std::to_string(o.ooms); });
-  row("OOM kind", [](const WhatIfOutcome& o, bool recorded) { return recorded ? std::string("-") : oom_kinds(o.run); });
+  row(std::string(kRunVerdict), [](const WhatIfOutcome& o, bool recorded) { return recorded ? std::string("-") : run_verdict(o.run); });
+  row("OOMs " + std::string(kAtRequest), [](const WhatIfOutcome& o, bool recorded) {
+    return recorded ? std::string("-") : at_the_request(o.run);
+  });
   row("avoided the recorded OOM", [&](const WhatIfOutcome& o, bool recorded) -> std::string {
     if (!what_if.recorded_oom()) return "no OOM recorded";
     if (recorded) return "-";

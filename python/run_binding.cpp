@@ -14,6 +14,7 @@
 
 #include "policies/registry.hpp"
 #include "python/bindings.hpp"
+#include "python/python_policy.hpp"
 #include "python/run_handle.hpp"
 #include "sim/error.hpp"
 #include "sim/report.hpp"
@@ -24,6 +25,7 @@
 #include "studies/report_page.hpp"
 #include "studies/scenario_choice.hpp"
 #include "workloads/catalogue.hpp"
+#include "workloads/snapshot_import.hpp"
 #include "workloads/torch_recording.hpp"
 
 namespace py = pybind11;
@@ -135,29 +137,51 @@ std::optional<Bytes> capacity_of(const std::optional<std::string>& capacity) {
   return bytes;
 }
 
-std::vector<std::string> policy_texts(const std::vector<std::string>& lists) {
-  std::vector<std::string> texts;
-  for (const PolicySpec& policy : parse_policy_lists(lists)) texts.push_back(policy.text);
-  return texts;
+// A replay's policies as the Python layer passes them, in order: a spec list (str), or a
+// policy written in Python as (name, class or instance). A Python policy's maker borrows the
+// object (it is made without the GIL held, which it then takes): the caller's list keeps it
+// alive while the replay runs, and a replay keeps its recorders, so it is never made again.
+std::vector<RecordingPolicy> replay_policies(const py::list& given) {
+  std::vector<RecordingPolicy> policies;
+  for (const py::handle item : given) {
+    if (py::isinstance<py::str>(item)) {
+      for (PolicySpec& spec : parse_policy_lists(std::vector<std::string>{item.cast<std::string>()})) {
+        PolicyMaker maker = spec.maker();
+        policies.push_back(RecordingPolicy{std::move(spec), std::move(maker)});
+      }
+      continue;
+    }
+    const py::tuple pair = py::reinterpret_borrow<py::tuple>(item);
+    const std::string name = pair[0].cast<std::string>();
+    const py::handle policy = pair[1];
+    policies.push_back(RecordingPolicy{std::nullopt, PolicyMaker{name, [name, policy](Device& device) {
+                                         const py::gil_scoped_acquire locked;
+                                         return make_python_policy(py::reinterpret_borrow<py::object>(policy), device,
+                                                                   name, nullptr);
+                                       }}});
+  }
+  return policies;
 }
 
-py::dict replay_of_recording(const TorchRecording& recording, const std::vector<std::string>& policies,
+py::dict replay_of_recording(const TorchRecording& recording, const py::list& given,
                              const std::optional<std::string>& capacity) {
-  const std::vector<std::string> texts = policy_texts(policies);
+  const std::vector<RecordingPolicy> policies = replay_policies(given);
   const std::optional<Bytes> bytes = capacity_of(capacity);
   std::optional<WhatIf> what_if;
   {
     py::gil_scoped_release unlocked;
-    what_if.emplace(replay_from_recording(recording, texts, bytes, {}, true));
+    what_if.emplace(replay_from_recording(recording, policies, bytes, {}, true));
   }
   py::list runs;
+  py::dict starts;  // how each replay began: the recorded segments adopted, or the live blocks placed
   for (WhatIfOutcome& outcome : what_if->replayed) {
     runs.append(std::make_shared<RunHandle>(outcome.scenario, outcome.run, outcome.recorders, outcome.policy));
+    starts[py::str(outcome.policy)] = outcome.start;
   }
   py::list failed;
   for (const WhatIf::Failed& failure : what_if->failed) failed.append(py::make_tuple(failure.policy, failure.error));
   const WhatIfOutcome& recorded = what_if->recorded;
-  return py::dict("runs"_a = runs, "failed"_a = failed, "capacity_bytes"_a = what_if->capacity,
+  return py::dict("runs"_a = runs, "starts"_a = starts, "failed"_a = failed, "capacity_bytes"_a = what_if->capacity,
                   "capacity_source"_a = what_if->capacity_source,
                   "recorded"_a = py::dict("policy"_a = recorded.policy, "peak_reserved_bytes"_a = recorded.peak_reserved,
                                           "peak_allocated_bytes"_a = recorded.peak_allocated,
@@ -167,8 +191,8 @@ py::dict replay_of_recording(const TorchRecording& recording, const std::vector<
                   "events"_a = recording.trace.events.size(), "device"_a = recording.device);
 }
 
-py::dict replay_path(const std::string& path, const std::vector<std::string>& policies,
-                     const std::optional<std::string>& capacity, std::optional<int> cuda_device) {
+py::dict replay_path(const std::string& path, const py::list& policies, const std::optional<std::string>& capacity,
+                     std::optional<int> cuda_device) {
   if (find_reader(path).holds == Holds::allocator_state) {
     std::optional<TorchRecording> recording;
     {
@@ -183,7 +207,7 @@ py::dict replay_path(const std::string& path, const std::vector<std::string>& po
   LoadOptions options;
   options.cuda_device = cuda_device;
   std::vector<PolicyMaker> makers;
-  for (const PolicySpec& policy : parse_policy_lists(policies)) makers.push_back(policy.maker());
+  for (const RecordingPolicy& policy : replay_policies(policies)) makers.push_back(policy.maker);
   std::optional<LogReplay> replay;
   {
     py::gil_scoped_release unlocked;
@@ -264,7 +288,7 @@ void bind_run(py::module_& module) {
     return check_recording(*recording, capacity);
   });
   // A snapshot dict, pickled by the Python layer: read in memory, never written to disk.
-  module.def("_replay_bytes", [](const py::bytes& data, const std::string& name, const std::vector<std::string>& policies,
+  module.def("_replay_bytes", [](const py::bytes& data, const std::string& name, const py::list& policies,
                                  const std::optional<std::string>& capacity, std::optional<int> cuda_device) {
     const std::string pickle = data;
     std::optional<TorchRecording> recording;
@@ -273,6 +297,13 @@ void bind_run(py::module_& module) {
       recording.emplace(read_torch_recording_bytes(pickle, name, cuda_device));
     }
     return replay_of_recording(*recording, policies, capacity);
+  });
+  // A snapshot dict as a workload of run: its trace, as `allocsim run FILE.pickle` reads the
+  // file (every policy from an empty allocator, the blocks live at the start allocated first).
+  module.def("_snapshot_trace", [](const py::bytes& data, const std::string& name, std::optional<int> cuda_device) {
+    const std::string pickle = data;
+    py::gil_scoped_release unlocked;
+    return std::make_shared<Trace>(parse_converted_trace(convert_snapshot_bytes(pickle, name, cuda_device).csv, name));
   });
   module.def("_replay_check_bytes", [](const py::bytes& data, const std::string& name, const std::string& capacity,
                                        std::optional<int> cuda_device) {

@@ -242,7 +242,7 @@ class Replay final : ReplayHooks {
     OomRecord record{tenant, index, step_of(run.source->info(), index), now, bytes, kind, request_kind, !run.context_open,
                      std::move(context), first ? std::move(inspection.state) : std::string()};
     ++result.oom_count;
-    ++result.ooms_by_kind[static_cast<std::size_t>(record.kind)];
+    ++result.ooms_by_request_kind[static_cast<std::size_t>(record.request_kind)];
     for (Observer* observer : observers_) observer->on_oom(record);
     if (result.ooms.size() < kMaxOomRecords) result.ooms.push_back(std::move(record));
     if (scenario_.on_oom == OnOom::stop || !run.context_open) {

@@ -12,7 +12,7 @@ namespace {
 using R = const RunResult&;
 using T = const TenantResult&;
 
-MetricValue oom_kind_count(T t, OomKind kind) { return t.ooms_by_kind[static_cast<std::size_t>(kind)]; }
+MetricValue oom_kind_count(T t, OomKind kind) { return t.ooms_by_request_kind[static_cast<std::size_t>(kind)]; }
 
 template <Tag tag>
 MetricValue peak_tag_bytes(R, T t) {
@@ -61,7 +61,7 @@ const std::array kMetrics{
              if (!t.first_oom()) return {};
              return t.first_oom()->bytes;
            }},
-    Metric{"first_oom_kind", Unit::text, "capacity, fragmentation or reservation",
+    Metric{"first_oom_kind", Unit::text, "the run verdict at the first OOM: capacity, fragmentation or reservation",
            [](R, T t) -> MetricValue {
              if (!t.first_oom()) return {};
              return std::string(name_of(t.first_oom()->kind));
@@ -80,11 +80,11 @@ const std::array kMetrics{
            [](R, T t) -> MetricValue { return t.reserved_at_peak; }, false},
     Metric{"device_failed_mallocs", Unit::count, "device allocations refused for lack of memory",
            [](R, T t) -> MetricValue { return t.device_failed_mallocs; }, false},
-    Metric{"ooms_capacity", Unit::count, "OOMs where live bytes exceed the device",
+    Metric{"ooms_capacity", Unit::count, "OOMs that were capacity at the request: live bytes exceeded the device or the policy's limit",
            [](R, T t) -> MetricValue { return oom_kind_count(t, OomKind::capacity); }, false},
-    Metric{"ooms_fragmentation", Unit::count, "OOMs with enough free bytes but no block large enough",
+    Metric{"ooms_fragmentation", Unit::count, "OOMs that were fragmentation at the request: enough free bytes, no block large enough",
            [](R, T t) -> MetricValue { return oom_kind_count(t, OomKind::fragmentation); }, false},
-    Metric{"ooms_reservation", Unit::count, "OOMs where the bytes were held by a cache or another tenant",
+    Metric{"ooms_reservation", Unit::count, "OOMs that were reservation at the request: the bytes held by a cache or another tenant",
            [](R, T t) -> MetricValue { return oom_kind_count(t, OomKind::reservation); }, false},
     Metric{"allocator_hang_event", Unit::count, "the request at which the real allocator would loop forever",
            [](R, T t) -> MetricValue {
@@ -141,7 +141,7 @@ const std::array kMetrics{
              }
              return out;
            }, false},
-    Metric{"first_oom_request_kind", Unit::text, "the first OOM judged at its request alone (first_oom_kind judges the whole run)",
+    Metric{"first_oom_request_kind", Unit::text, "the first OOM's kind at the request, judged at it alone (first_oom_kind is the run verdict)",
            [](R, T t) -> MetricValue {
              if (!t.first_oom()) return {};
              return std::string(name_of(t.first_oom()->request_kind));

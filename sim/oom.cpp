@@ -56,6 +56,8 @@ OomKind classify_over_run(const OomContext& context) {
   if (needs > context.share.could_give()) return OomKind::capacity;
   // Other tenants hold memory this one needs: the first placement that failed is detail.
   if (needs > context.share.gives()) return OomKind::reservation;
+  // The policy's own limit holds it back: no placement under that limit fits the run.
+  if (context.policy.limit != 0 && needs > context.policy.limit) return OomKind::reservation;
   if (request_kind == OomKind::capacity) return OomKind::reservation;  // the policy's own limit, not the device
   return request_kind;
 }

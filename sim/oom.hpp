@@ -14,6 +14,14 @@ enum class OomKind : std::uint8_t { capacity, fragmentation, reservation };
 constexpr int kOomKindCount = 3;
 std::string_view name_of(OomKind kind);
 
+// An OOM answers two questions, and every output a person reads names each so
+// (docs/outputs.md defines them): the run's verdict (classify_over_run: why the workload
+// does not fit, judged against its live lower bound) and the kind at the request
+// (classify_oom: why this one request failed when it came). The same three words answer
+// both; a headline says the verdict, a request's account its own kind.
+constexpr std::string_view kRunVerdict = "run verdict";
+constexpr std::string_view kAtRequest = "at the request";
+
 // What another running tenant holds at a moment.
 struct TenantHolding {
   std::size_t tenant;
@@ -61,13 +69,15 @@ struct OomContext {
 // Headroom: the device's free bytes, capped by what the policy's own limit still allows.
 OomKind classify_oom(const OomContext& context);
 
-// The OOM judged over the whole run rather than at the one request:
+// The run's verdict: the OOM judged over the whole run rather than at the one request:
 // capacity: the live bytes the trace needs (context.needs) exceed what the device could
 //   give this tenant (TenantShare::could_give), whatever moment the request failed at;
 // reservation: they fit the device, but not beside what the other tenants hold now
-//   (TenantShare::gives), or not this policy's own limit (memory_limit, fraction,
-//   TensorFlow's reserve), or the request's own kind is reservation;
-// otherwise the request's own kind (classify_oom).
+//   (TenantShare::gives), or not under this policy's own limit (memory_limit, fraction,
+//   TensorFlow's reserve: policy.limit), or the request's own kind is reservation;
+// otherwise the request's own kind (classify_oom). So fragmentation, the verdict that
+// says another placement could fit the run, comes only when what the trace needs fits
+// both what the device gives and the policy's limit.
 OomKind classify_over_run(const OomContext& context);
 
 // What the failing policy could still have taken from the device.

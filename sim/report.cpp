@@ -105,10 +105,14 @@ std::string describe_oom(const OomRecord& oom) {
       break;
   }
   const std::string step = oom.step ? "step " + std::to_string(*oom.step) + ", " : std::string();
+  // Its kind at the request leads; the run verdict follows where it says otherwise.
+  const std::string verdict = oom.kind == oom.request_kind
+                                  ? std::string()
+                                  : "; " + std::string(kRunVerdict) + ": " + std::string(name_of(oom.kind));
   return "OOM at event " + std::to_string(oom.event) + " of tenant " + std::to_string(oom.tenant) + " (" + step +
          "t = " + format_nanos(oom.time) + "): " + format_bytes(oom.bytes) +
          (oom.at_start ? " requested for its CUDA context, " : " requested, ") + std::string(name_of(oom.request_kind)) +
-         ": " + why;
+         " " + std::string(kAtRequest) + ": " + why + verdict;
 }
 
 void write_table(std::ostream& out, const RunResult& run) { write_table(out, {&run, 1}, {}); }

@@ -54,7 +54,7 @@ struct TenantResult {
   Bytes bytes_moved = 0;
   Nanos end_time = 0;  // simulated time of the tenant's last replayed event
   std::uint64_t oom_count = 0;
-  std::uint64_t ooms_by_kind[kOomKindCount] = {};
+  std::uint64_t ooms_by_request_kind[kOomKindCount] = {};  // every OOM counted by its kind at the request
   std::vector<OomRecord> ooms;  // the first kMaxOomRecords, in order
   std::vector<PolicyStat> extra;  // the policy's own statistics at the end
   std::optional<std::size_t> hang_event;  // where the real allocator would have looped forever

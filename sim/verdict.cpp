@@ -111,6 +111,21 @@ std::string_view verdict_word(const Verdict& verdict) {
   return verdict.hang ? "hang" : "fits";
 }
 
+std::string describe_request_kinds(const TenantResult& tenant) {
+  const OomRecord* first_oom = tenant.first_oom();
+  if (first_oom == nullptr) return "none";
+  const int first = static_cast<int>(first_oom->request_kind);
+  std::string kinds;
+  for (int k = 0; k < kOomKindCount; ++k) {
+    const int kind = (first + k) % kOomKindCount;
+    const std::uint64_t count = tenant.ooms_by_request_kind[kind];
+    if (count == 0) continue;
+    kinds += (kinds.empty() ? "" : ", ") + std::string(name_of(static_cast<OomKind>(kind))) + " (" +
+             std::to_string(count) + ")";
+  }
+  return kinds;
+}
+
 std::string describe_holders(const std::vector<Holder>& holders) {
   std::string out;
   for (const Holder& holder : holders) {
@@ -161,7 +176,7 @@ std::string describe_verdict(const Verdict& v, std::string_view device_name) {
       out += "the process could not create its CUDA context (" + format_bytes(v.oom_bytes) + ")";
     } else {
       out += "the first OOM, " + format_bytes(v.oom_bytes) + " at event " + std::to_string(v.oom_event) +
-             ", was " + std::string(name_of(*v.request_kind)) + " at that request";
+             ", was " + std::string(name_of(*v.request_kind)) + " " + std::string(kAtRequest);
     }
     out += "; peak " + format_bytes(v.peak_allocated) + " allocated, " + format_bytes(v.peak_reserved) + " reserved" +
            step + "\n";

@@ -33,8 +33,8 @@ struct Verdict {
   std::size_t tenant = 0;
   bool fits = true;                     // every request served, no hang
   bool hang = false;                    // the real allocator would have looped forever
-  std::optional<OomKind> kind;          // why it does not fit, over the whole run
-  std::optional<OomKind> request_kind;  // detail: the first failing request's own kind
+  std::optional<OomKind> kind;          // the run verdict: why it does not fit, over the whole run
+  std::optional<OomKind> request_kind;  // detail: the first failing request's kind at the request
   bool context_failed = false;          // the process could not even create its context
   std::size_t oom_event = 0;            // the first OOM (or the hang): where, how much
   Bytes oom_bytes = 0;
@@ -56,8 +56,13 @@ Verdict verdict_of(const RunResult& run, const TenantResult& tenant);
 // What held the bytes the failing tenant of `context` could not have, largest first.
 std::vector<Holder> holders_at(const OomContext& context);
 
-// "fits", "capacity", "fragmentation", "reservation" or "hang": the CSV's verdict column.
+// "fits", "capacity", "fragmentation", "reservation" or "hang": the run verdict in a word,
+// the CSV's verdict column.
 std::string_view verdict_word(const Verdict& verdict);
+
+// Every OOM of `tenant` counted by its kind at the request, the first OOM's kind first:
+// "fragmentation (237), capacity (2)"; "none" without an OOM.
+std::string describe_request_kinds(const TenantResult& tenant);
 
 // "tenant 0 does not fit (capacity): needs at least 16.3 GiB live; the device gives this
 // process 15.3 GiB (...); no allocator fits this", then lines of detail, each ending in '\n'.

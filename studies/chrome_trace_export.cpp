@@ -125,7 +125,7 @@ void ChromeTraceExport::write(std::ostream& out) const {
   for (const OomRecord& oom : ooms_) {
     events.push_back(json{{"ph", "i"}, {"s", "p"}, {"name", "OOM (" + std::string(name_of(oom.kind)) + ")"},
                           {"pid", pid_of(oom.tenant)}, {"tid", 0}, {"ts", micros(oom.time)},
-                          {"args", {{"requested_bytes", oom.bytes}, {"kind", name_of(oom.kind)},
+                          {"args", {{"requested_bytes", oom.bytes}, {"kind", name_of(oom.kind)}, {"request_kind", name_of(oom.request_kind)},
                                     {"event", oom.event}, {"device_free_bytes", oom.context.device_available}}}});
   }
   const json trace{

@@ -79,7 +79,7 @@ void ReplayAccount::failed(Bytes bytes, std::optional<AllocId> skipped) {
   OomRecord record{0,     event_, step_of(trace_->info, event_), now_, bytes, kind, request_kind, false,
                    std::move(context), first ? std::move(inspection.state) : std::string()};
   ++result_.oom_count;
-  ++result_.ooms_by_kind[static_cast<std::size_t>(kind)];
+  ++result_.ooms_by_request_kind[static_cast<std::size_t>(request_kind)];
   for (Observer* observer : recorders_) observer->on_oom(record);
   if (result_.ooms.size() < kMaxOomRecords) result_.ooms.push_back(std::move(record));
 }

@@ -119,14 +119,15 @@ Spec with_recorded_settings(const Spec& user, const TorchRecording& recording) {
 // One policy's replay of the recording. `exporters` and `recorders` watch it as
 // ReplayAccount says; `run` is its account.
 WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<const Trace>& shared_trace,
-                         const PolicySpec& given, const DeviceSpec& device_spec, const std::vector<bool>& in_alloc,
+                         const RecordingPolicy& given, const DeviceSpec& device_spec, const std::vector<bool>& in_alloc,
                          std::vector<std::string>& ambiguous_sizes, std::span<Observer* const> exporters = {},
                          std::span<Observer* const> recorders = {}) {
-  const PolicyInfo& row = *given.row;
+  const PolicyInfo* row = given.spec ? given.spec->row : nullptr;
   // PyTorch's own allocator takes the recorded settings; the spec as run is the one shown.
-  const PolicySpec as_run = policy_spec(row.recording ? with_recorded_settings(given.spec, recording) : given.spec);
+  std::optional<PolicySpec> as_run;
+  if (given.spec) as_run = policy_spec(row->recording ? with_recorded_settings(given.spec->spec, recording) : given.spec->spec);
   WhatIfOutcome outcome;
-  outcome.policy = as_run.text;
+  outcome.policy = as_run ? as_run->text : given.maker.text;
 
   const Bytes context = device_spec.context_overhead;  // charged from the start, as the process's own
   SimDevice sim_device(device_spec);
@@ -136,10 +137,10 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   MeteredDevice device(counting, metered_peak);  // what the account counts and tells the observers
   ReplayAccount account(shared_trace, outcome.policy, device_spec, exporters, recorders);
 
-  const std::unique_ptr<Policy> policy = std::move(as_run.build(device).policy);
+  const std::unique_ptr<Policy> policy = std::move((as_run ? as_run->build(device) : given.maker.make(device)).policy);
   // Adopted where the policy's segments are of the recording's kind (refuse_unrebuildable
   // leaves no mixed start); the other kind places the live blocks, as any policy does.
-  std::unique_ptr<RecordingReplay> adopting = row.recording ? row.recording(*policy) : nullptr;
+  std::unique_ptr<RecordingReplay> adopting = row && row->recording ? row->recording(*policy) : nullptr;
   if (adopting && adopting->expandable() != recorded_expandable(recording)) adopting.reset();
   account.watch(*policy, device);
   const Trace& trace = recording.trace;
@@ -290,6 +291,17 @@ std::optional<Bytes> recorded_capacity(const TorchRecording& recording) {
 
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
                              const ReplayDevice& device, const ExportFiles& exports, bool record) {
+  std::vector<RecordingPolicy> read;
+  for (const std::string& policy : policies) {
+    PolicySpec spec = parse_policy_spec(policy);
+    PolicyMaker maker = spec.maker();
+    read.push_back(RecordingPolicy{std::move(spec), std::move(maker)});
+  }
+  return replay_from_recording(recording, read, device, exports, record);
+}
+
+WhatIf replay_from_recording(const TorchRecording& recording, std::span<const RecordingPolicy> policies,
+                             const ReplayDevice& device, const ExportFiles& exports, bool record) {
   refuse_unrebuildable(recording, "replay");
   if (policies.empty()) throw Error("replay needs at least one policy");
   if (exports.any() && policies.size() != 1) {
@@ -322,12 +334,11 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
   what_if.releases_in_allocs = check.releases_in_allocs.size();
   // The exporters and the report see each replay as a one-tenant run of the recording's trace.
   const auto trace = std::make_shared<const Trace>(recording.trace);
-  for (const std::string& policy : policies) {
-    const PolicySpec given = parse_policy_spec(policy);
+  for (const RecordingPolicy& given : policies) {
     Scenario scenario;
     scenario.device = what_if.device;
     scenario.on_oom = OnOom::continue_run;  // a failed request is skipped, with its free
-    scenario.tenants.push_back(TenantSpec{trace, given.maker(), 0});
+    scenario.tenants.push_back(TenantSpec{trace, given.maker, 0});
     std::optional<MemoryVizExport> memory_viz;
     std::optional<ChromeTraceExport> chrome_trace;
     std::vector<Observer*> exporters;
@@ -341,7 +352,7 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
                            recording_observers);
     } catch (const Error& error) {
       if (policies.size() == 1) throw;
-      what_if.failed.push_back({policy, error.what()});
+      what_if.failed.push_back({given.text(), error.what()});
       continue;
     }
     if (memory_viz) write_file_atomically(exports.memory_viz, [&](std::ostream& out) { memory_viz->write(out); });

@@ -13,9 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "policies/registry.hpp"
 #include "sim/device.hpp"
-#include "sim/units.hpp"
 #include "sim/engine.hpp"
+#include "sim/units.hpp"
 #include "sim/result.hpp"
 #include "studies/run_exports.hpp"
 #include "studies/run_report.hpp"
@@ -75,13 +76,22 @@ struct ReplayDevice {
 // the bytes it reserved then plus the device_free PyTorch recorded; none without an OOM.
 std::optional<Bytes> recorded_capacity(const TorchRecording& recording);
 
+// A policy to replay: a registry spec (read once, where the user typed it), or a policy that
+// no registry row makes (one written in Python: `maker` alone, `maker.text` its name).
+struct RecordingPolicy {
+  std::optional<PolicySpec> spec;
+  PolicyMaker maker;  // used when there is no spec
+  const std::string& text() const { return spec ? spec->text : maker.text; }
+};
+
 // Contract:
 // - `caching` and `expandable` specs replay as the caching policy with the recorded
 //   settings, the spec's own keys replacing theirs; a native one adopts the recorded
 //   segments (at their addresses, with their blocks), as replay-check does, so plain
 //   `caching` reproduces the recording; an expandable one adopts the recorded expandable
 //   ranges of a recording made with them. Any other policy, and the other kind of the
-//   two, starts by allocating the blocks live at the start, in address order.
+//   two, starts by allocating the blocks live at the start, in address order: a policy
+//   without a spec (a maker alone) too, through the same Policy calls.
 // - the device: `device` when given; else, for a recording with an OOM, what the run
 //   could hold (recorded_capacity); else 1 TiB (no limit that matters, small enough for
 //   expandable's map). A device's context is charged before the start is rebuilt.
@@ -96,6 +106,8 @@ std::optional<Bytes> recorded_capacity(const TorchRecording& recording);
 //   the report's run has the trace's blocks and OOMs, not the recorded OOM requests served.
 // - throws Error on a bad spec, a recording it cannot rebuild (see replay_check).
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
+                             const ReplayDevice& device, const ExportFiles& exports = {}, bool record = false);
+WhatIf replay_from_recording(const TorchRecording& recording, std::span<const RecordingPolicy> policies,
                              const ReplayDevice& device, const ExportFiles& exports = {}, bool record = false);
 
 // One row per outcome, the recording's first, through the CSV column table.

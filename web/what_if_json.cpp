@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "sim/oom.hpp"
+#include "sim/verdict.hpp"
 #include "studies/replay_from_recording.hpp"
 
 namespace allocsim {
@@ -23,18 +24,21 @@ json side_json(const WhatIfOutcome& outcome, bool recorded) {
   put_bytes(side, "peak_reserved", outcome.peak_reserved);
   put_bytes(side, "peak_allocated", outcome.peak_allocated);
   side["first_oom"] = outcome.first_oom ? json(*outcome.first_oom) : json(nullptr);
-  // The recording holds no kind for its OOMs; a replay classifies each (sim/oom).
+  // The recording holds no kind for its OOMs; a replay classifies each (sim/oom), under its
+  // two names: the run verdict and the kind at the request, as `allocsim replay` prints them.
   side["first_oom_kind"] = nullptr;
-  json kinds = json::object();
+  side["first_oom_request_kind"] = nullptr;
+  side["run_verdict"] = "-";
+  side["at_the_request"] = "-";
   if (!recorded && !outcome.run.tenants.empty()) {
     const TenantResult& tenant = outcome.run.tenants.front();
-    if (!tenant.ooms.empty()) side["first_oom_kind"] = std::string(name_of(tenant.ooms.front().kind));
-    for (int k = 0; k < kOomKindCount; ++k) {
-      const std::uint64_t count = tenant.ooms_by_kind[k];
-      if (count != 0) kinds[std::string(name_of(static_cast<OomKind>(k)))] = count;
+    if (const OomRecord* oom = tenant.first_oom()) {
+      side["first_oom_kind"] = std::string(name_of(oom->kind));
+      side["first_oom_request_kind"] = std::string(name_of(oom->request_kind));
     }
+    side["run_verdict"] = std::string(verdict_word(verdict_of(outcome.run, tenant)));
+    side["at_the_request"] = describe_request_kinds(tenant);
   }
-  side["oom_kinds"] = kinds;
   return side;
 }
 

@@ -48,7 +48,9 @@ class Result:
 
     @property
     def ooms(self):
-        """Every OOM (the first 1000): records with kind, event, bytes, step, time_ns, ..."""
+        """Every OOM (the first 1000): records with event, bytes, step, time_ns, ..., and its two
+        names (docs/outputs.md): ``kind``, the run verdict judged at it, and ``request_kind``, its
+        kind at the request (why this one request failed; ``text`` leads with it)."""
         return records(self._fields["ooms"])
 
     @property
@@ -88,9 +90,12 @@ class Result:
 
     def _repr_html_(self):
         f = self._fields
+        # An OOM's two names as every output labels them: the run verdict, the kind at the request.
+        shown = [(key, key) for key in ("peak_reserved_bytes", "peak_allocated_bytes", "live_lower_bound_bytes",
+                                        "fragmentation_at_peak", "oom_count")]
+        shown += [("run verdict", "verdict"), ("first OOM at the request", "first_oom_request_kind")]
         rows = "".join(
-            f"<tr><td>{html.escape(key)}</td><td>{html.escape(str(f[key]))}</td></tr>"
-            for key in ("peak_reserved_bytes", "peak_allocated_bytes", "live_lower_bound_bytes",
-                        "fragmentation_at_peak", "oom_count", "first_oom_kind") if key in f)
+            f"<tr><td>{html.escape(label)}</td><td>{html.escape(str(f[key]))}</td></tr>"
+            for label, key in shown if key in f and f[key] is not None)
         return (f"<div><b>{html.escape(str(f['workload']))}</b> under <b>{html.escape(str(f['policy']))}</b>: "
                 f"{html.escape(self.verdict_text)}<table>{rows}</table></div>")

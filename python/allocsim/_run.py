@@ -22,13 +22,20 @@ def _size_text(value, argument):
 def _workload(value, argument):
     if isinstance(value, Trace):
         return value._trace
+    if isinstance(value, dict):
+        # A snapshot dict: its trace, as `allocsim run FILE.pickle` reads the file.
+        from ._snapshot import snapshot_bytes
+        try:
+            return _core._snapshot_trace(snapshot_bytes(value), "snapshot", None)
+        except _core.Error as error:
+            raise ValueError(f"{argument}: {error}") from None
     if isinstance(value, str):
         if not value:
             raise ValueError(f"{argument}: empty; give a spec (resnet50_b64, random:n=1000), a path or a Trace")
         return value
     if hasattr(value, "__fspath__"):
         return _path(value, argument)
-    raise TypeError(f"{argument}: a spec or path (str), a Trace, not {type(value).__name__}")
+    raise TypeError(f"{argument}: a spec or path (str), a Trace or a snapshot dict, not {type(value).__name__}")
 
 
 def _policy(value, argument):
@@ -75,8 +82,11 @@ def _tenant(value, index):
 def run(workload, policy="bfc", device=None, capacity=None, tenants=None, on_oom="stop", check=False):
     """Replays ``workload`` through ``policy`` on a device; returns the Result (of the first tenant).
 
-    workload: a spec ("resnet50_b64", "random:n=1000,seed=7"), a trace path, or a Trace;
-    None when ``tenants`` gives every tenant. policy: a spec ("bfc", "caching:max_split=256MiB")
+    workload: a spec ("resnet50_b64", "random:n=1000,seed=7"), a trace path, a Trace, or the
+    dict ``torch.cuda.memory._snapshot()`` returns; None when ``tenants`` gives every tenant. A
+    recording (its path or its dict) replays from an empty allocator, the blocks it found live
+    allocated first, as ``allocsim run FILE.pickle`` does, under any policy, one written in
+    Python too; ``replay()`` starts each policy from the state the recording began in. policy: a spec ("bfc", "caching:max_split=256MiB")
     or an allocsim.Policy subclass. device: a preset name (see devices()); capacity: bytes or
     "16GiB". tenants: more processes on the device, "WORKLOAD@POLICY[@start=T]" or tuples.
     on_oom: "stop" (the tenant crashes at its first OOM) or "continue". check: every invariant
@@ -123,12 +133,27 @@ def _snapshot_source(snapshot):
     raise TypeError(f"snapshot: a path or the dict torch.cuda.memory._snapshot() returns, not {type(snapshot).__name__}")
 
 
-def _policy_lists(policies):
-    if isinstance(policies, str):
-        return [policies]
-    if isinstance(policies, (list, tuple)) and policies and all(isinstance(p, str) for p in policies):
-        return list(policies)
-    raise TypeError("policies: a spec list as a str ('caching,expandable') or a list/tuple of specs")
+def _replay_policies(policies):
+    """The replay's policies for C++, in order: spec lists (str), and each policy written in
+    Python as (name, the class or instance)."""
+    if isinstance(policies, str) or is_python_policy(policies):
+        policies = [policies]
+    if not isinstance(policies, (list, tuple)) or not policies:
+        raise TypeError("policies: a spec list as a str ('caching,expandable'), an allocsim.Policy subclass, "
+                        "or a list/tuple of them")
+    chosen, names = [], {}
+    for i, policy in enumerate(policies):
+        if isinstance(policy, str):
+            chosen.append(policy)
+        elif is_python_policy(policy):
+            name = policy_name(policy)
+            if names.setdefault(name, policy) is not policy:
+                raise ValueError(f"policies[{i}]: two policies named {name}; give one a `name` attribute")
+            chosen.append((name, policy))
+        else:
+            raise TypeError(f"policies[{i}]: a policy spec (str) or an allocsim.Policy subclass, "
+                            f"not {type(policy).__name__}")
+    return chosen
 
 
 def _cuda_device(value):
@@ -141,14 +166,21 @@ def replay(snapshot, policies=("caching", "expandable"), capacity=None, cuda_dev
     """Replays a PyTorch recording (a snapshot pickle path, or the dict ``torch.cuda.memory._snapshot()``
     returns) through each policy, each from the allocator state the recording began in.
 
+    policies: specs ("caching,expandable" or a list of them) and allocsim.Policy subclasses, in
+    any mix. ``caching`` and ``expandable`` adopt the recorded segments; every other policy, one
+    written in Python too, starts by allocating the blocks live at the start, in address order
+    (replay_details' ``starts`` says how each began: "recorded segments adopted" or "live
+    blocks placed").
+
     Returns {policy spec: Result}; replay_details() adds what the recording itself did.
     """
     return replay_details(snapshot, policies, capacity, cuda_device)["results"]
 
 
 def replay_details(snapshot, policies=("caching", "expandable"), capacity=None, cuda_device=None):
-    """replay(), with what the recording itself did ("recorded"), the device's capacity and why."""
-    lists = _policy_lists(policies)
+    """replay(), with what the recording itself did ("recorded"), the device's capacity and why, and
+    how each policy's replay began (``starts``, by policy)."""
+    lists = _replay_policies(policies)
     capacity_text = _size_text(capacity, "capacity")
     kind, source = _snapshot_source(snapshot)
     try:

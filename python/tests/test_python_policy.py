@@ -1,4 +1,6 @@
 """Policies written in Python, replayed by the engine beside the built-ins."""
+import pickle
+
 import pytest
 
 import allocsim
@@ -180,3 +182,73 @@ def test_a_command_takes_the_class_and_names_its_errors():
         allocsim.compare(workload="random:n=10", policy=[BestFit()])
     with pytest.raises(allocsim.PolicyError, match=r"event 2 \(alloc of allocation 2"):
         allocsim.compare(workload="random:n=100,seed=1", policy=["bestfit", Raises])
+
+
+# A recording: each Python policy starts as every built-in outside PyTorch's own does, by
+# allocating the blocks live at the recording's start (replay), or from an empty allocator
+# with those blocks allocated first (run), so the Python best fit gives built-in bestfit's figures.
+FIELDS = ("peak_allocated_bytes", "peak_reserved_bytes", "oom_count", "first_oom_event", "device_mallocs")
+
+
+@pytest.mark.parametrize("capacity", [None, "200MiB"])
+def test_replay_takes_a_python_policy_among_the_specs(snapshot_path, capacity):
+    details = allocsim.replay_details(snapshot_path, policies=[BestFit, "caching", "bestfit"], capacity=capacity)
+    results = details.results
+    assert list(results) == ["py:BestFit", "caching", "bestfit"]
+    assert details.starts == {"py:BestFit": "live blocks placed", "caching": "recorded segments adopted",
+                              "bestfit": "live blocks placed"}
+    ours, theirs = results["py:BestFit"], results["bestfit"]
+    assert ours.policy == "py:BestFit"
+    for field in FIELDS:
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert [oom.event for oom in ours.ooms] == [oom.event for oom in theirs.ooms]
+    assert ours.timeline.reserved.max() == theirs.timeline.reserved.max()
+
+
+def test_replay_of_the_dict_takes_a_python_policy(snapshot_path):
+    snapshot = pickle.loads(snapshot_path.read_bytes())
+    from_dict = allocsim.replay(snapshot, policies=[BestFit, "caching"])
+    from_path = allocsim.replay(snapshot_path, policies=[BestFit, "caching"])
+    assert list(from_dict) == ["py:BestFit", "caching"]
+    for policy in from_path:
+        for field in FIELDS:
+            assert getattr(from_dict[policy], field) == getattr(from_path[policy], field), (policy, field)
+    assert allocsim.replay(snapshot, policies=BestFit)["py:BestFit"].peak_reserved_bytes > 0
+
+
+def test_replay_of_a_log_takes_a_python_policy(source):
+    log = source / "tests" / "data" / "rmm_pool_oom.dev0.csv"
+    results = allocsim.replay(log, policies=[BestFit, "bestfit"], capacity="1GiB")
+    assert list(results) == ["py:BestFit", "bestfit"]
+    for field in FIELDS:
+        assert getattr(results["py:BestFit"], field) == getattr(results["bestfit"], field), field
+
+
+def test_run_takes_a_snapshot_dict_with_a_python_policy(snapshot_path):
+    snapshot = pickle.loads(snapshot_path.read_bytes())
+    ours = allocsim.run(snapshot, policy=BestFit, capacity="200MiB", on_oom="continue")
+    theirs = allocsim.run(snapshot, policy="bestfit", capacity="200MiB", on_oom="continue")
+    from_path = allocsim.run(snapshot_path, policy=BestFit, capacity="200MiB", on_oom="continue")
+    assert ours.policy == "py:BestFit" and ours.events == theirs.events == from_path.events
+    for field in FIELDS:
+        assert getattr(ours, field) == getattr(theirs, field) == getattr(from_path, field), field
+
+
+def test_replay_names_a_bad_policy():
+    snapshot = {"segments": [], "device_traces": []}
+    with pytest.raises(TypeError, match=r"policies\[1\]"):
+        allocsim.replay(snapshot, policies=[BestFit, 3])
+
+    class Other(BestFit):
+        name = "py:BestFit"
+
+    with pytest.raises(ValueError, match="two policies named py:BestFit"):
+        allocsim.replay(snapshot, policies=[BestFit, Other])
+    with pytest.raises(ValueError, match="no 'device_traces' key"):
+        allocsim.run({"segments": []}, policy=BestFit)
+
+
+def test_an_exception_in_a_replay_is_a_policy_error(snapshot_path):
+    with pytest.raises(allocsim.PolicyError, match=r"policy py:Raises raised KeyError in allocate") as raised:
+        allocsim.replay(snapshot_path, policies=[Raises, "caching"])
+    assert isinstance(raised.value.__cause__, KeyError)

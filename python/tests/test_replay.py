@@ -54,3 +54,22 @@ def test_bad_arguments():
         allocsim.replay("/nonexistent.pickle")
     with pytest.raises(TypeError, match="policies"):
         allocsim.replay({"segments": [], "device_traces": []}, policies=[1])
+
+
+def test_an_ooms_two_names_agree_across_the_outputs(snapshot_path, tmp_path):
+    """The run verdict and the kind at the request (docs/outputs.md), the same in the fields, the
+    OOM records, the table and the report of one replay."""
+    result = allocsim.replay(snapshot_path, policies="caching", capacity="128MiB")["caching"]
+    assert result.oom_count > 0
+    first = result.ooms[0]
+    assert result.verdict == result.first_oom_kind == first.kind == result.verdict_detail.verdict
+    assert result.first_oom_request_kind == first.request_kind
+    counts = {kind: getattr(result, "ooms_" + kind) for kind in ("capacity", "fragmentation", "reservation")}
+    assert sum(counts.values()) == result.oom_count and counts[first.request_kind] > 0
+    table = result.table()
+    assert f"does not fit ({result.verdict})" in table
+    assert f"was {first.request_kind} at the request" in table
+    assert f"requested, {first.request_kind} at the request: " in table
+    assert (f"; run verdict: {first.kind}" in table) == (first.kind != first.request_kind)
+    page = result.report(tmp_path / "replay.html").read_text()
+    assert f"does not fit ({result.verdict})" in page and f"{first.request_kind} at the request" in page

@@ -97,7 +97,7 @@ TEST_CASE("the seed article's OOM: free bytes in holes, no block large enough", 
   CHECK(oom.kind == OomKind::fragmentation);
   CHECK(oom.context.policy.largest_free == 1_KiB);
   CHECK(result.events_replayed == 13);  // stopped at the OOM, as the program would crash
-  CHECK(describe_oom(oom) == "OOM at event 12 of tenant 0 (t = 20 ns): 3 KiB requested, fragmentation: 4 KiB free "
+  CHECK(describe_oom(oom) == "OOM at event 12 of tenant 0 (t = 20 ns): 3 KiB requested, fragmentation at the request: 4 KiB free "
                              "in the pool and 0 B more it may take from the device, but the largest free block is 1 KiB");
 }
 
@@ -111,7 +111,7 @@ TEST_CASE("an OOM beyond the device is capacity; continue skips the request and 
   scenario.on_oom = OnOom::continue_run;
   const TenantResult result = allocsim::run(scenario).tenants[0];
   CHECK(result.oom_count == 1);
-  CHECK(result.ooms_by_kind[static_cast<int>(OomKind::capacity)] == 1);
+  CHECK(result.ooms_by_request_kind[static_cast<int>(OomKind::capacity)] == 1);
   CHECK(result.events_replayed == 4);
   CHECK(result.device_mallocs == 1);
   CHECK(result.device_failed_mallocs == 1);

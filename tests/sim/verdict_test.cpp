@@ -250,5 +250,107 @@ TEST_CASE("a tenant spec takes a start time: WORKLOAD@POLICY@start=TIME", "[verd
   CHECK_THROWS_WITH(parse_tenant("a@start=1s"), Catch::Contains("is not WORKLOAD@POLICY"));
 }
 
+// A context worked on paper: a 16 MiB device with no context; the policy's limit 8 MiB, all of
+// it reserved, 4 MiB live in 1 MiB holes; a 3 MiB request.
+OomContext holes_under_a_limit(Bytes needs) {
+  OomContext context{};
+  context.request = 3_MiB;
+  context.live_requested = 4_MiB;
+  context.own_live_requested = 4_MiB;
+  context.usable = 16_MiB;
+  context.device_available = 8_MiB;
+  context.policy.allocated = 4_MiB;
+  context.policy.reserved = 8_MiB;
+  context.policy.largest_free = 1_MiB;
+  context.policy.limit = 8_MiB;
+  context.policy.limit_kind = LimitKind::memory_limit;
+  context.needs = needs;
+  context.share = TenantShare{16_MiB, 0, 0, {}};
+  return context;
+}
+
+TEST_CASE("the run verdict is fragmentation only when what the run needs fits the policy's limit", "[verdict][oom]") {
+  // At the request: 4 + 3 MiB fit the limit, no headroom under it, 4 MiB free in the pool but
+  // in 1 MiB holes: fragmentation. Over the run, the verdict turns on needs against 8 MiB.
+  CHECK(classify_oom(holes_under_a_limit(7_MiB)) == OomKind::fragmentation);
+  CHECK(classify_over_run(holes_under_a_limit(7_MiB)) == OomKind::fragmentation);
+  CHECK(classify_over_run(holes_under_a_limit(8_MiB)) == OomKind::fragmentation);
+  CHECK(classify_oom(holes_under_a_limit(8_MiB + 1)) == OomKind::fragmentation);
+  CHECK(classify_over_run(holes_under_a_limit(8_MiB + 1)) == OomKind::reservation);  // the limit holds it back
+  CHECK(classify_over_run(holes_under_a_limit(16_MiB)) == OomKind::reservation);
+  CHECK(classify_over_run(holes_under_a_limit(16_MiB + 1)) == OomKind::capacity);  // past the device itself
+}
+
+TEST_CASE("a run whose lower bound exceeds the policy's limit gets no headline that another placement fits",
+          "[verdict][oom]") {
+  // bfc limited to 8 MiB on a 16 MiB card: eight 1 MiB blocks fill its pool, every other one
+  // is freed, and 3 MiB fails in the holes (fragmentation at the request). Had it been served,
+  // 6 MiB more would follow: the run needs 4 + 3 + 6 = 13 MiB, past the 8 MiB limit.
+  TraceBuilder builder({"holes_then_more", "test"});
+  std::vector<AllocId> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(builder.alloc(static_cast<Nanos>(i), 1_MiB));
+  for (int i = 1; i < 8; i += 2) builder.free(static_cast<Nanos>(10 + i), ids[static_cast<std::size_t>(i)]);
+  builder.alloc(20, 3_MiB);
+  builder.alloc(21, 6_MiB);
+  Scenario scenario;
+  scenario.device = card(16_MiB, 0);
+  scenario.check = true;
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()),
+                                        policy_maker("bfc:limit=8MiB"), 0});
+  const RunResult run = allocsim::run(scenario);
+  const TenantResult& tenant = run.tenants[0];
+  REQUIRE(tenant.first_oom());
+  const OomRecord& oom = *tenant.first_oom();
+  CHECK(oom.event == 12);
+  CHECK(oom.request_kind == OomKind::fragmentation);
+  CHECK(oom.kind == OomKind::reservation);
+  CHECK(tenant.needs == 13_MiB);
+  const std::string verdict = describe_verdict(verdict_of(run, tenant), "sim");
+  CHECK_THAT(verdict, Catch::StartsWith("tenant 0 does not fit (reservation): needs at least 13 MiB live; the device "
+                                        "sim gives this process 16 MiB; held: the policy's memory_limit, 8 MiB below "
+                                        "what the device gives"));
+  CHECK_THAT(verdict, !Catch::Contains("another placement"));
+  CHECK_THAT(verdict, Catch::Contains("the first OOM, 3 MiB at event 12, was fragmentation at the request"));
+  // The request's own account leads with its kind at the request, then the run verdict.
+  CHECK_THAT(describe_oom(oom), Catch::Contains("3 MiB requested, fragmentation at the request: 4 MiB free in the pool") &&
+                                    Catch::EndsWith("; run verdict: reservation"));
+  CHECK(format_plain(metric("first_oom_kind").get(run, tenant)) == "reservation");
+  CHECK(format_plain(metric("verdict").get(run, tenant)) == "reservation");
+  CHECK(format_plain(metric("first_oom_request_kind").get(run, tenant)) == "fragmentation");
+  CHECK(format_plain(metric("ooms_fragmentation").get(run, tenant)) == "1");  // counted at the request
+  CHECK(format_plain(metric("ooms_reservation").get(run, tenant)) == "0");
+  CHECK(describe_request_kinds(tenant) == "fragmentation (1)");
+}
+
+TEST_CASE("OOMs at the request are counted by kind, the first OOM's kind first", "[verdict][oom]") {
+  // bestfit on an 8 KiB card, --on-oom continue: eight 1 KiB blocks, every other one freed;
+  // 3 KiB fails in the holes (fragmentation), 9 KiB beside the 4 KiB live exceeds the card
+  // (capacity), 3 KiB fails in the holes again.
+  TraceBuilder builder({"counts", "test"});
+  std::vector<AllocId> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(builder.alloc(static_cast<Nanos>(i), 1_KiB));
+  for (int i = 1; i < 8; i += 2) builder.free(static_cast<Nanos>(10 + i), ids[static_cast<std::size_t>(i)]);
+  builder.alloc(20, 3_KiB);
+  builder.alloc(21, 9_KiB);
+  builder.alloc(22, 3_KiB);
+  Scenario scenario;
+  scenario.device = card(8_KiB, 0);
+  scenario.on_oom = OnOom::continue_run;
+  scenario.tenants.push_back(TenantSpec{std::make_shared<const Trace>(std::move(builder).finish()), policy_maker("bestfit"), 0});
+  const RunResult run = allocsim::run(scenario);
+  const TenantResult& tenant = run.tenants[0];
+  REQUIRE(tenant.oom_count == 3);
+  CHECK(tenant.ooms[0].request_kind == OomKind::fragmentation);
+  CHECK(tenant.ooms[1].request_kind == OomKind::capacity);
+  CHECK(tenant.ooms[2].request_kind == OomKind::fragmentation);
+  CHECK(describe_request_kinds(tenant) == "fragmentation (2), capacity (1)");
+  CHECK(format_plain(metric("ooms_fragmentation").get(run, tenant)) == "2");
+  CHECK(format_plain(metric("ooms_capacity").get(run, tenant)) == "1");
+  // Were every request served the run would need 4 + 3 + 9 + 3 = 19 KiB: past the card.
+  CHECK(format_plain(metric("verdict").get(run, tenant)) == "capacity");
+  TenantResult none;
+  CHECK(describe_request_kinds(none) == "none");
+}
+
 }  // namespace
 }  // namespace allocsim

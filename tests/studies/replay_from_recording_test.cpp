@@ -278,10 +278,11 @@ TEST_CASE("replay on a smaller card: every policy runs to a verdict from the rec
     CHECK(what_if.replayed[1].start == "live blocks placed");
     CHECK_FALSE(what_if.replayed[1].first_oom);
   }
-  // The terminal table names each policy's OOM kind.
+  // The terminal table names each policy's run verdict and counts its OOMs at the request.
   const test::Outcome shown = test::cli({"replay", path, "--policy", "caching,expandable", "--capacity", "20MiB"});
   CHECK(shown.status == 0);
-  CHECK_THAT(shown.out, Contains("OOM kind") && Contains(" (1) ") && Contains("none"));
+  CHECK_THAT(shown.out, Contains("\n  run verdict   ") && Contains("\n  OOMs at the request   ") && Contains(" (1) ") &&
+                            Contains("fits") && Contains("none"));
 }
 
 // A recording made without max_split_size whose start holds a 200 MiB segment with 20 MiB

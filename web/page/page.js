@@ -153,14 +153,17 @@ function show(answer) {
     ['peak reserved', (s) => [short(s.peak_reserved_text), s.peak_reserved], 'peak_reserved'],
     ['peak allocated', (s) => [short(s.peak_allocated_text), s.peak_allocated], 'peak_allocated'],
     ['OOMs', (s) => [String(s.ooms), s.ooms], 'ooms'],
-    ['first OOM kind', (s) => (s.side === 'recorded' ? ['-', '-'] : [s.first_oom_kind ?? 'none', s.first_oom_kind ?? 'none'])],
+    // An OOM's two names (docs/outputs.md): the run's verdict, and each OOM's kind at the request.
+    ['run verdict', (s) => [s.run_verdict, s.run_verdict]],
+    ['OOMs at the request', (s) => [s.at_the_request, s.at_the_request]],
   ];
+  const oomRows = ['run verdict', 'OOMs at the request'];
   for (const [label, get, name] of rows) {
     const row = body.insertRow();
     row.appendChild(document.createElement('th')).textContent = label;
     answer.sides.forEach((side, i) => {
       const [text, value] = get(side);
-      const title = label === 'first OOM kind' ? side.first_oom ?? '' : (name ? side[`${name}_text`] : '');
+      const title = oomRows.includes(label) ? side.first_oom ?? '' : (name ? side[`${name}_text`] : '');
       const td = cell(row, text, name ?? label.replaceAll(' ', '_'), value, title);
       td.dataset.side = i;
       if (i === best) td.classList.add('best');

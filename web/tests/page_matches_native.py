@@ -5,8 +5,8 @@
 
 Opens the built page from file://, gives it each shared recording (*.pickle in TRACES_DIR)
 through its file input (DevTools DOM.setFileInputFiles), waits for the verdict and reads the
-numbers from the DOM: every side's policy, peak reserved and allocated, OOM count and first
-OOM kind, and replay-check's verdict must equal `NATIVE replay PICKLE --policy SPECS --csv F`
+numbers from the DOM: every side's policy, peak reserved and allocated, OOM count, run verdict
+and OOMs at the request, and replay-check's verdict must equal `NATIVE replay PICKLE --policy SPECS --csv F`
 for the same settings, as recorded and again under a smaller capacity set in the page's field.
 The charts: the data the page drew (the recorded settings' replay and the best setting's)
 must be the data of `NATIVE replay PICKLE --policy caching,BEST --report F.html` but for the
@@ -215,10 +215,11 @@ def native_replay(native, pickle, specs, capacity, folder):
         args += ["--capacity", capacity]
     stdout = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     rows = list(csv.DictReader(io.StringIO(table.read_text())))
-    kind_row = next(line for line in stdout.splitlines() if line.startswith("  OOM kind"))
-    # "capacity (4032), fragmentation (3)": the first kind is the first OOM's
-    kinds = [cell.split(" (")[0] for cell in re.split(r"\s{3,}", kind_row.strip())[1:]]
-    return stdout, rows, kinds
+    # The two rows of an OOM's names: a cell per side, the recording's "-" first.
+    def cells(label):
+        line = next(line for line in stdout.splitlines() if line.startswith(f"  {label}   "))
+        return re.split(r"\s{3,}", line.strip()[len(label):].strip())
+    return stdout, rows, list(zip(cells("run verdict"), cells("OOMs at the request")))
 
 
 class Checker:
@@ -241,8 +242,9 @@ class Checker:
         if not self.expect(len(rows) == len(sides), f"{label}: {len(sides)} sides on the page, {len(rows)} in the CSV"):
             return
         for side, row, kind in zip(sides, rows, kinds):
-            page_row = [side["policy"], side["peak_reserved"], side["peak_allocated"], side["ooms"], side["first_OOM_kind"]]
-            native_row = [row["policy"], row["peak_reserved_bytes"], row["peak_allocated_bytes"], row["oom_count"], kind]
+            page_row = [side["policy"], side["peak_reserved"], side["peak_allocated"], side["ooms"], side["run_verdict"],
+                        side["OOMs_at_the_request"]]
+            native_row = [row["policy"], row["peak_reserved_bytes"], row["peak_allocated_bytes"], row["oom_count"], *kind]
             self.expect(page_row == native_row, f"{label}: page {page_row}, command line {native_row}")
 
 

@@ -1,6 +1,6 @@
 // Each shared PyTorch recording replayed twice under the same settings: by allocsim_core.js
 // (the wasm build) in node and by a native `allocsim replay`. The --csv text must be
-// byte-identical, and replay-check's verdict and each side's OOM kinds the same.
+// byte-identical, and replay-check's verdict and each side's run verdict and OOMs at the request the same.
 // Usage: node replay_matches_native.mjs CORE.js NATIVE_ALLOCSIM TRACES_DIR
 // Exit 77 (skipped) without a native binary or recordings.
 import { execFileSync } from 'node:child_process';
@@ -35,17 +35,11 @@ function replay(bytes, request) {
   }
 }
 
-// The OOM kind row's text for a side, as replay_command.cpp's oom_kinds writes it.
-const kindOrder = ['capacity', 'fragmentation', 'reservation'];
-function oomKindsText(side) {
-  if (side.first_oom_kind === null) return 'none';
-  const first = kindOrder.indexOf(side.first_oom_kind);
-  const parts = [];
-  for (let k = 0; k < kindOrder.length; ++k) {
-    const kind = kindOrder[(first + k) % kindOrder.length];
-    if (side.oom_kinds[kind]) parts.push(`${kind} (${side.oom_kinds[kind]})`);
-  }
-  return parts.join(', ');
+// The two rows of an OOM's names, as the command line prints them: the side's cells, the
+// recording's "-" first.
+function rowCells(stdout, label) {
+  const row = stdout.split('\n').find((line) => line.startsWith(`  ${label}   `));
+  return row ? row.trim().slice(label.length).trim().split(/\s{3,}/) : null;
 }
 
 const settings = [
@@ -74,10 +68,11 @@ try {
       if (answer.csv !== readFileSync(nativeCsv, 'utf8')) fail(`${label}: the CSV differs\nwasm:\n${answer.csv}\nnative:\n${readFileSync(nativeCsv, 'utf8')}`);
       const verdict = answer.replay_check === 'exact' ? 'replay-check: exact' : `replay-check: diverged (${answer.replay_check_divergence})`;
       if (!stdout.includes(verdict)) fail(`${label}: native does not say "${verdict}"`);
-      const kindRow = stdout.split('\n').find((line) => line.startsWith('  OOM kind'));
-      const cells = kindRow.trim().split(/\s{3,}/).slice(1);
-      const expected = answer.sides.map((side) => (side.side === 'recorded' ? '-' : oomKindsText(side)));
-      if (JSON.stringify(cells) !== JSON.stringify(expected)) fail(`${label}: OOM kinds ${JSON.stringify(expected)}, native ${JSON.stringify(cells)}`);
+      for (const [row, key] of [['run verdict', 'run_verdict'], ['OOMs at the request', 'at_the_request']]) {
+        const cells = rowCells(stdout, row);
+        const expected = answer.sides.map((side) => side[key]);
+        if (JSON.stringify(cells) !== JSON.stringify(expected)) fail(`${label}: ${row} ${JSON.stringify(expected)}, native ${JSON.stringify(cells)}`);
+      }
     }
   }
   // A bad spec is the command line's one-line error, caught in the module.
