@@ -79,7 +79,8 @@ bytes over time, the memory map, each OOM at its moment, the peak (docs/report.m
   allocsim replay oom.pickle --policy caching,expandable --report oom.html
 
 Exit status: 0 when every replay ran (an OOM is a result), 1 when a policy asked for could
-not replay the recording (the others are still shown, and it is named), 2 on bad input.
+not replay the recording (the others are still shown, and it is named), 2 on bad input and
+when the one policy asked for could not replay (its reason is the error).
 )";
 
 // Label column first, one column per side, padded to the widest cell.
@@ -213,6 +214,12 @@ void print_table(std::ostream& out, const WhatIf& what_if) {
     if (side->first_oom) out << "  first OOM, " << (side == sides.front() ? "recorded" : side->policy) << ": " << *side->first_oom << '\n';
   }
   for (const WhatIf::Failed& failed : what_if.failed) out << "  could not replay " << failed.policy << ": " << failed.error << '\n';
+  if (const std::optional<std::size_t> best = what_if.best()) {
+    const WhatIfOutcome& side = what_if.replayed[*best];
+    out << "  best setting: " << side.policy << ", reserved peak " << format_bytes(side.peak_reserved) << "; in PyTorch:\n";
+    std::istringstream lines(side.torch_setting);
+    for (std::string line; std::getline(lines, line);) out << "    " << line << '\n';
+  }
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 """Captures, from the architecture alone, a training step of the language model recorded in
 ../shared/traces/lm_medium_ctx128_train.snapshot.pickle (docs/llm.md, "The recorded check":
 CS336's BasicsTransformerLM, d_model 1024, d_ff 4096 SwiGLU, 24 layers, 16 heads, vocab
-10,000, RMSNorm, RoPE, untied head, context 128, batch 4, bf16 autocast, an AdamW that updates
+10,000, RMSNorm, RoPE, untied head, context 128, batch 4, fp32 (no autocast), an AdamW that updates
 one parameter at a time and replaces its moments) and compares the peaks through `caching`.
 
     PYTHONPATH=build/release/python /usr/bin/python3 bench/capture_lm_medium.py [--recording PATH]
@@ -120,7 +120,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--recording", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces",
                                                             "lm_medium_ctx128_train.snapshot.pickle"))
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=2)
     options = parser.parse_args()
     start = time.perf_counter()
     with allocsim.capture(device="a100-80gb", name="lm_medium_ctx128") as cap:
@@ -129,8 +129,7 @@ def main():
         for _ in range(options.steps):
             tokens = torch.randint(0, 10000, (4, 128), device="cuda")
             targets = torch.randint(0, 10000, (4, 128), device="cuda")
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                logits = model(tokens)
+            logits = model(tokens)
             loss = nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
             loss.backward()
             optimizer.step()

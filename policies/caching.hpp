@@ -69,7 +69,7 @@ constexpr std::array<ParamInfo, 7> caching_params(std::string_view expandable_de
       ParamInfo{"gc_threshold", "0", "free old cached blocks above t x the cap (0 < t < 1, needs fraction)",
                 "garbage_collection_threshold"},
       ParamInfo{"fraction", "0", "set_per_process_memory_fraction: cap reserved bytes at this share of total; "
-                                 "0 = no cap"},
+                                 "0 = no cap", "per_process_memory_fraction"},
       ParamInfo{"expandable_segments", expandable_default,
                 "one virtual segment per stream and pool, mapped in 2 MiB / 20 MiB pages on demand"},
       ParamInfo{"conf", "", "a PYTORCH_CUDA_ALLOC_CONF string with '+' (or a quoted ';') between entries, e.g. "

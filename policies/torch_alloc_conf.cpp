@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "policies/caching.hpp"
 #include "policies/registry.hpp"
@@ -11,22 +15,52 @@
 namespace allocsim {
 namespace {
 
-// Every key of the CUDA allocator's config, PyTorch 1.10 to 2.9.
-constexpr std::array<std::string_view, 13> kKeys{
-    "max_split_size_mb", "max_non_split_rounding_mb", "garbage_collection_threshold", "roundup_power2_divisions",
-    "expandable_segments", "backend", "per_process_memory_fraction", "release_lock_on_cudamalloc",
-    "pinned_use_cuda_host_register", "pinned_num_register_threads", "pinned_use_background_threads",
-    "pinned_reserve_segment_size_mb", "graph_capture_record_stream_reuse"};
+// What a key of PyTorch's CUDA allocator config sets here.
+enum class Sets : std::uint8_t {
+  parameter,  // a parameter of `caching`, whose native spelling (or key) the key is
+  policy,     // the policy: expandable_segments:True is `expandable`, backend:cudaMallocAsync `torch-async`
+  nothing,    // nothing a single-threaded replay of device memory allocates
+};
 
-// The keys that only PyTorch's native allocator reads: cudaMallocAsync ignores them.
-bool native_only(std::string_view key) {
-  return key == "max_split_size_mb" || key == "max_non_split_rounding_mb" || key == "garbage_collection_threshold" ||
-         key == "roundup_power2_divisions" || key == "expandable_segments";
+struct ConfKey {
+  std::string_view key;
+  Sets sets;
+  bool native_only;  // read by the native allocator only: cudaMallocAsync ignores it
+};
+
+// Every key of the CUDA allocator's config, PyTorch 1.10 to 2.9.
+constexpr std::array kKeys{
+    ConfKey{"max_split_size_mb", Sets::parameter, true},
+    ConfKey{"max_non_split_rounding_mb", Sets::parameter, true},
+    ConfKey{"garbage_collection_threshold", Sets::parameter, true},
+    ConfKey{"roundup_power2_divisions", Sets::parameter, true},
+    ConfKey{"expandable_segments", Sets::policy, true},
+    ConfKey{"backend", Sets::policy, false},
+    ConfKey{"per_process_memory_fraction", Sets::parameter, false},
+    ConfKey{"release_lock_on_cudamalloc", Sets::nothing, false},
+    ConfKey{"pinned_use_cuda_host_register", Sets::nothing, false},
+    ConfKey{"pinned_num_register_threads", Sets::nothing, false},
+    ConfKey{"pinned_use_background_threads", Sets::nothing, false},
+    ConfKey{"pinned_reserve_segment_size_mb", Sets::nothing, false},
+    ConfKey{"graph_capture_record_stream_reuse", Sets::nothing, false},
+};
+
+const ConfKey* find_key(std::string_view key) {
+  const auto found = std::find_if(kKeys.begin(), kKeys.end(), [&](const ConfKey& row) { return row.key == key; });
+  return found == kKeys.end() ? nullptr : &*found;
+}
+
+// The parameter of `caching` a key sets: the one whose native spelling, or key, it is.
+const ParamInfo& parameter_of(std::string_view key) {
+  for (const ParamInfo& param : CachingPolicy::kParams) {
+    if (param.native == key || param.key == key) return param;
+  }
+  throw Error("'" + std::string(key) + "' is no parameter of caching");
 }
 
 std::string valid_keys() {
   std::string list;
-  for (const std::string_view key : kKeys) list += (list.empty() ? "" : ", ") + std::string(key);
+  for (const ConfKey& row : kKeys) list += (list.empty() ? "" : ", ") + std::string(row.key);
   return list;
 }
 
@@ -64,11 +98,18 @@ std::vector<std::pair<std::string, std::string>> alloc_conf_entries(std::string_
 }
 
 bool alloc_conf_key_without_effect(std::string_view key, std::string_view value) {
-  return key == "release_lock_on_cudamalloc" || key.starts_with("pinned_") || key == "graph_capture_record_stream_reuse" ||
-         (key == "backend" && value == "native");
+  const ConfKey* row = find_key(key);
+  return row != nullptr && (row->sets == Sets::nothing || (key == "backend" && value == "native"));
 }
 
-bool is_alloc_conf_key(std::string_view key) { return std::find(kKeys.begin(), kKeys.end(), key) != kKeys.end(); }
+bool is_alloc_conf_key(std::string_view key) { return find_key(key) != nullptr; }
+
+std::string_view alloc_conf_key(std::string_view parameter) {
+  for (const ConfKey& row : kKeys) {
+    if (row.sets == Sets::parameter && parameter_of(row.key).key == parameter) return row.key;
+  }
+  return {};
+}
 
 AllocConfPolicy alloc_conf_policy(std::string_view conf) {
   AllocConfPolicy made;
@@ -78,17 +119,19 @@ AllocConfPolicy alloc_conf_policy(std::string_view conf) {
   bool fraction = false;
   std::vector<std::string> ignored_by_async;
   for (const auto& [key, value] : alloc_conf_entries(conf)) {
-    if (!is_alloc_conf_key(key)) {
+    const ConfKey* row = find_key(key);
+    if (row == nullptr) {
       throw Error("--alloc-conf: '" + key + "' is not a key of PYTORCH_CUDA_ALLOC_CONF; PyTorch reads " + valid_keys());
     }
     if (value.empty()) throw Error("--alloc-conf: '" + key + "' has no value; PyTorch takes key:value (" + key + ":...)");
-    if (native_only(key)) ignored_by_async.push_back(key + ":" + value);
+    if (row->native_only) ignored_by_async.push_back(key + ":" + value);
     if (key == "max_split_size_mb" || key == "max_non_split_rounding_mb") {
       const bool whole = value.find_first_not_of("0123456789") == std::string::npos;
       if (!whole || value.size() > 9 || std::stoull(value) < 20) {
         throw Error("--alloc-conf " + key + ":" + value + ": PyTorch takes a whole number of MB, 20 or more");
       }
-      spec.args.emplace_back(key == "max_split_size_mb" ? "max_split_size" : "max_non_split_rounding", value + "MiB");
+      const ParamInfo& param = parameter_of(key);
+      spec.args.emplace_back(param.key, value + std::string(param.native_unit));
     } else if (key == "garbage_collection_threshold") {
       const Spec probe{"caching", {{"gc_threshold", value}}};
       const double threshold = Params(probe, CachingPolicy::kParams, "--alloc-conf").number("gc_threshold");
@@ -96,14 +139,14 @@ AllocConfPolicy alloc_conf_policy(std::string_view conf) {
         throw Error("--alloc-conf garbage_collection_threshold:" + value + ": PyTorch takes a number between 0 and 1, "
                     "both excluded");
       }
-      spec.args.emplace_back("gc_threshold", value);
+      spec.args.emplace_back(parameter_of(key).key, value);
       gc = true;
     } else if (key == "roundup_power2_divisions") {
-      spec.args.emplace_back("roundup_power2_divisions", value);
+      spec.args.emplace_back(parameter_of(key).key, value);
     } else if (key == "expandable_segments") {
       if (true_or_false(key, value)) spec.name = "expandable";
     } else if (key == "per_process_memory_fraction") {
-      spec.args.emplace_back("fraction", value);
+      spec.args.emplace_back(parameter_of(key).key, value);
       fraction = true;
     } else if (key == "backend") {
       if (value != "native" && value != "cudaMallocAsync") {
@@ -119,7 +162,7 @@ AllocConfPolicy alloc_conf_policy(std::string_view conf) {
     // cudaMallocAsync reads only the fraction; PyTorch warns that it ignores the rest.
     Spec pool{"torch-async", {}};
     for (const auto& arg : spec.args) {
-      if (arg.first == "fraction") pool.args.push_back(arg);
+      if (arg.first == parameter_of("per_process_memory_fraction").key) pool.args.push_back(arg);
     }
     spec = std::move(pool);
     for (const std::string& entry : ignored_by_async) {
@@ -134,6 +177,78 @@ AllocConfPolicy alloc_conf_policy(std::string_view conf) {
   made.spec = to_string(spec);
   parse_policy_spec(made.spec);
   return made;
+}
+
+namespace {
+
+// A conf's entries with `key` set to `value`: in its place where the conf has it, else last.
+void set_entry(std::vector<std::pair<std::string, std::string>>& entries, std::string_view key, std::string value) {
+  const auto found = std::find_if(entries.begin(), entries.end(), [&](const auto& entry) { return entry.first == key; });
+  if (found != entries.end()) {
+    found->second = std::move(value);
+  } else {
+    entries.emplace_back(std::string(key), std::move(value));
+  }
+}
+
+// A parameter's value as its PyTorch key spells it: bytes in the key's unit (max_split_size
+// 128MiB is max_split_size_mb 128); none when it is not a whole number of that unit.
+std::optional<std::string> native_value(const ParamInfo& param, const std::string& value) {
+  if (param.native_unit.empty()) return value;
+  const Bytes unit = parse_bytes(std::string("1").append(param.native_unit));
+  const Bytes bytes = parse_bytes(value);
+  if (bytes % unit != 0) return std::nullopt;
+  return std::to_string(bytes / unit);
+}
+
+}  // namespace
+
+std::optional<std::string> alloc_conf_line(const Spec& spec, std::string_view recorded) {
+  const std::string_view policy = find_policy(spec.name).name;
+  if (policy != "caching" && policy != "expandable" && policy != "torch-async") return std::nullopt;
+  std::vector<std::pair<std::string, std::string>> entries = alloc_conf_entries(recorded);
+  if (policy == "expandable") set_entry(entries, "expandable_segments", "True");
+  if (policy == "torch-async") set_entry(entries, "backend", "cudaMallocAsync");
+  for (const auto& [parameter, value] : spec.args) {
+    const ParamInfo* param = nullptr;
+    for (const ParamInfo& candidate : CachingPolicy::kParams) {
+      if (candidate.key == parameter || candidate.native == parameter) param = &candidate;
+    }
+    const std::string_view key = param ? alloc_conf_key(param->key) : std::string_view();
+    if (key.empty() || key == "per_process_memory_fraction") return std::nullopt;
+    const std::optional<std::string> native = parameter == param->native ? value : native_value(*param, value);
+    if (!native) return std::nullopt;
+    set_entry(entries, key, *native);
+  }
+  std::string line = "PYTORCH_CUDA_ALLOC_CONF=";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    line.append(i == 0 ? "" : ",").append(entries[i].first);
+    if (!entries[i].second.empty()) line.append(":").append(entries[i].second);
+  }
+  return line;
+}
+
+std::string torch_setting(const Spec& spec, std::string_view recorded) {
+  const std::string_view policy = find_policy(spec.name).name;
+  if (policy == "caching" && spec.args.empty()) {
+    return recorded.empty() ? "# the recorded settings: keep PYTORCH_CUDA_ALLOC_CONF as it was"
+                            : "# the recorded settings: keep it as it was\nPYTORCH_CUDA_ALLOC_CONF=" + std::string(recorded);
+  }
+  // A memory fraction is set from Python: the PyTorch versions recordings come from read no
+  // per_process_memory_fraction key.
+  Spec conf{spec.name, {}};
+  std::optional<std::string> fraction;
+  for (const auto& arg : spec.args) {
+    if (arg.first == "fraction") {
+      fraction = arg.second;
+    } else {
+      conf.args.push_back(arg);
+    }
+  }
+  const std::optional<std::string> line = alloc_conf_line(conf, recorded);
+  if (!line) return std::string("# ").append(to_string(spec));
+  if (!fraction) return *line;
+  return *line + "\n# and in Python, before the first allocation:\ntorch.cuda.set_per_process_memory_fraction(" + *fraction + ")";
 }
 
 }  // namespace allocsim

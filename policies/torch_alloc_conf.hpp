@@ -1,13 +1,19 @@
 // PYTORCH_CUDA_ALLOC_CONF, read as PyTorch's allocator config reads it
-// (c10/core/AllocatorConfig.cpp, c10/cuda/CUDAAllocatorConfig.cpp): the string a user
-// sets, turned into the policy spec that models it, so that `--alloc-conf` speaks
-// PyTorch's own words and lands on the same rows as `--policy`.
+// (c10/core/AllocatorConfig.cpp, c10/cuda/CUDAAllocatorConfig.cpp), both ways, from one
+// table of its keys: the string a user sets turned into the policy spec that models it (so
+// that `--alloc-conf` speaks PyTorch's own words and lands on the same rows as `--policy`),
+// and a spec of PyTorch's allocator turned back into what a user sets (the advice, replay's
+// best setting, the page). A key that sets a parameter of `caching` is that parameter's own
+// `native` spelling in its registry row.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "sim/spec.hpp"
 
 namespace allocsim {
 
@@ -21,6 +27,10 @@ bool alloc_conf_key_without_effect(std::string_view key, std::string_view value)
 // Whether `key` is one PyTorch's CUDA allocator config reads.
 bool is_alloc_conf_key(std::string_view key);
 
+// The PYTORCH_CUDA_ALLOC_CONF key that sets `parameter` of `caching` (max_split_size ->
+// max_split_size_mb), or empty when no key does.
+std::string_view alloc_conf_key(std::string_view parameter);
+
 struct AllocConfPolicy {
   std::string spec;  // `caching:...`, `expandable:...` or `torch-async:...`, checked
   std::vector<std::string> warnings;  // settings PyTorch accepts that have no effect here, and why
@@ -29,5 +39,17 @@ struct AllocConfPolicy {
 // The policy PYTORCH_CUDA_ALLOC_CONF=`conf` makes of PyTorch's allocator. Throws Error on
 // a key PyTorch does not read, a key without ':', or a value PyTorch or the policy refuses.
 AllocConfPolicy alloc_conf_policy(std::string_view conf);
+
+// The PYTORCH_CUDA_ALLOC_CONF=... line that makes PyTorch's allocator the policy `spec`
+// names (caching, expandable, torch-async, with their keys): `recorded` (the program's own
+// setting, may be empty) with each key the spec sets replaced and its other entries kept.
+// None for another policy, or a key with no PyTorch spelling (a memory fraction is set
+// from Python: see torch_setting).
+std::optional<std::string> alloc_conf_line(const Spec& spec, std::string_view recorded);
+
+// What a user sets in PyTorch for `spec`, for a person: the ALLOC_CONF line, and the Python
+// call for a memory fraction; plain `caching` keeps the recorded setting; a policy that is
+// not PyTorch's is named in a comment line.
+std::string torch_setting(const Spec& spec, std::string_view recorded);
 
 }  // namespace allocsim

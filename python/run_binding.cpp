@@ -303,7 +303,7 @@ void bind_run(py::module_& module) {
   module.def("_snapshot_trace", [](const py::bytes& data, const std::string& name, std::optional<int> cuda_device) {
     const std::string pickle = data;
     py::gil_scoped_release unlocked;
-    return std::make_shared<Trace>(parse_converted_trace(convert_snapshot_bytes(pickle, name, cuda_device).csv, name));
+    return std::make_shared<Trace>(read_torch_recording_bytes(pickle, name, cuda_device).trace);
   });
   module.def("_replay_check_bytes", [](const py::bytes& data, const std::string& name, const std::string& capacity,
                                        std::optional<int> cuda_device) {

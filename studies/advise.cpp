@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "policies/registry.hpp"
+#include "policies/torch_alloc_conf.hpp"
 #include "sim/csv_columns.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
@@ -279,14 +280,14 @@ class Planner {
 
   void torch_settings() {
     if (!runs("expandable")) {
-      add(make_candidate("expandable segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", Impact::setting,
+      add(make_candidate("expandable segments", *alloc_conf_line(Spec{"expandable", {}}, ""), Impact::setting,
                          subject_.workload, renamed(base_policy(), "expandable")));
     }
-    add(make_candidate("max_split_size", "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128", Impact::setting,
+    add(make_candidate("max_split_size", *alloc_conf_line(Spec{"caching", {{"max_split_size", "128MiB"}}}, ""), Impact::setting,
                        subject_.workload, with_arg(base_policy(), "max_split_size", "128MiB")));
     add(make_candidate("garbage collection",
-                       "PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8 with "
-                       "torch.cuda.set_per_process_memory_fraction(1.0) (the threshold is a share of that cap)",
+                       *alloc_conf_line(Spec{"caching", {{"gc_threshold", "0.8"}}}, "") +
+                           " with torch.cuda.set_per_process_memory_fraction(1.0) (the threshold is a share of that cap)",
                        Impact::setting, subject_.workload,
                        with_arg(with_arg(base_policy(), "fraction", "1"), "gc_threshold", "0.8")));
     add_search(

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policies/caching.hpp"
+#include "policies/torch_alloc_conf.hpp"
 #include "sim/device_presets.hpp"
 #include "studies/bfc_oom_log.hpp"
 #include "studies/pasted_text.hpp"
@@ -284,10 +285,12 @@ void explain_torch(const TorchOomMessage& message, OomExplanation& out) {
   add(out, "outside", "outside PyTorch", outside, format_gib(outside), outside_how);
   const Holders holders = holders_of(message, total, free, reserved_all, reserved_error, outside, out);
 
-  const std::string fragmentation_hint = message.wording == TorchWording::unallocated
-                                             ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-                                             : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch 2.1 or later; "
-                                               "before it, PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N with N below the request in MiB)";
+  const std::string expandable = *alloc_conf_line(Spec{"expandable", {}}, "");
+  const std::string fragmentation_hint =
+      message.wording == TorchWording::unallocated
+          ? expandable
+          : expandable + " (PyTorch 2.1 or later; before it, PYTORCH_CUDA_ALLOC_CONF=" +
+                std::string(alloc_conf_key("max_split_size")) + ":N with N below the request in MiB)";
   const std::string own_libraries = "less memory for this process's other libraries (cuDNN/cuBLAS workspaces, NCCL buffers, "
                                     "another framework): it holds " + format_gib(holders.own) + " outside PyTorch";
   const bool own_large = holders.own > kContextBand + kNoProcess;

@@ -6,6 +6,7 @@
 
 #include "policies/caching.hpp"
 #include "policies/registry.hpp"
+#include "policies/torch_alloc_conf.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/csv_columns.hpp"
 #include "sim/error.hpp"
@@ -128,6 +129,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   if (given.spec) as_run = policy_spec(row->recording ? with_recorded_settings(given.spec->spec, recording) : given.spec->spec);
   WhatIfOutcome outcome;
   outcome.policy = as_run ? as_run->text : given.maker.text;
+  outcome.torch_setting = given.spec ? torch_setting(given.spec->spec, recording.settings.conf) : std::string("# ").append(given.maker.text);
 
   const Bytes context = device_spec.context_overhead;  // charged from the start, as the process's own
   SimDevice sim_device(device_spec);
@@ -279,6 +281,15 @@ const std::array<Column<CsvRow>, 10> kColumns{{
 }};
 
 }  // namespace
+
+std::optional<std::size_t> WhatIf::best() const {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < replayed.size(); ++i) {
+    if (replayed[i].ooms > 0) continue;
+    if (!best || replayed[i].peak_reserved < replayed[*best].peak_reserved) best = i;
+  }
+  return best;
+}
 
 std::optional<Bytes> recorded_capacity(const TorchRecording& recording) {
   std::optional<Bytes> capacity;

@@ -33,6 +33,9 @@ struct WhatIfOutcome {
   std::size_t device_allocs = 0;  // segments reserved: cudaMalloc calls, or page maps
   std::size_t ooms = 0;           // requests not served (the recorded OOMs' and the trace's)
   std::optional<std::string> first_oom;  // where, for a person
+  // What a user sets in PyTorch for this side's policy (policies/torch_alloc_conf), the
+  // recording's own PYTORCH_CUDA_ALLOC_CONF kept where the policy does not change it.
+  std::string torch_setting;
   // A replayed side only: the replay as a one-tenant run of the recording's trace, for a
   // report (the recorders only when asked for: record).
   RunResult run;
@@ -56,6 +59,9 @@ struct WhatIf {
   std::optional<std::string> replay_check_divergence;  // replay-check's verdict on the recording
   std::size_t releases_in_allocs = 0;  // recorded releases that were no empty_cache() call, not replayed
   bool recorded_oom() const { return recorded.ooms > 0; }
+  // The replayed side to take: the lowest reserved peak among those without an OOM, the
+  // first on a tie; none when every one ran out of memory.
+  std::optional<std::size_t> best() const;
 };
 
 // The device a replay runs on: none (what the recording says, see replay_from_recording),

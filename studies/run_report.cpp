@@ -166,7 +166,7 @@ json map_of(const TenantBlocks& blocks, const Trace& trace, Nanos end, std::size
     std::sort(order.begin(), order.end());
   }
   // Colour by tag, unless every allocation's tag is `other` (a recording's) and the trace
-  // names layers (a recording's first frames outside torch): then by layer, the ones
+  // names layers (a recording's layers, from its frames): then by layer, the ones
   // largest in bytes x lifetime each a colour of their own.
   const bool by_layer = trace.layer_names.size() > 1 &&
                         std::all_of(tags.begin(), tags.end(), [](Tag tag) { return tag == Tag::other; });

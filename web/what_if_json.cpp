@@ -28,6 +28,7 @@ json side_json(const WhatIfOutcome& outcome, bool recorded) {
   // two names: the run verdict and the kind at the request, as `allocsim replay` prints them.
   side["first_oom_kind"] = nullptr;
   side["first_oom_request_kind"] = nullptr;
+  side["torch_setting"] = outcome.torch_setting;
   side["run_verdict"] = "-";
   side["at_the_request"] = "-";
   if (!recorded && !outcome.run.tenants.empty()) {
@@ -67,6 +68,9 @@ json what_if_json(const TorchRecording& recording, const std::string& name, std:
   json sides = json::array({side_json(what_if.recorded, true)});
   for (const WhatIfOutcome& outcome : what_if.replayed) sides.push_back(side_json(outcome, false));
   answer["sides"] = sides;
+  // The side to take and what to set in PyTorch for it, as the command line's replay says.
+  const std::optional<std::size_t> best = what_if.best();
+  answer["best"] = best ? json(*best + 1) : json(nullptr);  // sides[0] is the recording
   json failed = json::array();
   for (const WhatIf::Failed& failure : what_if.failed) failed.push_back({{"policy", failure.policy}, {"error", failure.error}});
   answer["failed"] = failed;

@@ -51,9 +51,12 @@ def _capture_command(arguments):
         if exit.code not in (None, 0):
             print(f"capture: {options.script} exited with {exit.code}", file=sys.stderr)
             status = 1
-    except (allocsim._capture.DataRead, RuntimeError) as error:
+    except allocsim._capture.DataRead as error:  # the script reads what a capture does not hold
         print(f"capture: {error}", file=sys.stderr)
         status = 2
+    except Exception as error:  # the script's own failure: what ran before it is kept
+        print(f"capture: {options.script} stopped: {type(error).__name__}: {error}", file=sys.stderr)
+        status = 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     if cap.steps < options.steps:

@@ -124,7 +124,7 @@ class Capture:
             else:
                 tags.append(0)
                 layers.append(0)
-        if not ops:
+        if 0 not in ops:  # releases alone (an empty_cache() call) are no trace
             raise ValueError("capture: nothing was allocated on the device (did the code call .cuda() or "
                              ".to('cuda')?)")
         if not layer_names:
@@ -417,17 +417,27 @@ def _script_line():
     return "?"
 
 
+# Where the doubling stops without a `high`: a step whose memory does not grow with the
+# batch fits at every batch, and a capture costs no real memory to stop it.
+_MAX_BATCH = 1 << 16
+
+
 def maxbatch_of(step_fn, device="a100-80gb", policy=("caching",), low=1, high=None, workspaces=True):
     """The largest batch at which ``step_fn(batch)`` (one training step) fits, per policy.
 
-    Captures ``step_fn`` at each batch it tries (doubling from ``low``, then bisecting) and
-    replays each capture through the policies in memory (allocsim.run on the trace). Returns
-    {policy: {"batch": largest that fits (0: none), "fails_at": the first that does not
-    (None: none tried), "verdict": that run's verdict}}.
+    Captures ``step_fn`` at each batch it tries (doubling from ``low`` up to ``high``, or
+    65536 without one, then bisecting) and replays each capture through the policies in
+    memory (allocsim.run on the trace); a run fits when its verdict is ``fits`` (an allocator
+    hang does not). Returns {policy: {"batch": largest that fits (0: none), "fails_at": the
+    first that does not (None: none up to the bound), "verdict": that run's verdict}}.
     """
     from ._run import run
     if not callable(step_fn):
         raise TypeError(f"step_fn: a callable step_fn(batch), not {type(step_fn).__name__}")
+    if low < 1 or (high is not None and high < low):
+        raise ValueError(f"low={low}, high={high}: need 1 <= low <= high")
+    if high is None:
+        high = max(low, _MAX_BATCH)
     policies = [policy] if isinstance(policy, str) else list(policy)
     if not policies:
         raise ValueError("policy: give at least one")
@@ -447,16 +457,16 @@ def maxbatch_of(step_fn, device="a100-80gb", policy=("caching",), low=1, high=No
         def fits(batch):
             if batch not in results:
                 results[batch] = run(trace_at(batch), policy=spec, device=device)
-            return not results[batch].ooms
+            return results[batch].verdict == "fits"
 
         good, bad = 0, None
         batch = low
         while bad is None:
             if fits(batch):
                 good = batch
-                if high is not None and batch >= high:
+                if batch >= high:
                     break
-                batch = batch * 2 if high is None else min(batch * 2, high)
+                batch = min(batch * 2, high)
             else:
                 bad = batch
         while bad is not None and bad - good > 1 and good >= low:

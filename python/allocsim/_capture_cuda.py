@@ -19,10 +19,10 @@ def install_cuda_shims(cap, torch, undo):
     def replay():
         cap._poll()
         from ._run import run
-        if not cap._events:
+        if not cap.allocations:
             return None
-        trace = cap.trace
-        return run(trace, policy="caching", device=cap.device_name)
+        # Past an OOM too: PyTorch's counters go on after a failed allocation the script catches.
+        return run(cap.trace, policy="caching", device=cap.device_name, on_oom="continue")
 
     def memory_allocated(device=None):
         result = replay()
@@ -44,11 +44,11 @@ def install_cuda_shims(cap, torch, undo):
 
     def memory_reserved(device=None):
         result = replay()
-        return 0 if result is None else int(result.to_dict().get("reserved_end_bytes", 0) or 0)
+        return 0 if result is None else int(result.to_dict()["reserved_bytes.all.current"])
 
     def mem_get_info(device=None):
         result = replay()
-        reserved = 0 if result is None else int(result.to_dict().get("peak_reserved_bytes", 0) or 0)
+        reserved = 0 if result is None else int(result.to_dict()["reserved_bytes.all.current"])
         free = max(0, figures["capacity"] - figures["context"] - reserved)
         return free, figures["capacity"]
 

@@ -145,16 +145,23 @@ def test_cuda_calls_answer_as_the_card():
         assert torch.cuda.device_count() == 1
         props = torch.cuda.get_device_properties(0)
         assert (props.major, props.minor) == (8, 0)
-        assert torch.cuda.mem_get_info()[1] == props.total_memory
+        torch.cuda.empty_cache()  # a release before any allocation: nothing to answer from yet
+        assert torch.cuda.memory_allocated() == 0
+        free_at_start, total = torch.cuda.mem_get_info()
+        assert total == props.total_memory
         x = torch.empty(1000, device="cuda")  # 4000 B: one 4096 B block in caching's 512 B units
         assert torch.cuda.memory_allocated() == 4096
+        assert torch.cuda.memory_reserved() == 2 * 1024 * 1024  # a small segment of 2 MiB
+        assert torch.cuda.mem_get_info()[0] == free_at_start - 2 * 1024 * 1024
         del x
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         assert torch.cuda.memory_allocated() == 0
         assert torch.cuda.max_memory_allocated() == 4096
+        assert torch.cuda.memory_reserved() == 0
+        assert torch.cuda.mem_get_info()[0] == free_at_start  # the cache given back
     assert torch.cuda.is_available() is False
-    assert cap.trace.info["releases"] == 1
+    assert cap.trace.info["releases"] == 2
 
 
 def test_dump_snapshot_opens_in_replay(tmp_path):
@@ -182,6 +189,27 @@ def test_maxbatch_of_a_step_function():
         train_mlp(1, batch)
     answer = allocsim.maxbatch(step, device="a100-40gb", policy="caching", low=64, high=256)
     assert answer["caching"]["batch"] == 256 and answer["caching"]["fails_at"] is None
+
+
+def test_maxbatch_of_a_step_function_bisects_to_the_first_batch_that_fails():
+    # One GiB a sample: a 40 GB card holds fewer than 40 samples and more than 30; the answer
+    # is one batch below the first that fails, and that one's verdict says why.
+    def step(batch):
+        torch.empty(batch, 256, 1024, 1024, device="cuda")
+    answer = allocsim.maxbatch(step, device="a100-40gb", policy="caching")["caching"]
+    assert 30 < answer["batch"] < 40
+    assert answer["fails_at"] == answer["batch"] + 1
+    assert answer["verdict"]
+
+
+def test_maxbatch_of_a_step_function_stops_doubling_at_a_bound():
+    # A step whose memory does not grow with the batch fits at every batch: the doubling stops.
+    def step(batch):
+        torch.empty(1024, device="cuda")
+    answer = allocsim.maxbatch(step, device="a100-40gb", policy="caching")["caching"]
+    assert answer["batch"] == 1 << 16 and answer["fails_at"] is None
+    with pytest.raises(ValueError):
+        allocsim.maxbatch(step, device="a100-40gb", policy="caching", low=0)
 
 
 def test_command_line_stops_after_the_steps(tmp_path):

@@ -126,7 +126,7 @@ function allocsimDrawReport(data, root) {
     legend(root, lanes.map(function (lane, i) { return {label: lane.label + ' (' + lane.workload + ')', colour: colour(i)}; }));
 
     root.append('h2').text('Memory map: address x ' + (data.x_axis === 'event' ? 'trace event' : 'time'));
-    root.append('p').attr('class', 'note').text('Each rectangle is a block, from its allocation to its free, coloured by tag (a recording whose tags are all `other`: by its first stack frame outside torch); grey behind: the segments the policy took from the device (or the pages it mapped). Addresses are the ranges the tenant used, laid end to end. Red lines: OOMs. Hover for a block.');
+    root.append('p').attr('class', 'note').text('Each rectangle is a block, from its allocation to its free, coloured by tag (a recording whose tags are all `other`: by its layer: the innermost Python frame of the program itself, or autograd backward); grey behind: the segments the policy took from the device (or the pages it mapped). Addresses are the ranges the tenant used, laid end to end. Red lines: OOMs. Hover for a block.');
     if (lanes.some(function (lane) { return lane.map.colour_by !== 'layer'; })) {
       legend(root, data.tags.map(function (tag, i) { return {label: tag, colour: tagColour[i]}; }));
     }
@@ -178,7 +178,7 @@ function allocsimDrawReport(data, root) {
     }
     if (byLayer) {
       var entries = map.palette.map(function (layer, k) { return {label: map.layers[layer], colour: layerColour[k]}; });
-      if (map.layers.length > map.palette.length) entries.push({label: 'every other frame, or none outside torch', colour: otherLayers});
+      if (map.layers.length > map.palette.length) entries.push({label: 'every other layer, or none of the program', colour: otherLayers});
       legend(section, entries);
     }
     var capped = map.shown_blocks < map.total_blocks;

@@ -5,6 +5,7 @@
 #include "policies/registry.hpp"
 #include "policies/torch_alloc_conf.hpp"
 #include "sim/error.hpp"
+#include "sim/spec.hpp"
 
 namespace allocsim {
 namespace {
@@ -33,6 +34,41 @@ TEST_CASE("alloc-conf: PyTorch's settings become the caching family's spec", "[a
   CHECK(async.spec == "torch-async:fraction=0.5");
   REQUIRE(async.warnings.size() == 1);
   CHECK_THAT(async.warnings[0], Contains("max_split_size_mb:64 has no effect under backend:cudaMallocAsync"));
+}
+
+TEST_CASE("alloc-conf: the table reads both ways: a spec back to what a user sets", "[alloc-conf]") {
+  // Each key of the caching family, read into a spec and back, is the conf a user wrote.
+  for (const std::string conf : {"max_split_size_mb:128", "max_non_split_rounding_mb:40",
+                                 "garbage_collection_threshold:0.6", "roundup_power2_divisions:[256:1,512:2,>:4]",
+                                 "expandable_segments:True", "backend:cudaMallocAsync",
+                                 "expandable_segments:True,max_split_size_mb:64"}) {
+    INFO(conf);
+    const std::optional<std::string> line = alloc_conf_line(parse_spec(alloc_conf_policy(conf).spec), "");
+    REQUIRE(line);
+    CHECK(*line == "PYTORCH_CUDA_ALLOC_CONF=" + conf);
+  }
+  // Each caching parameter with a key has it as its registry row's own spelling.
+  CHECK(alloc_conf_key("max_split_size") == "max_split_size_mb");
+  CHECK(alloc_conf_key("gc_threshold") == "garbage_collection_threshold");
+  CHECK(alloc_conf_key("conf").empty());
+
+  // The recorded setting's other keys stay; the key the spec sets is replaced in its place.
+  CHECK(alloc_conf_line(parse_spec("caching:max_split_size=256MiB"), "max_split_size_mb:64,release_lock_on_cudamalloc:True") ==
+        "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:256,release_lock_on_cudamalloc:True");
+  CHECK(alloc_conf_line(parse_spec("expandable"), "max_split_size_mb:64") ==
+        "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:64,expandable_segments:True");
+  // No PyTorch spelling: a size that is no whole number of MB, a policy that is not PyTorch's.
+  CHECK_FALSE(alloc_conf_line(parse_spec("caching:max_split_size=100000000"), ""));
+  CHECK_FALSE(alloc_conf_line(parse_spec("bfc"), ""));
+
+  // What a person is told: the fraction is a Python call; plain caching keeps the recorded setting.
+  CHECK(torch_setting(parse_spec("caching:gc_threshold=0.8,fraction=0.95"), "") ==
+        "PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8\n# and in Python, before the first allocation:\n"
+        "torch.cuda.set_per_process_memory_fraction(0.95)");
+  CHECK(torch_setting(parse_spec("torch"), "expandable_segments:False") ==
+        "# the recorded settings: keep it as it was\nPYTORCH_CUDA_ALLOC_CONF=expandable_segments:False");
+  CHECK(torch_setting(parse_spec("caching"), "") == "# the recorded settings: keep PYTORCH_CUDA_ALLOC_CONF as it was");
+  CHECK(torch_setting(parse_spec("bfc:growth=true"), "") == "# bfc:growth=true");
 }
 
 TEST_CASE("alloc-conf: what PyTorch refuses is refused, in our words", "[alloc-conf]") {

@@ -16,51 +16,6 @@ const SETTINGS = [
   'caching:gc_threshold=0.8,fraction=0.95',
 ];
 
-// PYTORCH_CUDA_ALLOC_CONF's "key:value,key:value" as [key, value] pairs; a bracketed value
-// (roundup_power2_divisions:[256:1,512:2]) keeps its commas.
-function confPairs(conf) {
-  const pairs = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i <= conf.length; ++i) {
-    const c = conf[i];
-    if (c === '[') ++depth;
-    if (c === ']') --depth;
-    if (i === conf.length || (c === ',' && depth === 0)) {
-      const item = conf.slice(start, i).trim();
-      const colon = item.indexOf(':');
-      if (item) pairs.push(colon < 0 ? [item, null] : [item.slice(0, colon).trim(), item.slice(colon + 1).trim()]);
-      start = i + 1;
-    }
-  }
-  return pairs;
-}
-
-// The recorded PYTORCH_CUDA_ALLOC_CONF with `key` set to `value`: the recording's other
-// settings stay as the program had them, since the replay kept them too.
-function confWith(recorded, key, value) {
-  const pairs = confPairs(recorded);
-  const at = pairs.findIndex(([k]) => k === key);
-  if (at >= 0) pairs[at][1] = value; else pairs.push([key, value]);
-  return 'PYTORCH_CUDA_ALLOC_CONF=' + pairs.map(([k, v]) => (v === null ? k : `${k}:${v}`)).join(',');
-}
-
-// What a user sets in PyTorch for each setting. `caching` is the recorded setting itself.
-function torchSetting(spec, recorded) {
-  if (spec === 'caching') {
-    return recorded ? `# the recorded settings: keep it as it was\nPYTORCH_CUDA_ALLOC_CONF=${recorded}`
-                    : '# the recorded settings: keep PYTORCH_CUDA_ALLOC_CONF as it was';
-  }
-  if (spec === 'expandable') return confWith(recorded, 'expandable_segments', 'True');
-  const split = /^caching:max_split_size=(\d+)MiB$/.exec(spec);
-  if (split) return confWith(recorded, 'max_split_size_mb', split[1]);
-  const gc = /^caching:gc_threshold=([\d.]+),fraction=([\d.]+)$/.exec(spec);
-  // The fraction is not an ALLOC_CONF key: PyTorch sets it from Python.
-  if (gc) return `${confWith(recorded, 'garbage_collection_threshold', gc[1])}\n` +
-                 `# and in Python, before the first allocation:\ntorch.cuda.set_per_process_memory_fraction(${gc[2]})`;
-  return `# ${spec}`;
-}
-
 const $ = (id) => document.getElementById(id);
 let core = null;
 let recording = null;  // {name, bytes} of the last file given
@@ -107,16 +62,6 @@ function cell(row, text, field, value, title) {
   return td;
 }
 
-// The lowest peak reserved among simulated sides without an OOM; the first on a tie.
-function bestSide(sides) {
-  let best = -1;
-  sides.forEach((side, i) => {
-    if (side.side !== 'simulated' || side.ooms > 0) return;
-    if (best < 0 || side.peak_reserved < sides[best].peak_reserved) best = i;
-  });
-  return best;
-}
-
 // "6.74 GiB (7235174400 B)" shown as "6.74 GiB"; the exact count is the cell's title.
 const short = (text) => text.replace(/ \(\d+ B\)$/, '');
 
@@ -136,7 +81,9 @@ function show(answer) {
     : `replay-check: diverged (${answer.replay_check_divergence})`;
   if (answer.replay_check !== 'exact') verdict.dataset.divergence = answer.replay_check_divergence;
 
-  const best = bestSide(answer.sides);
+  // The side to take, and what to set in PyTorch for it: the core's answer, as the command
+  // line's replay prints it (policies/torch_alloc_conf).
+  const best = answer.best ?? -1;
   const head = $('sides').tHead;
   head.innerHTML = '';
   const headRow = head.insertRow();
@@ -174,7 +121,7 @@ function show(answer) {
   $('best').dataset.policy = best >= 0 ? answer.sides[best].policy : '';
   $('best').textContent = best >= 0
     ? `${answer.sides[best].policy}: peak reserved ${answer.sides[best].peak_reserved_text}\n` +
-      torchSetting(answer.sides[best].policy, answer.alloc_conf)
+      answer.sides[best].torch_setting
     : 'every setting ran out of memory at this capacity';
   $('result').hidden = false;
   return best;
