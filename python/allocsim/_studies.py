@@ -5,6 +5,7 @@ command line's syntax ("bfc,caching", "8:64", "16GiB") or as Python lists and nu
 """
 import io
 import os
+import re
 import tempfile
 
 from . import _core
@@ -88,10 +89,30 @@ def _hosted(options):
     return dict(options, policy=names), hosted
 
 
+def _traces_as_files(options, folder):
+    """`workload`'s allocsim.Trace values (a capture's, say) written as .atrace files in
+    `folder`, each replaced by its path: the command reads workloads as specs and files."""
+    from ._trace import Trace
+    value = options.get("workload")
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not any(isinstance(item, Trace) for item in values):
+        return options
+    paths = []
+    for index, item in enumerate(values):
+        if isinstance(item, Trace):
+            stem = re.sub(r"[^A-Za-z0-9_.-]", "_", item.name) or "trace"  # what the rows name it
+            path = os.path.join(folder, str(index), stem + ".atrace")
+            os.makedirs(os.path.dirname(path))
+            item.save(path)
+            item = path
+        paths.append(item)
+    return dict(options, workload=paths if isinstance(value, (list, tuple)) else paths[0])
+
+
 def _run_command(command, options):
     options, hosted = _hosted(options)
-    arguments = _arguments(options)
     with tempfile.TemporaryDirectory(prefix="allocsim-") as folder:
+        arguments = _arguments(_traces_as_files(options, folder))
         csv = os.path.join(folder, command + ".csv")
         try:
             status, out, stopped = _core._command(command, arguments + ["--csv", csv], hosted)

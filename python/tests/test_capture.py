@@ -438,3 +438,12 @@ def test_gradient_accumulation_and_foreach_sgd():
     assert cap.steps == 2 and cap.trace.info["steps"] == 2
     momentum = sorted(a.bytes for a in cap.allocations if a.tag == "optimizer")
     assert momentum == sorted([1024 * 256 * 4, 1024 * 4])
+
+
+def test_the_studies_take_a_captured_trace():
+    cap = captured(steps=1)
+    rows = allocsim.compare(workload=cap.trace, policy="caching,expandable", device="a100-40gb")
+    assert list(rows["policy"]) == ["caching", "expandable"]
+    single = allocsim.run(cap.trace, policy="caching", device="a100-40gb").to_dict()
+    assert rows["peak_allocated_bytes"].iloc[0] == single["peak_allocated_bytes"]
+    assert len(allocsim.sweep(workload=[cap.trace], policy="caching,bfc", capacity="40GiB")) == 2
