@@ -257,8 +257,8 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   const bool is_recording = find_reader(file).holds == Holds::allocator_state;
   if (policy_lists.empty() && alloc_conf.empty()) policy_lists.push_back(is_recording ? "caching,expandable" : "rmm-pool,rmm-arena,rmm-binning,async");
   append_alloc_conf(policy_lists, alloc_conf, out);
-  std::vector<std::string> policies;
-  for (const PolicySpec& policy : parse_policy_lists(policy_lists)) policies.push_back(policy.text);
+  std::vector<RecordingPolicy> policies;  // each spec read once, here
+  for (PolicySpec& policy : parse_policy_lists(policy_lists)) policies.emplace_back(std::move(policy));
   ReplayDevice device;  // none: what the recording (or the default) says
   if (capacity || !device_name.empty()) {
     DeviceChoice choice;

@@ -146,19 +146,18 @@ std::vector<RecordingPolicy> replay_policies(const py::list& given) {
   for (const py::handle item : given) {
     if (py::isinstance<py::str>(item)) {
       for (PolicySpec& spec : parse_policy_lists(std::vector<std::string>{item.cast<std::string>()})) {
-        PolicyMaker maker = spec.maker();
-        policies.push_back(RecordingPolicy{std::move(spec), std::move(maker)});
+        policies.emplace_back(std::move(spec));
       }
       continue;
     }
     const py::tuple pair = py::reinterpret_borrow<py::tuple>(item);
     const std::string name = pair[0].cast<std::string>();
     const py::handle policy = pair[1];
-    policies.push_back(RecordingPolicy{std::nullopt, PolicyMaker{name, [name, policy](Device& device) {
+    policies.emplace_back(PolicyMaker{name, [name, policy](Device& device) {
                                          const py::gil_scoped_acquire locked;
                                          return make_python_policy(py::reinterpret_borrow<py::object>(policy), device,
                                                                    name, nullptr);
-                                       }}});
+                                       }});
   }
   return policies;
 }

@@ -303,11 +303,7 @@ std::optional<Bytes> recorded_capacity(const TorchRecording& recording) {
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
                              const ReplayDevice& device, const ExportFiles& exports, bool record) {
   std::vector<RecordingPolicy> read;
-  for (const std::string& policy : policies) {
-    PolicySpec spec = parse_policy_spec(policy);
-    PolicyMaker maker = spec.maker();
-    read.push_back(RecordingPolicy{std::move(spec), std::move(maker)});
-  }
+  for (const std::string& policy : policies) read.emplace_back(parse_policy_spec(policy));
   return replay_from_recording(recording, read, device, exports, record);
 }
 

@@ -85,6 +85,9 @@ std::optional<Bytes> recorded_capacity(const TorchRecording& recording);
 // A policy to replay: a registry spec (read once, where the user typed it), or a policy that
 // no registry row makes (one written in Python: `maker` alone, `maker.text` its name).
 struct RecordingPolicy {
+  RecordingPolicy(PolicySpec read) : spec(std::move(read)), maker(spec->maker()) {}
+  RecordingPolicy(PolicyMaker made) : maker(std::move(made)) {}
+
   std::optional<PolicySpec> spec;
   PolicyMaker maker;  // used when there is no spec
   const std::string& text() const { return spec ? spec->text : maker.text; }
