@@ -15,7 +15,8 @@ void add_device_options(po::options_description& description, DeviceChoice& choi
             : "a device preset: capacity, context overhead, 2 MiB pages (see `allocsim devices`)")
       ("capacity,c", po::value(&choice.capacities)->value_name(many ? "SIZES" : "SIZE"),
        many ? "device memory, a list or range (16GiB,80GiB or 8GiB:24GiB:4GiB)"
-            : "device memory; alone it is all free to the allocators and charged to the byte (default 16GiB)")
+            : "device memory; alone it is all free to the allocators and charged to the byte (default 16GiB; `run` "
+              "of one recording: what it could hold at its OOM)")
       ("context", po::value(&choice.context)->value_name("SIZE"), "memory the CUDA context takes before any allocation")
       ("granularity", po::value(&choice.granularity)->value_name("SIZE"),
        "device allocations are charged whole pages of this size, e.g. 2MiB");

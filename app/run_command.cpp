@@ -123,7 +123,8 @@ std::string recorded_device(const RunOptions& options, const std::vector<TenantC
   if (!file || file->reader->holds != Holds::allocator_state) return {};
   const std::string default_device = "the default device (" + format_bytes(device.capacity) + ")";
   if (options.stream) {
-    return "the recording does not say which card it ran on: " + default_device + "; --device or --capacity sets it";
+    return "with --stream the recording is not read ahead for the card it ran on: " + default_device +
+           "; --device or --capacity sets it";
   }
   TorchRecording recording = read_torch_recording(file->path, options.cuda_device);
   const std::optional<Bytes> could_hold = recorded_capacity(recording);
