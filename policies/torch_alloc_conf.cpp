@@ -50,11 +50,17 @@ const ConfKey* find_key(std::string_view key) {
   return found == kKeys.end() ? nullptr : &*found;
 }
 
-// The parameter of `caching` a key sets: the one whose native spelling, or key, it is.
-const ParamInfo& parameter_of(std::string_view key) {
+// The parameter of `caching` a key names: the one whose key, or native spelling, it is.
+const ParamInfo* find_parameter(std::string_view key) {
   for (const ParamInfo& param : CachingPolicy::kParams) {
-    if (param.native == key || param.key == key) return param;
+    if (param.key == key || param.native == key) return &param;
   }
+  return nullptr;
+}
+
+// The parameter a PYTORCH_CUDA_ALLOC_CONF key of the table sets.
+const ParamInfo& parameter_of(std::string_view key) {
+  if (const ParamInfo* param = find_parameter(key)) return *param;
   throw Error("'" + std::string(key) + "' is no parameter of caching");
 }
 
@@ -210,10 +216,7 @@ std::optional<std::string> alloc_conf_line(const Spec& spec, std::string_view re
   if (policy == "expandable") set_entry(entries, "expandable_segments", "True");
   if (policy == "torch-async") set_entry(entries, "backend", "cudaMallocAsync");
   for (const auto& [parameter, value] : spec.args) {
-    const ParamInfo* param = nullptr;
-    for (const ParamInfo& candidate : CachingPolicy::kParams) {
-      if (candidate.key == parameter || candidate.native == parameter) param = &candidate;
-    }
+    const ParamInfo* param = find_parameter(parameter);  // spelt our way or PyTorch's
     const std::string_view key = param ? alloc_conf_key(param->key) : std::string_view();
     if (key.empty() || key == "per_process_memory_fraction") return std::nullopt;
     const std::optional<std::string> native = parameter == param->native ? value : native_value(*param, value);
