@@ -6,9 +6,9 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "policies/torch_alloc_conf.hpp"
-#include "sim/float_chars.hpp"
 #include "sim/error.hpp"
 
 namespace allocsim {
@@ -113,8 +113,10 @@ Bytes CachingPolicy::rounded_size(Bytes requested) const { return requested == 0
 
 namespace {
 
-// PYTORCH_CUDA_ALLOC_CONF, as c10/core/AllocatorConfig.cpp reads it.
-void apply_conf(std::string_view conf, CachingSettings& settings) {
+// The conf's entries ('+' or ';' between them) as the spec's own keys and values, each
+// read by PyTorch's rules in the one table of its keys (policies/torch_alloc_conf).
+std::vector<std::pair<std::string, std::string>> conf_parameters(std::string_view conf) {
+  std::vector<std::pair<std::string, std::string>> parameters;
   while (!conf.empty()) {
     const std::size_t end = conf.find_first_of("+;");
     const std::string_view entry = conf.substr(0, end);
@@ -123,39 +125,24 @@ void apply_conf(std::string_view conf, CachingSettings& settings) {
     const auto colon = entry.find(':');
     if (colon == std::string_view::npos) throw Error("policy caching: conf entry '" + std::string(entry) + "' is not key:value");
     const std::string key(entry.substr(0, colon));
-    const std::string_view value = entry.substr(colon + 1);
-    const auto megabytes = [&] {
-      const Bytes bytes = parse_bytes(std::string(value).append("MiB"));
-      if (bytes < kLargeBuffer) throw Error("policy caching: conf " + key + " must be at least 20");
-      return bytes;
-    };
-    if (key == "max_split_size_mb") {
-      settings.max_split_size = megabytes();
-    } else if (key == "max_non_split_rounding_mb") {
-      settings.max_non_split_rounding = megabytes();
-    } else if (key == "roundup_power2_divisions") {
-      settings.divisions = parse_roundup_divisions(value);
-    } else if (key == "garbage_collection_threshold") {
-      double& threshold = settings.gc_threshold;
-      const auto [end, error] = double_from_chars(value.data(), value.data() + value.size(), threshold);
-      if (error != std::errc{} || end != value.data() + value.size() || !(threshold > 0 && threshold < 1)) {
-        throw Error("policy caching: garbage_collection_threshold must be a number in (0, 1)");
-      }
-    } else if (alloc_conf_key_without_effect(key, value)) {
-      // no effect on what a single-threaded replay allocates
-    } else if (key == "expandable_segments" && (value == "True" || value == "False")) {
-      settings.expandable = value == "True";
-    } else {
-      throw Error("policy caching: conf " + key + ":" + std::string(value) +
-                  " is not modelled (max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, "
-                  "garbage_collection_threshold, expandable_segments, backend:native)");
+    const std::string value(entry.substr(colon + 1));
+    const AllocConfSetting setting = read_alloc_conf_entry(key, value, "policy caching: conf");
+    using Kind = AllocConfSetting::Kind;
+    if (setting.kind == Kind::parameter) {
+      parameters.emplace_back(setting.name, setting.value);
+    } else if (setting.kind == Kind::policy && setting.name != "torch-async") {
+      parameters.emplace_back("expandable_segments", setting.name == "expandable" ? "true" : "false");
+    } else if (setting.kind == Kind::policy) {
+      throw Error("policy caching: conf " + key + ":" + value + " is not modelled by caching: it is the policy " + setting.name);
     }
   }
+  return parameters;
 }
 
 }  // namespace
 
-CachingSettings caching_settings(const Params& params) {
+CachingSettings caching_settings(const Params& given) {
+  const Params params = given.with(conf_parameters(given.text("conf")));  // the conf applies after the keys
   const auto megabytes_at_least_20 = [&](std::string_view key, Bytes fallback) {
     if (params.text(key) == "unlimited") return fallback;
     const Bytes bytes = params.bytes(key);
@@ -172,7 +159,6 @@ CachingSettings caching_settings(const Params& params) {
   };
   if (settings.gc_threshold < 0 || settings.gc_threshold >= 1) throw Error("policy caching: gc_threshold must be in [0, 1)");
   MemoryCap::check_fraction(settings.fraction, "policy caching");
-  apply_conf(params.text("conf"), settings);
   return settings;
 }
 

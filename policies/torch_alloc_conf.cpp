@@ -22,27 +22,37 @@ enum class Sets : std::uint8_t {
   nothing,    // nothing a single-threaded replay of device memory allocates
 };
 
+// The values PyTorch's config parser accepts for a key.
+enum class Takes : std::uint8_t {
+  anything,         // read by the parameter it sets, or not at all
+  megabytes,        // a whole number of MB, 20 or more
+  open_unit,        // a number between 0 and 1, both excluded
+  true_or_false,    // PyTorch spells booleans True and False
+  backend,          // native or cudaMallocAsync
+};
+
 struct ConfKey {
   std::string_view key;
   Sets sets;
+  Takes takes;
   bool native_only;  // read by the native allocator only: cudaMallocAsync ignores it
 };
 
 // Every key of the CUDA allocator's config, PyTorch 1.10 to 2.9.
 constexpr std::array kKeys{
-    ConfKey{"max_split_size_mb", Sets::parameter, true},
-    ConfKey{"max_non_split_rounding_mb", Sets::parameter, true},
-    ConfKey{"garbage_collection_threshold", Sets::parameter, true},
-    ConfKey{"roundup_power2_divisions", Sets::parameter, true},
-    ConfKey{"expandable_segments", Sets::policy, true},
-    ConfKey{"backend", Sets::policy, false},
-    ConfKey{"per_process_memory_fraction", Sets::parameter, false},
-    ConfKey{"release_lock_on_cudamalloc", Sets::nothing, false},
-    ConfKey{"pinned_use_cuda_host_register", Sets::nothing, false},
-    ConfKey{"pinned_num_register_threads", Sets::nothing, false},
-    ConfKey{"pinned_use_background_threads", Sets::nothing, false},
-    ConfKey{"pinned_reserve_segment_size_mb", Sets::nothing, false},
-    ConfKey{"graph_capture_record_stream_reuse", Sets::nothing, false},
+    ConfKey{"max_split_size_mb", Sets::parameter, Takes::megabytes, true},
+    ConfKey{"max_non_split_rounding_mb", Sets::parameter, Takes::megabytes, true},
+    ConfKey{"garbage_collection_threshold", Sets::parameter, Takes::open_unit, true},
+    ConfKey{"roundup_power2_divisions", Sets::parameter, Takes::anything, true},
+    ConfKey{"expandable_segments", Sets::policy, Takes::true_or_false, true},
+    ConfKey{"backend", Sets::policy, Takes::backend, false},
+    ConfKey{"per_process_memory_fraction", Sets::parameter, Takes::anything, false},
+    ConfKey{"release_lock_on_cudamalloc", Sets::nothing, Takes::true_or_false, false},
+    ConfKey{"pinned_use_cuda_host_register", Sets::nothing, Takes::true_or_false, false},
+    ConfKey{"pinned_num_register_threads", Sets::nothing, Takes::anything, false},
+    ConfKey{"pinned_use_background_threads", Sets::nothing, Takes::true_or_false, false},
+    ConfKey{"pinned_reserve_segment_size_mb", Sets::nothing, Takes::anything, false},
+    ConfKey{"graph_capture_record_stream_reuse", Sets::nothing, Takes::anything, false},
 };
 
 const ConfKey* find_key(std::string_view key) {
@@ -68,13 +78,6 @@ std::string valid_keys() {
   std::string list;
   for (const ConfKey& row : kKeys) list += (list.empty() ? "" : ", ") + std::string(row.key);
   return list;
-}
-
-// PyTorch spells booleans True and False and refuses any other spelling.
-bool true_or_false(const std::string& key, const std::string& value) {
-  if (value == "True") return true;
-  if (value == "False") return false;
-  throw Error("--alloc-conf " + key + ":" + value + ": PyTorch takes True or False");
 }
 
 }  // namespace
@@ -103,11 +106,6 @@ std::vector<std::pair<std::string, std::string>> alloc_conf_entries(std::string_
   return entries;
 }
 
-bool alloc_conf_key_without_effect(std::string_view key, std::string_view value) {
-  const ConfKey* row = find_key(key);
-  return row != nullptr && (row->sets == Sets::nothing || (key == "backend" && value == "native"));
-}
-
 bool is_alloc_conf_key(std::string_view key) { return find_key(key) != nullptr; }
 
 std::string_view alloc_conf_key(std::string_view parameter) {
@@ -115,6 +113,64 @@ std::string_view alloc_conf_key(std::string_view parameter) {
     if (row.sets == Sets::parameter && parameter_of(row.key).key == parameter) return row.key;
   }
   return {};
+}
+
+namespace {
+
+// Throws Error "ORIGIN KEY:VALUE: PyTorch takes ..." unless PyTorch's parser accepts `value`.
+void check_value(const ConfKey& row, const std::string& value, std::string_view origin) {
+  const auto refuse = [&](std::string_view takes) {
+    throw Error(std::string(origin).append(" ").append(row.key).append(":").append(value).append(": PyTorch takes ").append(takes));
+  };
+  switch (row.takes) {
+    case Takes::anything:
+      return;
+    case Takes::megabytes:
+      if (value.find_first_not_of("0123456789") != std::string::npos || value.size() > 9 || std::stoull(value) < 20) {
+        refuse("a whole number of MB, 20 or more");
+      }
+      return;
+    case Takes::open_unit: {
+      const Spec probe{"caching", {{"gc_threshold", value}}};
+      const double number = Params(probe, CachingPolicy::kParams, std::string(origin)).number("gc_threshold");
+      if (!(number > 0 && number < 1)) refuse("a number between 0 and 1, both excluded");
+      return;
+    }
+    case Takes::true_or_false:
+      if (value != "True" && value != "False") refuse("True or False");
+      return;
+    case Takes::backend:
+      if (value != "native" && value != "cudaMallocAsync") refuse("backend:native or backend:cudaMallocAsync");
+      return;
+  }
+}
+
+}  // namespace
+
+AllocConfSetting read_alloc_conf_entry(const std::string& key, const std::string& value, std::string_view origin) {
+  const ConfKey* row = find_key(key);
+  if (row == nullptr) {
+    throw Error(std::string(origin).append(": '").append(key).append("' is not a key of PYTORCH_CUDA_ALLOC_CONF; PyTorch reads ").append(valid_keys()));
+  }
+  if (value.empty()) {
+    throw Error(std::string(origin).append(": '").append(key).append("' has no value; PyTorch takes key:value (").append(key).append(":...)"));
+  }
+  check_value(*row, value, origin);
+  using Kind = AllocConfSetting::Kind;
+  switch (row->sets) {
+    case Sets::parameter: {
+      const ParamInfo& param = parameter_of(key);
+      return {Kind::parameter, std::string(param.key), value + std::string(param.native_unit), row->native_only};
+    }
+    case Sets::policy:
+      if (value == "True") return {Kind::policy, "expandable", "", row->native_only};
+      if (value == "cudaMallocAsync") return {Kind::policy, "torch-async", "", row->native_only};
+      if (value == "False") return {Kind::policy, "caching", "", row->native_only};
+      break;  // backend:native: PyTorch's own allocator, as without it
+    case Sets::nothing:
+      break;
+  }
+  return {Kind::nothing, "", "", row->native_only};
 }
 
 AllocConfPolicy alloc_conf_policy(std::string_view conf) {
@@ -125,50 +181,22 @@ AllocConfPolicy alloc_conf_policy(std::string_view conf) {
   bool fraction = false;
   std::vector<std::string> ignored_by_async;
   for (const auto& [key, value] : alloc_conf_entries(conf)) {
-    const ConfKey* row = find_key(key);
-    if (row == nullptr) {
-      throw Error("--alloc-conf: '" + key + "' is not a key of PYTORCH_CUDA_ALLOC_CONF; PyTorch reads " + valid_keys());
-    }
-    if (value.empty()) throw Error("--alloc-conf: '" + key + "' has no value; PyTorch takes key:value (" + key + ":...)");
-    if (row->native_only) ignored_by_async.push_back(key + ":" + value);
-    if (key == "max_split_size_mb" || key == "max_non_split_rounding_mb") {
-      const bool whole = value.find_first_not_of("0123456789") == std::string::npos;
-      if (!whole || value.size() > 9 || std::stoull(value) < 20) {
-        throw Error("--alloc-conf " + key + ":" + value + ": PyTorch takes a whole number of MB, 20 or more");
-      }
-      const ParamInfo& param = parameter_of(key);
-      spec.args.emplace_back(param.key, value + std::string(param.native_unit));
-    } else if (key == "garbage_collection_threshold") {
-      const Spec probe{"caching", {{"gc_threshold", value}}};
-      const double threshold = Params(probe, CachingPolicy::kParams, "--alloc-conf").number("gc_threshold");
-      if (!(threshold > 0 && threshold < 1)) {
-        throw Error("--alloc-conf garbage_collection_threshold:" + value + ": PyTorch takes a number between 0 and 1, "
-                    "both excluded");
-      }
-      spec.args.emplace_back(parameter_of(key).key, value);
-      gc = true;
-    } else if (key == "roundup_power2_divisions") {
-      spec.args.emplace_back(parameter_of(key).key, value);
-    } else if (key == "expandable_segments") {
-      if (true_or_false(key, value)) spec.name = "expandable";
-    } else if (key == "per_process_memory_fraction") {
-      spec.args.emplace_back(parameter_of(key).key, value);
-      fraction = true;
-    } else if (key == "backend") {
-      if (value != "native" && value != "cudaMallocAsync") {
-        throw Error("--alloc-conf backend:" + value + ": PyTorch takes backend:native or backend:cudaMallocAsync");
-      }
-      async = value == "cudaMallocAsync";
-    } else if (key == "release_lock_on_cudamalloc" || key == "pinned_use_cuda_host_register" ||
-               key == "pinned_use_background_threads") {
-      true_or_false(key, value);
+    const AllocConfSetting setting = read_alloc_conf_entry(key, value, "--alloc-conf");
+    if (setting.native_only) ignored_by_async.push_back(key + ":" + value);
+    if (setting.kind == AllocConfSetting::Kind::parameter) {
+      spec.args.emplace_back(setting.name, setting.value);
+      gc = gc || setting.name == "gc_threshold";
+      fraction = fraction || setting.name == "fraction";
+    } else if (setting.kind == AllocConfSetting::Kind::policy) {
+      if (setting.name == "expandable") spec.name = "expandable";
+      async = async || setting.name == "torch-async";
     }
   }
   if (async) {
     // cudaMallocAsync reads only the fraction; PyTorch warns that it ignores the rest.
     Spec pool{"torch-async", {}};
     for (const auto& arg : spec.args) {
-      if (arg.first == parameter_of("per_process_memory_fraction").key) pool.args.push_back(arg);
+      if (arg.first == "fraction") pool.args.push_back(arg);
     }
     spec = std::move(pool);
     for (const std::string& entry : ignored_by_async) {

@@ -7,6 +7,7 @@
 // `native` spelling in its registry row.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,16 +21,31 @@ namespace allocsim {
 // Entries between commas (not those inside a [...] list), each key:value; spaces ignored.
 std::vector<std::pair<std::string, std::string>> alloc_conf_entries(std::string_view conf);
 
-// A key PyTorch accepts that changes nothing a single-threaded replay of device memory
-// allocates: the cudaMalloc lock, pinned host memory, the native backend named.
-bool alloc_conf_key_without_effect(std::string_view key, std::string_view value);
-
 // Whether `key` is one PyTorch's CUDA allocator config reads.
 bool is_alloc_conf_key(std::string_view key);
 
 // The PYTORCH_CUDA_ALLOC_CONF key that sets `parameter` of `caching` (max_split_size ->
 // max_split_size_mb), or empty when no key does.
 std::string_view alloc_conf_key(std::string_view parameter);
+
+// What one entry KEY:VALUE of PYTORCH_CUDA_ALLOC_CONF sets, read and checked as PyTorch
+// reads it.
+struct AllocConfSetting {
+  enum class Kind : std::uint8_t {
+    parameter,  // `name` of caching, to `value` in that parameter's spelling (max_split_size_mb:128: max_split_size, 128MiB)
+    policy,     // the policy `name`: expandable (expandable_segments:True), torch-async
+                // (backend:cudaMallocAsync), caching (expandable_segments:False)
+    nothing,    // nothing a single-threaded replay of device memory allocates
+  };
+  Kind kind;
+  std::string name;
+  std::string value;
+  bool native_only;  // read by the native allocator only: cudaMallocAsync ignores it
+};
+
+// Throws Error "ORIGIN: 'KEY' is not a key of PYTORCH_CUDA_ALLOC_CONF; ...", "ORIGIN: 'KEY'
+// has no value; ..." or "ORIGIN KEY:VALUE: PyTorch takes ..." where PyTorch would refuse it.
+AllocConfSetting read_alloc_conf_entry(const std::string& key, const std::string& value, std::string_view origin);
 
 struct AllocConfPolicy {
   std::string spec;  // `caching:...`, `expandable:...` or `torch-async:...`, checked

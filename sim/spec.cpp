@@ -144,6 +144,17 @@ std::string_view Params::text(std::string_view key) const {
   throw Error(owner_ + ": parameter '" + std::string(key) + "' is read but was never declared");
 }
 
+Params Params::with(const std::vector<std::pair<std::string, std::string>>& values) const {
+  Params changed = *this;
+  for (const auto& [key, value] : values) {
+    const auto found = std::find_if(changed.values_.begin(), changed.values_.end(),
+                                    [&](const auto& declared) { return declared.first == key; });
+    if (found == changed.values_.end()) throw Error(owner_ + ": unknown key '" + key + "'");
+    found->second = value;
+  }
+  return changed;
+}
+
 void Params::bad_value(std::string_view key, std::string_view expected) const {
   throw Error(owner_ + ": " + std::string(key) + "=" + std::string(text(key)) + " is not " +
               std::string(expected));

@@ -64,6 +64,8 @@ class Params {
   double number(std::string_view key) const;         // a finite real
   bool boolean(std::string_view key) const;          // true/false, 1/0, yes/no, on/off
   const std::string& owner() const { return owner_; }  // "policy bestfit"
+  // A copy with these values (declared key, value as the key spells it) in place of the given.
+  Params with(const std::vector<std::pair<std::string, std::string>>& values) const;
 
  private:
   [[noreturn]] void bad_value(std::string_view key, std::string_view expected) const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -56,11 +57,20 @@ std::string describe(const RecordedSegmentEvent& event) {
          std::to_string(event.size) + " B) at trace event " + std::to_string(event.during_event);
 }
 
-// Keys the settings' own fields carry (the spec is built from those), keys without an
-// effect on what a single-threaded replay allocates, and keys the spec maps from the conf.
-bool in_settings_fields(std::string_view key) {
-  return key == "max_split_size_mb" || key == "garbage_collection_threshold" || key == "roundup_power2_divisions" ||
-         key == "expandable_segments";
+// What a recorded PYTORCH_CUDA_ALLOC_CONF entry sets (the table's reading); none for an
+// entry PyTorch's parser would refuse, which no recording should hold.
+std::optional<AllocConfSetting> recorded_entry(const std::string& key, const std::string& value) {
+  try {
+    return read_alloc_conf_entry(key, value, "recorded PYTORCH_CUDA_ALLOC_CONF");
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// The parameters of caching that the recorded settings' own fields carry: those come from
+// the fields, which say what PyTorch applied.
+bool carried_by_fields(std::string_view parameter) {
+  return parameter == "max_split_size" || parameter == "roundup_power2_divisions" || parameter == "gc_threshold";
 }
 
 Bytes peak_reserved(Bytes start, const std::vector<RecordedSegmentEvent>& events) {
@@ -89,7 +99,10 @@ std::string divisions_list(const TorchAllocatorSettings& settings) {
 Spec caching_spec_for(const TorchAllocatorSettings& settings) {
   Spec spec{"caching", {}};
   for (const auto& [key, value] : alloc_conf_entries(settings.conf)) {
-    if (key == "max_non_split_rounding_mb") spec.args.emplace_back("max_non_split_rounding", value + "MiB");
+    const std::optional<AllocConfSetting> setting = recorded_entry(key, value);
+    if (setting && setting->kind == AllocConfSetting::Kind::parameter && !carried_by_fields(setting->name)) {
+      spec.args.emplace_back(setting->name, setting->value);
+    }
   }
   if (settings.max_split_size) spec.args.emplace_back("max_split_size", std::to_string(*settings.max_split_size));
   if (std::string list = divisions_list(settings); list != "0") spec.args.emplace_back("roundup_power2_divisions", std::move(list));
@@ -104,8 +117,12 @@ Spec caching_spec_for(const TorchAllocatorSettings& settings) {
 UnmappedSettings unmapped_settings(const TorchAllocatorSettings& settings) {
   UnmappedSettings unmapped;
   for (const auto& [key, value] : alloc_conf_entries(settings.conf)) {
-    if (in_settings_fields(key) || key == "max_non_split_rounding_mb") continue;
-    (alloc_conf_key_without_effect(key, value) ? unmapped.without_effect : unmapped.not_modelled).push_back(key + ":" + value);
+    const std::optional<AllocConfSetting> setting = recorded_entry(key, value);
+    if (setting && setting->kind == AllocConfSetting::Kind::nothing) {
+      unmapped.without_effect.push_back(key + ":" + value);
+    } else if (!setting || (setting->kind == AllocConfSetting::Kind::policy && setting->name == "torch-async")) {
+      unmapped.not_modelled.push_back(key + ":" + value);  // the recording's spec is caching's or expandable's
+    }
   }
   return unmapped;
 }

@@ -394,9 +394,13 @@ TEST_CASE("caching takes a PYTORCH_CUDA_ALLOC_CONF string, entries joined by '+'
   listed.finish();
 
   SimDevice device(plain_device(1_GiB));
-  CHECK_THROWS_WITH(make_policy("caching:conf=expandable_segments:yes", device), Catch::Contains("not modelled"));
+  // The conf is read by the one table of PyTorch's keys (torch_alloc_conf), in its words.
+  CHECK_THROWS_WITH(make_policy("caching:conf=expandable_segments:yes", device), Catch::Contains("PyTorch takes True or False"));
   CHECK_THROWS_WITH(make_policy("caching:conf=backend:cudaMallocAsync", device), Catch::Contains("not modelled"));
-  CHECK_THROWS_WITH(make_policy("caching:conf=max_split_size_mb:19", device), Catch::Contains("at least 20"));
+  CHECK_THROWS_WITH(make_policy("caching:conf=max_split_size_mb:19", device), Catch::Contains("20 or more"));
+  CHECK_THROWS_WITH(make_policy("caching:conf=max_split_size:128", device),
+                    Catch::Contains("'max_split_size' is not a key of PYTORCH_CUDA_ALLOC_CONF"));
+  CHECK_NOTHROW(make_policy("caching:conf=pinned_use_background_threads:True+backend:native", device));
   CHECK_THROWS_WITH(make_policy("caching:conf=max_split_size_mb", device), Catch::Contains("not key:value"));
 }
 

@@ -132,6 +132,16 @@ TEST_CASE("replay-check: recorded settings become the caching spec", "[replay-ch
   settings.garbage_collection_threshold = 0.6;
   CHECK(to_string(caching_spec_for(settings)) ==
         "caching:max_split_size=134217728,roundup_power2_divisions=[1:4,2:4,4:8],gc_threshold=0.6");
+  // The conf's keys, read by the table of PyTorch's keys, give what the fields do not carry;
+  // the fields win over the conf, and a backend the recording's spec cannot be is named.
+  settings.conf = "max_non_split_rounding_mb:64,per_process_memory_fraction:0.5,backend:cudaMallocAsync,"
+                  "max_split_size_mb:256,pinned_use_background_threads:True";
+  CHECK(to_string(caching_spec_for(settings)) ==
+        "caching:max_non_split_rounding=64MiB,fraction=0.5,max_split_size=134217728,"
+        "roundup_power2_divisions=[1:4,2:4,4:8],gc_threshold=0.6");
+  const UnmappedSettings unmapped = unmapped_settings(settings);
+  CHECK(unmapped.not_modelled == std::vector<std::string>{"backend:cudaMallocAsync"});
+  CHECK(unmapped.without_effect == std::vector<std::string>{"pinned_use_background_threads:True"});
 }
 
 TEST_CASE("replay-check: both recorded PyTorch snapshots replay exact", "[replay-check][shared]") {
