@@ -32,7 +32,7 @@
 #include "policies/common/memory_cap.hpp"
 #include "policies/common/size_bins.hpp"
 #include "policies/common/slots.hpp"
-#include "policies/recording_replay.hpp"
+#include "policies/recording_adoption.hpp"
 #include "sim/device.hpp"
 #include "sim/policy.hpp"
 #include "sim/spec.hpp"
@@ -112,12 +112,12 @@ class CachingPolicy final : public Policy {
   bool expandable() const { return expandable_; }
 
  private:
-  // Replaying a recording (policies/caching_recording.cpp) adopts segments and reads the
-  // layout through RecordingReplay, defined there with the members below.
-  friend class CachingRecording;
-  using HeldBlock = RecordingReplay::HeldBlock;
-  using LaidBlock = RecordingReplay::LaidBlock;
-  using SegmentLayout = RecordingReplay::SegmentLayout;
+  // Replaying a recording (policies/caching_adoption.cpp) adopts segments and reads the
+  // layout through RecordingAdoption, defined there with the members below.
+  friend class CachingAdoption;
+  using HeldBlock = RecordingAdoption::HeldBlock;
+  using LaidBlock = RecordingAdoption::LaidBlock;
+  using SegmentLayout = RecordingAdoption::SegmentLayout;
   std::optional<Addr> adopt_segment(Bytes size, Stream stream, bool small, std::span<const HeldBlock> allocated);
   std::optional<Addr> adopt_expandable_range(Bytes mapped, Stream stream, bool small,
                                              std::span<const HeldBlock> allocated);

@@ -10,7 +10,7 @@
 #include "policies/bfc.hpp"
 #include "policies/buddy.hpp"
 #include "policies/caching.hpp"
-#include "policies/caching_recording.hpp"
+#include "policies/caching_adoption.hpp"
 #include "policies/common/upstream.hpp"
 #include "policies/compact.hpp"
 #include "policies/direct.hpp"
@@ -83,12 +83,12 @@ const std::array kPolicies{
     PolicyInfo{"caching", "torch", Framework::torch,
                "PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), native backend",
                "per-stream best fit in small (2 MiB) and large segments, cached until empty_cache or an OOM",
-               CachingPolicy::kParams, read<CachingPolicy>, caching_recording},
+               CachingPolicy::kParams, read<CachingPolicy>, caching_adoption},
     PolicyInfo{"expandable", "", Framework::torch,
                "PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
                "the same, in one address range per stream and pool mapped in 2 MiB / 20 MiB pages on demand; "
                "empty_cache unmaps whole free pages",
-               CachingPolicy::kExpandableParams, read<CachingPolicy>, caching_recording},
+               CachingPolicy::kExpandableParams, read<CachingPolicy>, caching_adoption},
     PolicyInfo{"direct", "platform", Framework::cuda,
                "cudaMalloc/cudaFree per request: TensorFlow's cuda_malloc, JAX's platform, "
                "PyTorch with PYTORCH_NO_CUDA_MEMORY_CACHING=1",
@@ -255,7 +255,7 @@ std::vector<PolicySpec> parse_policy_lists(std::span<const std::string> lists) {
 }
 
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device) {
-  return std::move(parse_policy_spec(spec).build(device).policy);
+  return std::move(parse_policy_spec(spec).make(device).policy);
 }
 
 namespace {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policies/recording_replay.hpp"
+#include "policies/recording_adoption.hpp"
 #include "sim/device.hpp"
 #include "sim/framework.hpp"
 #include "sim/made_policy.hpp"
@@ -33,8 +33,8 @@ struct PolicyInfo {
   // it returns makes the policy from them, with the direct loop of its type.
   MakePolicy (*read)(const Params& params);
   // A policy this row made can start where a PyTorch recording began, and shows its layout
-  // (policies/recording_replay.hpp): the view over it; null for every other row.
-  std::unique_ptr<RecordingReplay> (*recording)(Policy& policy) = nullptr;
+  // (policies/recording_adoption.hpp): the view over it; null for every other row.
+  std::unique_ptr<RecordingAdoption> (*adoption)(Policy& policy) = nullptr;
 };
 
 std::span<const PolicyInfo> all_policies();
@@ -49,9 +49,8 @@ struct PolicySpec {
   const PolicyInfo* row = nullptr;
   std::string text;
   Spec spec;  // the keys as written, in order: what a study changes one of (advise)
-  MakePolicy make;  // from the settings read
+  MakePolicy make;  // from the settings read: make(device) is the policy on a device
 
-  MadePolicy build(Device& device) const { return make(device); }
   // What a tenant carries (sim/engine.hpp): this spec, made when the tenant starts.
   PolicyMaker maker() const { return PolicyMaker{text, make}; }
 };

@@ -57,7 +57,7 @@ class Replay final : ReplayHooks {
         baseline_used_(device.used()),
         peak_used_(baseline_used_) {
     for (const TenantSpec& spec : scenario.tenants) {
-      TenantReplay& run = tenants_.emplace_back(spec, device_, peak_used_);
+      TenantState& run = tenants_.emplace_back(spec, device_, peak_used_);
       run.result.index = tenants_.size() - 1;
       run.index = run.result.index;
       run.observers = observers_;
@@ -78,12 +78,12 @@ class Replay final : ReplayHooks {
         if (++steps % kEventsBetweenStopChecks == 0) stop_if_interrupted();
       }
     }
-    for (TenantReplay& run : tenants_) {
+    for (TenantState& run : tenants_) {
       if (run.policy) finish(run);
     }
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_start;
     // Only now what a trace still loading knows at its end.
-    for (TenantReplay& run : tenants_) {
+    for (TenantState& run : tenants_) {
       const EventSource& source = *run.source;
       const TraceInfo& info = source.info();
       run.result.events = source.events();
@@ -114,7 +114,7 @@ class Replay final : ReplayHooks {
     result.before_start = baseline_used_;
     result.peak_device = peak_used_;
     result.replay_seconds = wall.count();
-    for (TenantReplay& run : tenants_) {
+    for (TenantState& run : tenants_) {
       result.events_replayed += run.result.events_replayed;
       result.tenants.push_back(std::move(run.result));
     }
@@ -125,7 +125,7 @@ class Replay final : ReplayHooks {
   // One tenant: a loop made for what this scenario watches, the rest compiled out. The
   // plain one runs with the policy's own type where its factory gave a DirectLoop.
   void replay_alone() {
-    TenantReplay& run = tenants_.front();
+    TenantState& run = tenants_.front();
     start(run, 0);
     if (!run.policy) return;
     const bool observe = !observers_.empty();
@@ -157,7 +157,7 @@ class Replay final : ReplayHooks {
 
   // A process starts: the driver creates its CUDA context, then the framework its
   // allocator, which sees what the device has free now (TensorFlow sizes its pool by it).
-  void start(TenantReplay& run, std::size_t tenant) {
+  void start(TenantState& run, std::size_t tenant) {
     run.started = true;
     run.serving(run.spec.start, 0, 0);
     run.context_open = device_.open_context();
@@ -173,7 +173,7 @@ class Replay final : ReplayHooks {
   }
 
   void step(std::size_t tenant) {
-    TenantReplay& run = tenants_[tenant];
+    TenantState& run = tenants_[tenant];
     if (!run.started) return start(run, tenant);
     Policy& policy = *run.policy;
     const bool observe = !observers_.empty();
@@ -188,14 +188,14 @@ class Replay final : ReplayHooks {
 
   // The simulated clock is the trace's time plus the allocator time spent before: it must
   // stay under 2^64 ns, or later events would seem to come first.
-  [[noreturn]] void clock_wraps(const TenantReplay& run, std::size_t index, const Event& event) const override {
+  [[noreturn]] void clock_wraps(const TenantState& run, std::size_t index, const Event& event) const override {
     throw Error(run.result.workload + ": event " + std::to_string(index) + " at time_ns " + std::to_string(event.time) +
                 ", plus " + format_nanos(run.delay()) + " of allocator time before it" +
                 (run.spec.start ? " and its start " + format_nanos(run.spec.start) : std::string()) +
                 ", passes the simulated clock's end (2^64 ns); make the trace's times smaller");
   }
 
-  void not_served(TenantReplay& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now,
+  void not_served(TenantState& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now,
                   std::string_view hang) override {
     if (!hang.empty()) {
       run.result.hang_event = index;
@@ -209,21 +209,21 @@ class Replay final : ReplayHooks {
   // The requested bytes alive in every tenant (what an OOM's context reports).
   Bytes live_requested() const {
     Bytes bytes = 0;
-    for (const TenantReplay& run : tenants_) bytes += run.requested;
+    for (const TenantState& run : tenants_) bytes += run.requested;
     return bytes;
   }
 
   // What the device gives `run` now, and who holds the rest.
-  TenantShare share_of(const TenantReplay& run) const {
+  TenantShare share_of(const TenantState& run) const {
     TenantShare share{device_.capacity(), baseline_used_, contexts_, {}};
-    for (const TenantReplay& other : tenants_) {
+    for (const TenantState& other : tenants_) {
       if (&other == &run || !other.policy) continue;
       share.others.push_back(TenantHolding{other.result.index, other.device.reserved(), other.requested});
     }
     return share;
   }
 
-  void out_of_memory(TenantReplay& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now) {
+  void out_of_memory(TenantState& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now) {
     const bool first = run.result.oom_count == 0;
     PolicyInspection inspection = run.policy->inspect(first ? Detail::full : Detail::counters);
     if (first) {
@@ -254,7 +254,7 @@ class Replay final : ReplayHooks {
 
   // Records the tenant's results, then ends it as a process exit would: every live block
   // freed, the cache emptied, the policy destroyed and its segments returned.
-  void finish(TenantReplay& run) {
+  void finish(TenantState& run) {
     TenantResult& result = run.result;
     result.events_replayed = run.replayed();
     result.allocator_time = run.device.time_spent();
@@ -290,7 +290,7 @@ class Replay final : ReplayHooks {
     }
   }
 
-  void check(TenantReplay& run, std::size_t index) override {
+  void check(TenantState& run, std::size_t index) override {
     run.policy->check();
     const PolicyStats stats = run.policy->stats();
     if (stats.allocated != run.allocated) {
@@ -305,12 +305,12 @@ class Replay final : ReplayHooks {
     if (device_.used() > device_.capacity()) fail(run, index, "device over capacity");
   }
 
-  [[noreturn]] void fail(const TenantReplay& run, std::size_t index, const std::string& what) const override {
+  [[noreturn]] void fail(const TenantState& run, std::size_t index, const std::string& what) const override {
     throw Error("check failed after event " + std::to_string(index) + " of " + run.result.workload + " under " +
                 run.result.policy + ": " + what);
   }
 
-  void sample(const TenantReplay& run, std::size_t tenant, std::size_t index, Nanos time) override {
+  void sample(const TenantState& run, std::size_t tenant, std::size_t index, Nanos time) override {
     const Sample sample{time, tenant, index, run.allocated, run.device.reserved(), device_.used()};
     for (Observer* observer : observers_) observer->on_event(sample);
   }
@@ -318,13 +318,13 @@ class Replay final : ReplayHooks {
   Device& device_;
   const Scenario& scenario_;
   std::span<Observer* const> observers_;
-  std::deque<TenantReplay> tenants_;  // a deque: each policy holds a reference into its TenantReplay
+  std::deque<TenantState> tenants_;  // a deque: each policy holds a reference into its TenantState
   Bytes baseline_used_;
   Bytes peak_used_;
   Bytes contexts_ = 0;  // the contexts of the running tenants
 };
 
-TenantReplay::TenantReplay(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
+TenantState::TenantState(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used)
     : spec(tenant_spec),
       start(tenant_spec.start),
       offset(tenant_spec.start),
@@ -332,7 +332,7 @@ TenantReplay::TenantReplay(const TenantSpec& tenant_spec, Device& shared_device,
       device(shared_device, peak_used),
       slot_of(source->slots(), kNoSlot) {}
 
-void TenantReplay::moved(const Move& move) {
+void TenantState::moved(const Move& move) {
   const std::uint32_t id = index_of(move.id);
   const std::uint32_t slot = id < slot_of.size() ? slot_of[id] : kNoSlot;
   if (slot == kNoSlot || live[slot].id != move.id || live[slot].addr != move.from || live[slot].size != move.size) {
@@ -343,17 +343,17 @@ void TenantReplay::moved(const Move& move) {
   if (!observers.empty()) tell_block(BlockAction::moved, move.id, move.to, move.size, live[slot].stream, move.from);
 }
 
-void TenantReplay::device_call(SegmentAction action, Addr addr, Bytes bytes) {
+void TenantState::device_call(SegmentAction action, Addr addr, Bytes bytes) {
   const SegmentEvent event{index, at_event, now, action, addr, bytes, stream};
   for (Observer* observer : observers) observer->on_segment(event);
 }
 
-void TenantReplay::tell_block(BlockAction action, AllocId id, Addr addr, Bytes size, Stream block_stream, Addr from) {
+void TenantState::tell_block(BlockAction action, AllocId id, Addr addr, Bytes size, Stream block_stream, Addr from) {
   const BlockEvent event{index, at_event, now, action, id, addr, size, live[slot_of[index_of(id)]].requested, block_stream, from};
   for (Observer* observer : observers) observer->on_block(event);
 }
 
-void TenantReplay::grow_ids(std::uint32_t id) { grow_to_hold(slot_of, id, kNoSlot); }
+void TenantState::grow_ids(std::uint32_t id) { grow_to_hold(slot_of, id, kNoSlot); }
 
 RunResult run_on(Device& device, const Scenario& scenario, std::span<Observer* const> observers) {
   if (scenario.tenants.empty()) throw Error("a scenario needs at least one tenant");

@@ -43,19 +43,19 @@ struct LiveBlock {
 };
 static_assert(sizeof(LiveBlock) == 32);
 
-class TenantReplay;
+class TenantState;
 
 // What the loop leaves to the engine: what rarely happens (an OOM, a hang, a clock past
 // its end) and what only checks and observers need.
 class ReplayHooks {
  public:
   // An OOM, or (hang not empty) a request the real allocator would never have returned from.
-  virtual void not_served(TenantReplay& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now,
+  virtual void not_served(TenantState& run, std::size_t tenant, std::size_t index, Bytes bytes, Nanos now,
                           std::string_view hang) = 0;
-  [[noreturn]] virtual void clock_wraps(const TenantReplay& run, std::size_t index, const Event& event) const = 0;
-  virtual void check(TenantReplay& run, std::size_t index) = 0;  // --check, after every event
-  [[noreturn]] virtual void fail(const TenantReplay& run, std::size_t index, const std::string& what) const = 0;
-  virtual void sample(const TenantReplay& run, std::size_t tenant, std::size_t index, Nanos time) = 0;  // observers
+  [[noreturn]] virtual void clock_wraps(const TenantState& run, std::size_t index, const Event& event) const = 0;
+  virtual void check(TenantState& run, std::size_t index) = 0;  // --check, after every event
+  [[noreturn]] virtual void fail(const TenantState& run, std::size_t index, const std::string& what) const = 0;
+  virtual void sample(const TenantState& run, std::size_t tenant, std::size_t index, Nanos time) = 0;  // observers
 
  protected:
   ~ReplayHooks() = default;
@@ -64,9 +64,9 @@ class ReplayHooks {
 class Replay;  // sim/engine.cpp: the engine, the one reader and writer of a tenant's state
 
 // One tenant's state, private to the engine (Replay) and its plain loop (PlainReplay).
-class TenantReplay final : public MoveListener, public DeviceCallListener {
+class TenantState final : public MoveListener, public DeviceCallListener {
  public:
-  TenantReplay(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used);
+  TenantState(const TenantSpec& tenant_spec, Device& shared_device, Bytes& peak_used);
 
   // A policy relocated a live block: remember where it is now, to hand it back there.
   void moved(const Move& move) override;
@@ -189,19 +189,19 @@ class TenantReplay final : public MoveListener, public DeviceCallListener {
 // own type: replay.run(policy).
 class PlainReplay {
  public:
-  PlainReplay(TenantReplay& run, ReplayHooks& hooks) : run_(run), hooks_(hooks) {}
+  PlainReplay(TenantState& run, ReplayHooks& hooks) : run_(run), hooks_(hooks) {}
   template <typename P>
   void run(P& policy) const {
     run_.replay_while_alive<P, false, false>(policy, hooks_);
   }
 
  private:
-  TenantReplay& run_;
+  TenantState& run_;
   ReplayHooks& hooks_;
 };
 
 template <typename P, bool kCheck, bool kObserve>
-inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant, Cursor& cursor) {
+inline void TenantState::replay_event(P& policy, ReplayHooks& hooks, std::size_t tenant, Cursor& cursor) {
   const std::size_t at_window = cursor.at++;
   at = cursor.at;
   const std::size_t event_index = cursor.first + at_window;
@@ -242,7 +242,7 @@ inline void TenantReplay::replay_event(P& policy, ReplayHooks& hooks, std::size_
 }
 
 template <typename P, bool kCheck, bool kObserve>
-inline void TenantReplay::allocate(P& policy, ReplayHooks& hooks, std::size_t tenant, std::size_t event_index,
+inline void TenantState::allocate(P& policy, ReplayHooks& hooks, std::size_t tenant, std::size_t event_index,
                             const Event& event, Bytes bytes, Nanos event_now, Cursor& cursor) {
   const std::uint32_t id = index_of(event.id);
   if (id >= cursor.ids) [[unlikely]] {
@@ -270,7 +270,7 @@ inline void TenantReplay::allocate(P& policy, ReplayHooks& hooks, std::size_t te
 }
 
 template <typename P, bool kObserve>
-inline void TenantReplay::deallocate(P& policy, const Event& event, Nanos event_now) {
+inline void TenantState::deallocate(P& policy, const Event& event, Nanos event_now) {
   const std::uint32_t slot = slot_of[index_of(event.id)];
   if (slot == kNoSlot) return;  // its allocation failed and was skipped
   LiveBlock& block = live[slot];
@@ -284,7 +284,7 @@ inline void TenantReplay::deallocate(P& policy, const Event& event, Nanos event_
 }
 
 template <typename P>
-void TenantReplay::new_peak(P& policy, std::size_t event_index) {
+void TenantState::new_peak(P& policy, std::size_t event_index) {
   result.peak_allocated = allocated;
   result.peak_event = event_index;
   result.reserved_at_peak = device.reserved();

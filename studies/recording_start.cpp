@@ -81,7 +81,7 @@ RecordedAddressDevice::Placements recorded_placements(const TorchRecording& reco
 }
 
 
-RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingReplay& view, Policy& policy,
+RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingAdoption& view, Policy& policy,
                                   const RoundupDivisions& divisions) {
   const Trace& trace = recording.trace;
   const std::vector<std::size_t> order = preexisting_by_address(recording);
@@ -90,7 +90,7 @@ RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingRepl
   start.live.resize(trace.allocations());
   std::size_t next = 0;
   for (const RecordedSegment& segment : recording.segments_at_start) {
-    std::vector<RecordingReplay::HeldBlock> held;
+    std::vector<RecordingAdoption::HeldBlock> held;
     for (; next < preexisting && recording.preexisting[order[next]].addr < segment.addr + segment.size; ++next) {
       const PreexistingBlock& block = recording.preexisting[order[next]];
       if (block.addr < segment.addr) throw Error("the block at " + format_address(block.addr) + " lies in no recorded segment");
@@ -117,7 +117,7 @@ RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingRepl
       policy.release_cached();  // PyTorch's OOM path: free the cached blocks, then retry
       addr = adopt();
     }
-    for (const RecordingReplay::HeldBlock& block : held) {
+    for (const RecordingAdoption::HeldBlock& block : held) {
       start.live_bytes += block.size;
       if (!addr) start.unserved.push_back(block.id);
     }
@@ -130,7 +130,7 @@ RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingRepl
     }
     start.simulated_at[segment.addr] = *addr;
     start.reserved += segment.size;
-    for (const RecordingReplay::HeldBlock& block : held) {
+    for (const RecordingAdoption::HeldBlock& block : held) {
       start.live[index_of(block.id)] = Block{*addr + block.offset, block.size, block.requested, block.id, segment.stream};
     }
   }

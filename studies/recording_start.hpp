@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "policies/caching.hpp"
-#include "policies/recording_replay.hpp"
+#include "policies/recording_adoption.hpp"
 #include "sim/policy.hpp"
 #include "studies/recorded_address_device.hpp"
 #include "workloads/torch_recording.hpp"
@@ -38,7 +38,7 @@ struct RebuiltStart {
 // wholly free cached blocks (`policy`, the view's own policy); a free segment that still
 // finds no room is released too (counted in `released`), and the blocks of a segment that
 // does not are `unserved`.
-RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingReplay& view, Policy& policy,
+RebuiltStart adopt_recorded_start(const TorchRecording& recording, RecordingAdoption& view, Policy& policy,
                                   const RoundupDivisions& divisions);
 
 // For a policy that cannot adopt PyTorch's segments: the blocks live at the start (the

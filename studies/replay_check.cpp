@@ -200,9 +200,9 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
   SimDevice sim_device(spec);
   RecordedAddressDevice placed(sim_device, recorded_placements(recording));
   LoggingDevice device(placed);
-  const std::unique_ptr<Policy> made = std::move(as_recorded.build(device).policy);
+  const std::unique_ptr<Policy> made = std::move(as_recorded.make(device).policy);
   Policy& policy = *made;
-  const std::unique_ptr<RecordingReplay> recorded = as_recorded.row->recording(policy);
+  const std::unique_ptr<RecordingAdoption> recorded = as_recorded.row->adoption(policy);
   const Trace& trace = recording.trace;
   policy.prepare(ReplaySetup{.allocations = trace.allocations() + recording.ooms.size()});
   const RoundupDivisions divisions = recorded_divisions(recording.settings);
@@ -364,8 +364,8 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
 
   // The final layout against the snapshot's, segment by segment, block by block.
   check.final_state_compared = true;
-  const std::vector<RecordingReplay::SegmentLayout> layout = recorded->layout();
-  std::map<Addr, const RecordingReplay::SegmentLayout*> by_address;
+  const std::vector<RecordingAdoption::SegmentLayout> layout = recorded->layout();
+  std::map<Addr, const RecordingAdoption::SegmentLayout*> by_address;
   for (const auto& segment : layout) by_address[segment.addr] = &segment;
   for (const RecordedSegment& expected : recording.segments_at_end) {
     const auto mapped = simulated_at.find(expected.addr);
@@ -377,7 +377,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
       check.final_state = where + " is not held at the end of the replay";
       return check;
     }
-    const RecordingReplay::SegmentLayout& got = *found->second;
+    const RecordingAdoption::SegmentLayout& got = *found->second;
     by_address.erase(found);
     for (std::size_t b = 0; b < std::max(expected.blocks.size(), got.blocks.size()); ++b) {
       if (b >= expected.blocks.size() || b >= got.blocks.size()) {
@@ -386,7 +386,7 @@ ReplayCheck replay_check(const TorchRecording& recording, Bytes capacity) {
         return check;
       }
       const RecordedBlock& want = expected.blocks[b];
-      const RecordingReplay::LaidBlock& have = got.blocks[b];
+      const RecordingAdoption::LaidBlock& have = got.blocks[b];
       if (want.addr - expected.addr != have.addr - got.addr || want.size != have.size ||
           want.allocated != have.allocated) {
         const auto state = [](bool allocated) { return allocated ? "allocated" : "free"; };

@@ -126,7 +126,7 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   const PolicyInfo* row = given.spec ? given.spec->row : nullptr;
   // PyTorch's own allocator takes the recorded settings; the spec as run is the one shown.
   std::optional<PolicySpec> as_run;
-  if (given.spec) as_run = policy_spec(row->recording ? with_recorded_settings(given.spec->spec, recording) : given.spec->spec);
+  if (given.spec) as_run = policy_spec(row->adoption ? with_recorded_settings(given.spec->spec, recording) : given.spec->spec);
   WhatIfOutcome outcome;
   outcome.policy = as_run ? as_run->text : given.maker.text;
   outcome.torch_setting = given.spec ? torch_setting(given.spec->spec, recording.settings.conf) : std::string("# ").append(given.maker.text);
@@ -139,10 +139,10 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   MeteredDevice device(counting, metered_peak);  // what the account counts and tells the observers
   ReplayAccount account(shared_trace, outcome.policy, device_spec, exporters, recorders);
 
-  const std::unique_ptr<Policy> policy = std::move((as_run ? as_run->build(device) : given.maker.make(device)).policy);
+  const std::unique_ptr<Policy> policy = std::move((as_run ? as_run->make(device) : given.maker.make(device)).policy);
   // Adopted where the policy's segments are of the recording's kind (refuse_unrebuildable
   // leaves no mixed start); the other kind places the live blocks, as any policy does.
-  std::unique_ptr<RecordingReplay> adopting = row && row->recording ? row->recording(*policy) : nullptr;
+  std::unique_ptr<RecordingAdoption> adopting = row && row->adoption ? row->adoption(*policy) : nullptr;
   if (adopting && adopting->expandable() != recorded_expandable(recording)) adopting.reset();
   account.watch(*policy, device);
   const Trace& trace = recording.trace;

@@ -23,7 +23,7 @@ void UpstreamDevice::free(Segment segment) {
   upstream_.deallocate(block, device_.elapsed());
 }
 
-LayeredPolicy::LayeredPolicy(std::unique_ptr<Policy> upstream, Device& device, const TopPolicyMaker& make_top)
+LayeredPolicy::LayeredPolicy(std::unique_ptr<Policy> upstream, Device& device, const MakeTopPolicy& make_top)
     : upstream_(std::move(upstream)), device_(*upstream_, device), top_(make_top(device_)) {}
 
 PolicyStats LayeredPolicy::stats() const {

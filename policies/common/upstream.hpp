@@ -43,13 +43,13 @@ class UpstreamDevice final : public Device {
   std::uint32_t next_id_ = 0;     // the upstream's own request ids
 };
 
-using TopPolicyMaker = std::function<std::unique_ptr<Policy>(Device& device)>;
+using MakeTopPolicy = std::function<std::unique_ptr<Policy>(Device& device)>;
 
 // A policy over an upstream policy: requests go to the top one, which takes its memory
 // from the upstream; reserved bytes are the upstream's (what the device holds).
 class LayeredPolicy final : public Policy {
  public:
-  LayeredPolicy(std::unique_ptr<Policy> upstream, Device& device, const TopPolicyMaker& make_top);
+  LayeredPolicy(std::unique_ptr<Policy> upstream, Device& device, const MakeTopPolicy& make_top);
 
   Allocation allocate(const Request& request) override { return top_->allocate(request); }
   void deallocate(const Block& block, Nanos now) override { top_->deallocate(block, now); }

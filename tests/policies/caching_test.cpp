@@ -167,13 +167,13 @@ TEST_CASE("caching rebuilds a recorded segment: blocks at their offsets, the gap
   SimDevice device(plain_device(64_MiB));
   const std::unique_ptr<Policy> made = make_policy("caching", device);
   Policy& policy = *made;
-  const std::unique_ptr<RecordingReplay> recorded = find_policy("caching").recording(policy);
+  const std::unique_ptr<RecordingAdoption> recorded = find_policy("caching").adoption(policy);
   REQUIRE(recorded);
   policy.prepare(ReplaySetup{.allocations = 3});
-  const std::array held{RecordingReplay::HeldBlock{512, 1024, AllocId{0}, 1000},
-                        RecordingReplay::HeldBlock{4096, 512, AllocId{1}, 100}};
+  const std::array held{RecordingAdoption::HeldBlock{512, 1024, AllocId{0}, 1000},
+                        RecordingAdoption::HeldBlock{4096, 512, AllocId{1}, 100}};
   const Addr base = recorded->adopt_segment(2_MiB, 0, true, held).value();
-  using Laid = RecordingReplay::LaidBlock;
+  using Laid = RecordingAdoption::LaidBlock;
   const auto blocks = [&] { return recorded->layout().at(0).blocks; };
   CHECK(blocks() == std::vector<Laid>{{base, 512, false}, {base + 512, 1024, true}, {base + 1536, 2560, false},
                                       {base + 4096, 512, true}, {base + 4608, 2_MiB - 4608, false}});
@@ -186,7 +186,7 @@ TEST_CASE("caching rebuilds a recorded segment: blocks at their offsets, the gap
   REQUIRE(reused);
   CHECK(reused->addr == base);
   policy.check();
-  CHECK_THROWS_AS(recorded->adopt_segment(2_MiB, 0, true, std::array{RecordingReplay::HeldBlock{100, 512, AllocId{2}, 1}}),
+  CHECK_THROWS_AS(recorded->adopt_segment(2_MiB, 0, true, std::array{RecordingAdoption::HeldBlock{100, 512, AllocId{2}, 1}}),
                   Error);  // not 512-B aligned
   CHECK_FALSE(recorded->adopt_segment(64_MiB, 0, false, {}));  // no room left on the device: nothing changes
   CHECK(policy.stats().reserved == 2_MiB);
@@ -222,17 +222,17 @@ TEST_CASE("caching under max_split_size gives back only whole segments of an ado
       SimDevice sim;
       StrictDevice device;
       std::unique_ptr<Policy> policy;
-      std::unique_ptr<RecordingReplay> view;
+      std::unique_ptr<RecordingAdoption> view;
       explicit Adopted(Bytes bytes) : sim(plain_device(bytes)), device(sim) {
         policy = make_policy("caching:max_split_size=64MiB", device);
-        view = find_policy("caching").recording(*policy);
+        view = find_policy("caching").adoption(*policy);
         policy->prepare(ReplaySetup{.allocations = 2});
       }
     };
     return std::make_unique<Adopted>(capacity);
   };
-  const RecordingReplay::HeldBlock live_at_100{100_MiB, 20_MiB, AllocId{0}, 20_MiB};
-  const RecordingReplay::HeldBlock live_at_0{0, 20_MiB, AllocId{0}, 20_MiB};
+  const RecordingAdoption::HeldBlock live_at_100{100_MiB, 20_MiB, AllocId{0}, 20_MiB};
+  const RecordingAdoption::HeldBlock live_at_0{0, 20_MiB, AllocId{0}, 20_MiB};
   SECTION("from the largest down, the partial oversize blocks skipped") {
     // 400 MiB: a 200 MiB segment with 20 MiB live at 100 MiB (free 100 and 80 MiB around
     // it), a wholly free 110 MiB one; 90 MiB left on the device. 150 MiB fits no cached
@@ -423,10 +423,10 @@ TEST_CASE("expandable maps 20 MiB pages on demand and unmaps the whole pages of 
   policy.release_cached();  // only page 1 ([20, 40)) lies wholly inside the free block
   CHECK(policy.stats().reserved == 20_MiB);
   CHECK(extra(policy, "num_device_free") == 1);
-  const std::unique_ptr<RecordingReplay> caching = find_policy("expandable").recording(policy);
+  const std::unique_ptr<RecordingAdoption> caching = find_policy("expandable").adoption(policy);
   REQUIRE(caching->layout().size() == 1);
   CHECK(caching->layout()[0].blocks ==
-        std::vector<RecordingReplay::LaidBlock>{{a->addr, 5_MiB, true}, {a->addr + 5_MiB, 15_MiB, false}});
+        std::vector<RecordingAdoption::LaidBlock>{{a->addr, 5_MiB, true}, {a->addr + 5_MiB, 15_MiB, false}});
   harness.free(*a);
   policy.release_cached();  // page 0 goes too; the address space is given up
   CHECK(policy.stats().reserved == 0);

@@ -71,7 +71,7 @@ TEST_CASE("a spec its row accepts builds on a device", "[registry]") {
   SimDevice device(DeviceSpec{});
   for (const PolicyInfo& info : all_policies()) {
     INFO(info.name);
-    CHECK_NOTHROW(parse_policy_spec(info.name).build(device));
+    CHECK_NOTHROW(parse_policy_spec(info.name).make(device));
   }
 }
 

@@ -43,7 +43,7 @@ TEST_CASE("a plain run takes its policy's direct loop once; a checked or observe
   const auto trace = random_trace(2'000);
   const PolicySpec bestfit = parse_policy_spec("bestfit");
   scenario.tenants.push_back(TenantSpec{trace, PolicyMaker{bestfit.text, [&bestfit](Device& device) {
-                                          MadePolicy made = bestfit.build(device);
+                                          MadePolicy made = bestfit.make(device);
                                           bestfit_loop = made.loop;
                                           made.loop = &counting_loop;
                                           return made;
@@ -79,7 +79,7 @@ TEST_CASE("every policy's own loop gives what the virtual loop gives, byte for b
     return out.str();
   };
   SimDevice device(scenario.device);
-  CHECK(parse_policy_spec(policy).build(device).loop != nullptr);  // every row gives its direct loop
+  CHECK(parse_policy_spec(policy).make(device).loop != nullptr);  // every row gives its direct loop
   SilentObserver observer;  // an observer makes the engine run the virtual loop itself
   Observer* const observers[] = {&observer};
   CHECK(csv({}) == csv(observers));

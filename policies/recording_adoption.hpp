@@ -2,7 +2,7 @@
 // recording began (the segments the real allocator already held, with their live blocks
 // at the same offsets), to show its segments and blocks as a snapshot lists them, and to
 // give back one segment as the real garbage collection did. A view over a policy of the
-// caching family (policies/caching_recording.cpp); replay-check and the what-if replay of
+// caching family (policies/caching_adoption.cpp); replay-check and the what-if replay of
 // a recording use it, nothing else does.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 namespace allocsim {
 
-class RecordingReplay {
+class RecordingAdoption {
  public:
   // A block the recording began with, inside its segment.
   struct HeldBlock {
@@ -37,7 +37,7 @@ class RecordingReplay {
     std::vector<LaidBlock> blocks;  // in address order
   };
 
-  virtual ~RecordingReplay() = default;
+  virtual ~RecordingAdoption() = default;
 
   // Whether the policy's segments are expandable (every one is, or none is).
   virtual bool expandable() const = 0;

@@ -1,6 +1,6 @@
 // The caching family's side of replaying a recording: adopting the segments a recording
 // began with, and reading the layout back, through CachingPolicy's private members.
-#include "policies/caching_recording.hpp"
+#include "policies/caching_adoption.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -12,9 +12,9 @@
 
 namespace allocsim {
 
-class CachingRecording final : public RecordingReplay {
+class CachingAdoption final : public RecordingAdoption {
  public:
-  explicit CachingRecording(CachingPolicy& policy) : policy_(policy) {}
+  explicit CachingAdoption(CachingPolicy& policy) : policy_(policy) {}
   bool expandable() const override { return policy_.expandable(); }
   std::optional<Addr> adopt_segment(Bytes size, Stream stream, bool small,
                                     std::span<const HeldBlock> allocated) override {
@@ -31,10 +31,10 @@ class CachingRecording final : public RecordingReplay {
   CachingPolicy& policy_;
 };
 
-std::unique_ptr<RecordingReplay> caching_recording(Policy& policy) {
+std::unique_ptr<RecordingAdoption> caching_adoption(Policy& policy) {
   auto* const caching = dynamic_cast<CachingPolicy*>(&policy);
   if (!caching) return nullptr;
-  return std::make_unique<CachingRecording>(*caching);
+  return std::make_unique<CachingAdoption>(*caching);
 }
 
 void CachingPolicy::check_held(Bytes size, std::span<const HeldBlock> allocated) const {
@@ -87,7 +87,7 @@ std::optional<Addr> CachingPolicy::adopt_segment(Bytes size, Stream stream, bool
   return segment->addr;
 }
 
-std::vector<RecordingReplay::SegmentLayout> CachingPolicy::layout() const {
+std::vector<RecordingAdoption::SegmentLayout> CachingPolicy::layout() const {
   std::vector<SegmentLayout> segments;
   for (std::uint32_t b = 0; b < blocks_.extent(); ++b) {
     if (blocks_[b].size == 0 || blocks_[b].prev != kNone) continue;  // unused, or not a segment's first
