@@ -153,6 +153,15 @@ py::tuple answer(const StudyTable& table, const std::string& output, const std::
   return py::make_tuple(table.columns, table.rows, output, stopped);
 }
 
+// Why a study that did not finish every unit stopped ("interrupted by SIGINT: 3 of 8 points
+// finished"), or "" when it did or no signal came.
+std::string stopped_after(std::size_t finished, std::size_t total, const char* units) {
+  const int signal = interrupt_signal();
+  if (signal == 0 || finished >= total) return {};
+  return std::string("interrupted by ") + signal_name(signal) + ": " + std::to_string(finished) + " of " +
+         std::to_string(total) + " " + units + " finished";
+}
+
 // Runs `study` without the GIL, with the signals caught: (table, stopped).
 template <typename Study>
 std::pair<StudyTable, std::string> run_caught(Study&& study) {
@@ -165,6 +174,16 @@ std::pair<StudyTable, std::string> run_caught(Study&& study) {
   }
 }
 
+// The keywords applied to a study with policy lists: --alloc-conf's policy after the lists
+// (its warnings on `output`), the Python policies given as makers.
+void apply_with_policies(const OptionSetters& setters, const Keywords& keywords, const std::string& alloc_conf,
+                         std::vector<std::string>& lists, std::vector<PolicyMaker>& given,
+                         const std::map<std::string, py::object>& policies, std::ostream& output) {
+  setters.apply(keywords);
+  append_alloc_conf(lists, alloc_conf, output);
+  given = given_policies(policies);
+}
+
 py::tuple sweep(const Keywords& keywords, const std::map<std::string, py::object>& policies) {
   SweepStudy study;
   SweepOptions& s = study.grid;
@@ -175,20 +194,13 @@ py::tuple sweep(const Keywords& keywords, const std::map<std::string, py::object
   setters.text("on_oom", s.on_oom).text("alloc_conf", alloc_conf).number("threads", threads).flag("timing", study.timing);
   setters.ignored("quiet").device(s.device, false);
   for (const ModelAxis& axis : model_axes()) setters.text(axis.name, s.model_axes[axis.name]);
-  setters.apply(keywords);
   std::ostringstream output;
-  append_alloc_conf(s.policies, alloc_conf, output);
-  s.given_policies = given_policies(policies);
+  apply_with_policies(setters, keywords, alloc_conf, s.policies, s.given_policies, policies, output);
   study.threads = thread_count(threads);
   study.stop = [] { return interrupt_signal() != 0; };
   auto [table, stopped] = run_caught([&]() -> std::pair<StudyTable, std::string> {
     SweepOutcome outcome = run_sweep(study);
-    std::string why;
-    if (const int signal = interrupt_signal(); signal != 0 && outcome.finished < outcome.points) {
-      why = std::string("interrupted by ") + signal_name(signal) + ": " + std::to_string(outcome.finished) + " of " +
-            std::to_string(outcome.points) + " points finished";
-    }
-    return {std::move(outcome.table), why};
+    return {std::move(outcome.table), stopped_after(outcome.finished, outcome.points, "points")};
   });
   return answer(table, output.str(), stopped);
 }
@@ -200,23 +212,16 @@ py::tuple maxbatch(const Keywords& keywords, const std::map<std::string, py::obj
   setters.text("workload", options.workload).texts("policy", options.policies).number("limit", options.limit);
   setters.number("neighbours", options.neighbours).number("accumulation", options.accumulation);
   setters.number("threads", options.threads).text("alloc_conf", alloc_conf).device(options.device, false);
-  setters.apply(keywords);
   std::ostringstream output;
-  append_alloc_conf(options.policies, alloc_conf, output);
-  options.given_policies = given_policies(policies);
+  apply_with_policies(setters, keywords, alloc_conf, options.policies, options.given_policies, policies, output);
   MaxBatchStudy study = maxbatch_study(options);
   study.stop = [] { return interrupt_signal() != 0; };
   auto [table, stopped] = run_caught([&]() -> std::pair<StudyTable, std::string> {
     MaxBatchResults results = plan_maxbatch(study);
     search_maxbatch(study, results);
-    const std::size_t total = results.rows.size();
     StudyTable found = maxbatch_table(results);
-    std::string why;
-    if (const int signal = interrupt_signal(); signal != 0 && found.rows.size() < total) {
-      why = std::string("interrupted by ") + signal_name(signal) + ": " + std::to_string(found.rows.size()) + " of " +
-            std::to_string(total) + " searches finished";
-    }
-    return {std::move(found), why};
+    const std::size_t finished = found.rows.size();
+    return {std::move(found), stopped_after(finished, results.rows.size(), "searches")};
   });
   return answer(table, output.str(), stopped);
 }
@@ -241,10 +246,8 @@ py::tuple compare(const Keywords& keywords, const std::map<std::string, py::obje
   OptionSetters setters;
   setters.text("workload", options.workload).texts("policy", options.policies).text("on_oom", options.on_oom);
   setters.text("alloc_conf", alloc_conf).device(options.device, true);
-  setters.apply(keywords);
   std::ostringstream output;
-  append_alloc_conf(options.policies, alloc_conf, output);
-  options.given_policies = given_policies(policies);
+  apply_with_policies(setters, keywords, alloc_conf, options.policies, options.given_policies, policies, output);
   const CompareStudy study = compare_study(options);
   auto [table, stopped] = run_caught([&]() -> std::pair<StudyTable, std::string> {
     return {compare_table(run_compare(study).runs), ""};
