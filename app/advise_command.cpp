@@ -81,24 +81,10 @@ workload the way that framework runs it (its `tf` or `torch` token); without it,
 workload's own framework token decides (PyTorch when it names none).
 )";
 
-struct AdviseOptions {
-  std::string workload;
-  std::string framework;
-  std::string policy;
-  std::string alloc_conf;
-  std::vector<std::string> tenants;
-  DeviceChoice device;
+struct AdviseCliOptions {
+  AdviseOptions study;
   std::string csv;
-  std::int64_t ranks = 1;
-  int threads = 0;
 };
-
-std::optional<Framework> parse_framework(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  if (text == "tf") return Framework::tf;
-  if (text == "torch") return Framework::torch;
-  throw Error("--framework " + text + " is not tf or torch");
-}
 
 std::string as_run(const AdviseCandidate& candidate) {
   std::string text = candidate.workload.text + " @ " + candidate.policy.text;
@@ -146,10 +132,8 @@ std::string heading(Group group, bool training) {
   return training ? "Changes the training:" : "Changes the results:";
 }
 
-}  // namespace
-
-int advise_command(std::span<const std::string> args, std::ostream& out) {
-  AdviseOptions o;
+po::options_description advise_options(AdviseCliOptions& c) {
+  AdviseOptions& o = c.study;
   po::options_description description("Options");
   description.add_options()
       ("help,h", "this help")
@@ -163,43 +147,19 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
        "another process on the same device, after the workload, starting at TIME (default 0); repeat for several")
       ("ranks", po::value(&o.ranks)->value_name("N"),
        "the GPUs the job runs on, each rank this workload: ZeRO and FSDP are tried over them (default 1)")
-      ("csv", po::value(&o.csv)->value_name("FILE"), "also every line as a CSV row (as it is first, then by rank)")
+      ("csv", po::value(&c.csv)->value_name("FILE"), "also every line as a CSV row (as it is first, then by rank)")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)");
   add_alloc_conf_option(description, o.alloc_conf);
   add_device_options(description, o.device, DeviceLists::one, true);
-  const po::variables_map values = parse_options(args, description);
-  if (values.count("help")) {
-    out << kAdviseUsage << '\n' << description << '\n';
-    return 0;
-  }
-  if (o.workload.empty()) throw Error("advise needs --workload (see advise --help)");
+  return description;
+}
 
-  AdviseStudy study;
-  study.workload = parse_workload_spec(o.workload);
-  study.framework = parse_framework(o.framework);
-  o.policy = policy_or_alloc_conf(o.policy, o.alloc_conf, out);
-  if (!o.policy.empty()) study.policy = parse_policy_spec(o.policy);
-  for (const std::string& tenant : o.tenants) {
-    study.tenants.push_back(parse_tenant(tenant));
-  }
-  study.ranks = o.ranks;
-  study.device = chosen_device(o.device);
-  study.threads = threads_option(o.threads);
-  if (study.threads == 0) study.threads = std::max(1u, std::thread::hardware_concurrency());
-  OutputPaths paths;
-  if (const FileChoice* file = study.workload.file()) paths.input("--workload", file->path);
-  for (const TenantChoice& tenant : study.tenants) {
-    if (const FileChoice* file = tenant.workload.file()) paths.input("--tenant", file->path);
-  }
-  paths.output("--csv", o.csv);
-  paths.check();
-  const AdviseResults results = run_advise(study);
-
+void print_as_is(std::ostream& out, const AdviseResults& results, std::size_t tenants) {
   const DeviceSpec& device = results.device;
   out << "advise " << results.workload << " on " << device.name << " (" << format_bytes(device.capacity) << ", context "
       << format_bytes(device.context_overhead) << "), "
       << (results.framework == Framework::tf ? "TensorFlow" : "PyTorch") << " settings";
-  if (!study.tenants.empty()) out << ", tenants after it: " << study.tenants.size();
+  if (tenants > 0) out << ", tenants after it: " << tenants;
   out << '\n';
   const AdviseLine& as_is = results.as_is;
   out << "as it is (" << as_run(as_is.candidate) << "): ";
@@ -209,58 +169,93 @@ int advise_command(std::span<const std::string> args, std::ostream& out) {
   } else {
     out << "does not fit\n  " << as_is.verdict << '\n';
   }
+}
 
-  std::vector<std::vector<std::string>> grid{
+// The lines that fit, ranked and grouped (a heading per group); the others apart.
+struct AdviseGrid {
+  std::vector<std::vector<std::string>> rows{
       {"rank", "peak allocated", "peak reserved", "headroom", "allocator time", "eff. batch", "what changes"}};
   std::vector<const AdviseLine*> misses;
   std::size_t pairs_missed = 0;  // pairs that do not fit are in the CSV, not in the terminal
-  std::size_t rank = 0;
+  std::size_t fitting = 0;
+};
+
+AdviseGrid advise_grid(const AdviseResults& results) {
+  AdviseGrid grid;
   std::optional<Group> group;  // of the fitting line before
-  const bool training = results.training;
   for (const AdviseLine& line : results.lines) {
     if (!line.fits) {
       if (line.candidate.changes > 1) {
-        ++pairs_missed;
+        ++grid.pairs_missed;
       } else {
-        misses.push_back(&line);
+        grid.misses.push_back(&line);
       }
       continue;
     }
     if (group_of(line.candidate.impact) != group) {
       group = group_of(line.candidate.impact);
-      grid.push_back({heading(*group, training)});
+      grid.rows.push_back({heading(*group, results.training)});
     }
-    std::vector<std::string> row{std::to_string(++rank)};
+    std::vector<std::string> row{std::to_string(++grid.fitting)};
     for (std::string& cell : figures(line)) row.push_back(std::move(cell));
     row.push_back(line.candidate.what);
-    grid.push_back(std::move(row));
-    grid.push_back({"", "", "", "", "", "", "  " + line.candidate.change});
-    grid.push_back({"", "", "", "", "", "", "  as run: " + as_run(line.candidate)});
+    grid.rows.push_back(std::move(row));
+    grid.rows.push_back({"", "", "", "", "", "", "  " + line.candidate.change});
+    grid.rows.push_back({"", "", "", "", "", "", "  as run: " + as_run(line.candidate)});
   }
+  return grid;
+}
+
+void print_advice(std::ostream& out, const AdviseResults& results) {
+  const AdviseGrid grid = advise_grid(results);
+  const bool training = results.training;
   out << '\n';
   if (results.pairs_tried) {
     out << "No single change that keeps the " << (training ? "training" : "results")
         << " the same fits; two at a time were tried too.\n";
   }
-  if (rank == 0) {
+  if (grid.fitting == 0) {
     out << "Nothing tried fits" << (results.pairs_tried ? ", two changes at a time included" : "") << ".\n";
   } else {
     out << "What fits, ranked (what keeps the " << (training ? "training" : "results")
         << " the same first, then the least change for the user, then headroom):\n";
-    write_grid(out, grid);
+    write_grid(out, grid.rows);
   }
-  if (!misses.empty()) {
+  if (!grid.misses.empty()) {
     out << "\nWhat does not fit:\n";
-    for (const AdviseLine* line : misses) {
+    for (const AdviseLine* line : grid.misses) {
       out << "  " << line->candidate.what << " (" << as_run(line->candidate) << "): " << line->verdict << '\n';
     }
   }
-  if (pairs_missed > 0) out << "  and " << pairs_missed << " pairs of changes (in --csv, each with its verdict)\n";
+  if (grid.pairs_missed > 0) out << "  and " << grid.pairs_missed << " pairs of changes (in --csv, each with its verdict)\n";
   if (!results.not_tried.empty()) {
     out << "\nNot tried:\n";
     for (const AdviseNote& note : results.not_tried) out << "  " << note.what << ": " << note.why << '\n';
   }
   out << "\nEach line is one run: allocsim run --workload W --policy P [--tenant W@P ...] on the same device replays it.\n";
+}
+
+}  // namespace
+
+int advise_command(std::span<const std::string> args, std::ostream& out) {
+  AdviseCliOptions o;
+  const po::options_description description = advise_options(o);
+  const po::variables_map values = parse_options(args, description);
+  if (values.count("help")) {
+    out << kAdviseUsage << '\n' << description << '\n';
+    return 0;
+  }
+  const AdviseStudy study = advise_study(o.study, out);
+  OutputPaths paths;
+  if (const FileChoice* file = study.workload.file()) paths.input("--workload", file->path);
+  for (const TenantChoice& tenant : study.tenants) {
+    if (const FileChoice* file = tenant.workload.file()) paths.input("--tenant", file->path);
+  }
+  paths.output("--csv", o.csv);
+  paths.check();
+  const AdviseResults results = run_advise(study);
+  print_as_is(out, results, study.tenants.size());
+  print_advice(out, results);
   if (!o.csv.empty()) write_file_atomically(o.csv, [&](std::ostream& file) { write_advise_csv(file, results); });
   return 0;
 }

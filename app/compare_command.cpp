@@ -44,66 +44,62 @@ Examples:
   allocsim compare --workload workloads/traces/seed_fragmentation.csv --policy bfc,direct --capacity 10GiB
 )";
 
-struct CompareOptions {
-  std::string workload;
-  std::vector<std::string> policies;
-  DeviceChoice device;
-  std::string on_oom = "stop";
+struct CompareCliOptions {
+  CompareOptions compare;
+  std::string alloc_conf;
   std::string csv;
   std::string report;
 };
 
+po::options_description compare_options(CompareCliOptions& o) {
+  po::options_description description("Options");
+  CompareOptions& c = o.compare;
+  description.add_options()
+      ("help,h", "this help")
+      ("workload,w", po::value(&c.workload)->value_name("SPEC"), "the workload, one spec (its commas its own; see `allocsim workloads`) or a trace file")
+      ("policy,p", po::value(&c.policies)->value_name("SPECS")->composing(),
+       "the policies to compare, comma separated (repeatable; see `allocsim policies`)")
+      ("on-oom", po::value(&c.on_oom)->value_name("stop|continue"), "what an OOM does (default stop)")
+      ("csv", po::value(&o.csv)->value_name("FILE"), "one CSV row per policy (the columns of run --csv)")
+      ("report", po::value(&o.report)->value_name("FILE.html"), "a self-contained HTML page of the comparison");
+  add_alloc_conf_option(description, o.alloc_conf);
+  add_device_options(description, c.device, DeviceLists::one, true);
+  return description;
+}
+
+void print_comparison(std::ostream& out, const CompareCliOptions& o, const CompareStudy& study, const Comparison& comparison) {
+  const DeviceSpec& device = study.device;
+  out << "device " << device.name << ": " << format_bytes(device.capacity) << ", context "
+      << format_bytes(device.context_overhead) << ", granularity " << format_bytes(device.granularity) << '\n';
+  write_table(out, comparison.runs, comparison.policies);
+  if (!o.csv.empty()) write_file_atomically(o.csv, [&](std::ostream& file) { write_study_csv(file, compare_table(comparison.runs)); });
+  if (!o.report.empty()) {
+    const std::vector<ReportedRun> reported = comparison.reported();
+    const std::string title = "allocsim compare: " + o.compare.workload + " on " + device.name;
+    write_report_page(o.report, title, run_report_data(title, command_text(command_line()), reported));
+  }
+}
+
 }  // namespace
 
 int compare_command(std::span<const std::string> args, std::ostream& out) {
-  CompareOptions options;
-  po::options_description description("Options");
-  description.add_options()
-      ("help,h", "this help")
-      ("workload,w", po::value(&options.workload)->value_name("SPEC"), "the workload, one spec (its commas its own; see `allocsim workloads`) or a trace file")
-      ("policy,p", po::value(&options.policies)->value_name("SPECS")->composing(),
-       "the policies to compare, comma separated (repeatable; see `allocsim policies`)")
-      ("on-oom", po::value(&options.on_oom)->value_name("stop|continue"), "what an OOM does (default stop)")
-      ("csv", po::value(&options.csv)->value_name("FILE"), "one CSV row per policy (the columns of run --csv)")
-      ("report", po::value(&options.report)->value_name("FILE.html"), "a self-contained HTML page of the comparison");
-  std::string alloc_conf;
-  add_alloc_conf_option(description, alloc_conf);
-  add_device_options(description, options.device, DeviceLists::one, true);
+  CompareCliOptions o;
+  const po::options_description description = compare_options(o);
   const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
     out << kCompareUsage << '\n' << description << '\n';
     return 0;
   }
-  append_alloc_conf(options.policies, alloc_conf, out);
-  if (options.workload.empty()) throw Error("compare needs --workload SPEC (see --help)");
-  const WorkloadSpec workload = parse_workload_spec(options.workload);
-  if (options.policies.empty()) throw Error("compare needs --policy SPECS, e.g. --policy bfc,growth,caching");
-  std::vector<std::string> policies;
-  for (const std::string& list : options.policies) {
-    for (std::string& policy : split_list(list, "--policy")) policies.push_back(std::move(policy));
-  }
-  const OnOom on_oom = parse_on_oom(options.on_oom);
+  append_alloc_conf(o.compare.policies, o.alloc_conf, out);
+  o.compare.record = !o.report.empty();
+  const CompareStudy study = compare_study(o.compare);
   OutputPaths paths;
-  if (const FileChoice* file = workload.file()) paths.input("--workload", file->path);
-  paths.input("--device-profile", options.device.cost_profile);
-  paths.output("--csv", options.csv);
-  paths.output("--report", options.report);
+  if (const FileChoice* file = study.workload.file()) paths.input("--workload", file->path);
+  paths.input("--device-profile", o.compare.device.cost_profile);
+  paths.output("--csv", o.csv);
+  paths.output("--report", o.report);
   paths.check();
-  const DeviceSpec device = chosen_device(options.device);
-  std::vector<PolicyMaker> makers;  // read before a long trace load
-  for (const std::string& policy : policies) makers.push_back(policy_maker(policy));
-  const auto trace = std::make_shared<const Trace>(load_workload(workload, LoadOptions{std::nullopt, device.compute_capability}));
-  const Comparison comparison = compare_policies(trace, device, makers, on_oom, !options.report.empty());
-
-  out << "device " << device.name << ": " << format_bytes(device.capacity) << ", context "
-      << format_bytes(device.context_overhead) << ", granularity " << format_bytes(device.granularity) << '\n';
-  write_table(out, comparison.runs, comparison.policies);
-  if (!options.csv.empty()) write_file_atomically(options.csv, [&](std::ostream& file) { write_csv(file, comparison.runs); });
-  if (!options.report.empty()) {
-    const std::vector<ReportedRun> reported = comparison.reported();
-    const std::string title = "allocsim compare: " + options.workload + " on " + device.name;
-    write_report_page(options.report, title, run_report_data(title, command_text(command_line()), reported));
-  }
+  print_comparison(out, o, study, run_compare(study));
   return 0;
 }
 

@@ -56,16 +56,11 @@ variant), leaving it untouched. --limit and --neighbours are not in the CSV: res
 the values it was written with.
 )";
 
-struct MaxBatchOptions {
-  std::string workload;
-  std::vector<std::string> policies;
-  DeviceChoice device;
+struct MaxBatchCliOptions {
+  MaxBatchOptions study;
+  std::string alloc_conf;
   std::string csv;
   std::string report;
-  std::int64_t limit = 65536;
-  int neighbours = 4;
-  int accumulation = 4;
-  int threads = 0;
   bool resume = false;
 };
 
@@ -121,10 +116,8 @@ std::string kept_from(const MaxBatchRow& row, const std::string& csv) {
   return text;
 }
 
-}  // namespace
-
-int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
-  MaxBatchOptions o;
+po::options_description maxbatch_options(MaxBatchCliOptions& c) {
+  MaxBatchOptions& o = c.study;
   po::options_description description("Options");
   description.add_options()
       ("help,h", "this help")
@@ -134,49 +127,25 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
       ("limit", po::value(&o.limit)->value_name("N"), "the largest batch tried (default 65536)")
       ("neighbours", po::value(&o.neighbours)->value_name("N"), "batches checked on each side of the answer (default 4)")
       ("accumulation", po::value(&o.accumulation)->value_name("N"), "micro-batches per step for the accumulation line (default 4)")
-      ("csv", po::value(&o.csv)->value_name("FILE"), "also a CSV row per device, policy and variant (written whole)")
-      ("report", po::value(&o.report)->value_name("FILE.html"),
+      ("csv", po::value(&c.csv)->value_name("FILE"), "also a CSV row per device, policy and variant (written whole)")
+      ("report", po::value(&c.report)->value_name("FILE.html"),
        "a self-contained HTML page: peak bytes against the batch per policy, the device line, each largest batch")
-      ("resume", po::bool_switch(&o.resume), "keep the searches already in --csv FILE, run only the others")
+      ("resume", po::bool_switch(&c.resume), "keep the searches already in --csv FILE, run only the others")
       ("threads,j", po::value(&o.threads)->value_name("N"), "threads (default: every core)");
-  std::string alloc_conf;
-  add_alloc_conf_option(description, alloc_conf);
+  add_alloc_conf_option(description, c.alloc_conf);
   add_device_options(description, o.device, DeviceLists::many, false);
-  const po::variables_map values = parse_options(args, description);
-  if (values.count("help")) {
-    out << kMaxBatchUsage << '\n' << description << '\n';
-    return 0;
-  }
-  append_alloc_conf(o.policies, alloc_conf, out);
-  if (o.workload.empty() || o.policies.empty()) throw Error("maxbatch needs --workload MODEL and --policy (see maxbatch --help)");
-  refuse_workload_list(o.workload);
-  std::optional<ModelSpec> model = parse_model_spec(o.workload);
-  if (!model) throw Error("maxbatch: workload " + o.workload + " is not a model workload (see `allocsim workloads`)");
-  if (o.resume && o.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
-  if (o.limit < 1 || o.limit > 100'000) throw Error("--limit must be 1 to 100000");
-  if (o.neighbours < 0 || o.neighbours > 64) throw Error("--neighbours must be 0 to 64");
-  if (o.accumulation < 2 || o.accumulation > 1024) throw Error("--accumulation must be 2 to 1024");
+  return description;
+}
 
-  MaxBatchStudy study;
-  study.workload = WorkloadSpec{o.workload, std::move(*model)};
-  study.policies = policy_makers(o.policies);  // "all" included, each checked up front
-  study.devices = chosen_devices(o.device);
-  study.limit = o.limit;
-  study.neighbours = o.neighbours;
-  study.accumulation = o.accumulation;
-  study.threads = threads_option(o.threads);
-  if (study.threads == 0) study.threads = std::max(1u, std::thread::hardware_concurrency());
-  OutputPaths paths;  // the --resume file is the output itself, read first
-  paths.output("--csv", o.csv);
-  paths.output("--report", o.report);
-  paths.check();
+// The searches not kept from --csv, until ^C or a kill: then the finished ones are written
+// to --csv and the command stops.
+MaxBatchResults search(MaxBatchStudy& study, const MaxBatchCliOptions& o) {
   MaxBatchResults results = plan_maxbatch(study);
   if (o.resume && std::filesystem::exists(o.csv)) {
     std::ifstream in(o.csv, std::ios::binary);
     if (!in) throw Error("--resume: cannot read " + o.csv);
     read_maxbatch_csv(in, results, o.csv);
   }
-  // ^C or a kill between searches: the finished ones are written to --csv, then exit.
   catch_interrupts();
   clear_interrupt();
   study.stop = [] { return interrupt_signal() != 0; };
@@ -191,43 +160,72 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
     write_file_atomically(o.csv, [&](std::ostream& file) { write_maxbatch_csv(file, results); });
     throw Interrupted(signal, message + ", written to " + o.csv + "; the same command with --resume runs the rest");
   }
+  return results;
+}
 
+// The variants of one device and policy, after the line of the workload as given.
+void describe_variants(std::ostream& out, const MaxBatchResults& results, std::size_t first, const std::string& csv) {
+  for (std::size_t v = 1; v < results.variants.size(); ++v) {
+    const MaxBatchRow& row = results.rows[first + v];
+    const MaxBatch& result = row.found;
+    out << "  " << row.variant.label << ": ";
+    if (!row.kept.empty()) {
+      out << kept_from(row, csv) << '\n';
+      continue;
+    }
+    if (!result.largest) {
+      out << "not even batch 1 fits\n";
+      continue;
+    }
+    out << "largest batch " << *result.largest << (result.capped ? "+" : "");
+    if (row.variant.per_step > 1) {
+      out << " per micro-batch, " << *result.largest * row.variant.per_step << " per optimizer step";
+    }
+    if (!result.monotone) out << " (not monotone: " << result.evidence << ")";
+    out << '\n';
+  }
+}
+
+void print_results(std::ostream& out, const MaxBatchResults& results, std::size_t policies, const MaxBatchCliOptions& o) {
   const std::size_t variants = results.variants.size();
   for (std::size_t first = 0; first < results.rows.size(); first += variants) {
     const MaxBatchRow& as_given = results.rows[first];
-    if (first % (variants * study.policies.size()) == 0) {
+    if (first % (variants * policies) == 0) {
       const DeviceSpec& device = as_given.device;
-      out << (first > 0 ? "\n" : "") << "workload " << o.workload << " on " << device.name << " ("
+      out << (first > 0 ? "\n" : "") << "workload " << o.study.workload << " on " << device.name << " ("
           << format_bytes(device.capacity) << ", context " << format_bytes(device.context_overhead) << ")\n";
     }
     if (as_given.kept.empty()) {
-      describe(out, as_given.policy.text, as_given.found, as_given.device, o.limit);
+      describe(out, as_given.policy.text, as_given.found, as_given.device, o.study.limit);
     } else {
       out << "policy " << as_given.policy.text << ": " << kept_from(as_given, o.csv) << '\n';
     }
-    for (std::size_t v = 1; v < variants; ++v) {
-      const MaxBatchRow& row = results.rows[first + v];
-      const MaxBatch& result = row.found;
-      out << "  " << row.variant.label << ": ";
-      if (!row.kept.empty()) {
-        out << kept_from(row, o.csv) << '\n';
-        continue;
-      }
-      if (!result.largest) {
-        out << "not even batch 1 fits\n";
-        continue;
-      }
-      out << "largest batch " << *result.largest << (result.capped ? "+" : "");
-      if (row.variant.per_step > 1) {
-        out << " per micro-batch, " << *result.largest * row.variant.per_step << " per optimizer step";
-      }
-      if (!result.monotone) out << " (not monotone: " << result.evidence << ")";
-      out << '\n';
-    }
+    describe_variants(out, results, first, o.csv);
   }
+}
+
+}  // namespace
+
+int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
+  MaxBatchCliOptions o;
+  const po::options_description description = maxbatch_options(o);
+  const po::variables_map values = parse_options(args, description);
+  if (values.count("help")) {
+    out << kMaxBatchUsage << '\n' << description << '\n';
+    return 0;
+  }
+  append_alloc_conf(o.study.policies, o.alloc_conf, out);
+  MaxBatchStudy study = maxbatch_study(o.study);
+  if (o.resume && o.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
+  OutputPaths paths;  // the --resume file is the output itself, read first
+  paths.output("--csv", o.csv);
+  paths.output("--report", o.report);
+  paths.check();
+  const MaxBatchResults results = search(study, o);
+  print_results(out, results, study.policies.size(), o);
   if (!o.csv.empty()) write_file_atomically(o.csv, [&](std::ostream& file) { write_maxbatch_csv(file, results); });
   if (!o.report.empty()) {
-    const std::string title = "allocsim maxbatch: " + o.workload;
+    const std::string title = "allocsim maxbatch: " + o.study.workload;
     write_report_page(o.report, title, batch_report_data(title, command_text(command_line()), batch_report_from_maxbatch(results)));
   }
   return 0;

@@ -16,7 +16,7 @@
 namespace boost::serialization {
 template <class Archive>
 void serialize(Archive& archive, allocsim::SweepRow& row, unsigned /*version*/) {
-  archive & row.point & row.base & row.extras;
+  archive & row.point & row.cells & row.extras;
 }
 }  // namespace boost::serialization
 

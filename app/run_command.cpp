@@ -25,6 +25,7 @@
 #include "studies/report_page.hpp"
 #include "studies/run_exports.hpp"
 #include "studies/run_report.hpp"
+#include "studies/run_scenario.hpp"
 #include "studies/scenario_choice.hpp"
 #include "workloads/atrace.hpp"
 #include "workloads/catalogue.hpp"
@@ -112,31 +113,86 @@ std::vector<TenantChoice> tenant_specs(const RunOptions& options) {
   return tenants;
 }
 
-// With neither --device nor --capacity, one recording's run takes the card it ran on where
-// the recording says (what it could hold at its OOM: studies/replay_from_recording), read
-// once here into `traces`; the note says which device the run used and why. Empty when the
-// user chose the device or no recording runs alone.
-std::string recorded_device(const RunOptions& options, const std::vector<TenantChoice>& tenants, DeviceSpec& device,
-                            std::map<std::string, std::shared_ptr<const Trace>>& traces) {
-  if (!options.device.presets.empty() || !options.device.capacities.empty() || tenants.size() != 1) return {};
-  const FileChoice* file = tenants.front().workload.file();
-  if (!file || file->reader->holds != Holds::allocator_state) return {};
-  const std::string default_device = "the default device (" + format_bytes(device.capacity) + ")";
-  if (options.stream) {
-    return "with --stream the recording is not read ahead for the card it ran on: " + default_device +
-           "; --device or --capacity sets it";
+// Before a long run: no output over an input or another output, every folder writable.
+void check_paths(const RunOptions& options, const std::vector<TenantChoice>& tenants) {
+  OutputPaths paths;
+  for (const TenantChoice& tenant : tenants) {
+    if (const FileChoice* file = tenant.workload.file()) paths.input("--workload", file->path);
   }
-  TorchRecording recording = read_torch_recording(file->path, options.cuda_device);
-  const std::optional<Bytes> could_hold = recorded_capacity(recording);
-  traces[tenants.front().workload.text] = std::make_shared<const Trace>(std::move(recording.trace));
-  if (!could_hold) {
-    return "the recording ran without an OOM and does not say which card it ran on: " + default_device +
-           "; --device or --capacity sets it";
+  paths.input("--device-profile", options.device.cost_profile);
+  paths.output("--csv", options.csv);
+  paths.output("--json", options.json);
+  paths.output("--timeline", options.timeline);
+  paths.output("--report", options.report);
+  paths.output("--save-trace", options.save_trace);
+  paths.output("--memory-viz", options.memory_viz);
+  paths.output("--chrome-trace", options.chrome_trace);
+  paths.check();
+}
+
+RunChoice run_choice(const RunOptions& options, const std::vector<TenantChoice>& tenants, OnOom on_oom, bool batch) {
+  RunChoice choice;
+  for (const auto& [workload, policy, start] : tenants) choice.tenants.push_back(RunTenant{workload, nullptr, policy.maker(), start});
+  choice.device = options.device;
+  choice.on_oom = on_oom;
+  choice.check = options.check;
+  choice.stream = options.stream;
+  // A trace file loads on a thread of its own while the replay runs what is read so far,
+  // unless an output needs the whole trace beside the run's results.
+  choice.overlap_load = options.save_trace.empty() && options.report.empty() && options.memory_viz.empty() &&
+                        options.chrome_trace.empty();
+  choice.recorded_card = true;
+  if (batch) choice.batch = options.batch;
+  choice.cuda_device = options.cuda_device;
+  return choice;
+}
+
+void save_trace(const Scenario& scenario, const std::string& path) {
+  if (scenario.tenants.size() != 1) throw Error("--save-trace writes one tenant's trace; this run has several");
+  const TenantSpec& tenant = scenario.tenants.front();
+  if (std::filesystem::path(path).extension() == ".atrace") {
+    if (tenant.trace) {
+      write_atrace_file(*tenant.trace, path);
+    } else {
+      write_atrace_file(*tenant.source->open(), path);  // one pass of the stream, then the replay's
+    }
+  } else {
+    if (!tenant.trace) throw Error("--save-trace with --stream writes .atrace only: name the file FILE.atrace");
+    write_csv_trace_file(*tenant.trace, path);
   }
-  device.name = "recorded";
-  device.capacity = *could_hold + device.context_overhead;
-  return "the recorded card, as far as the recording says: what the run could hold when it ran out of memory (its "
-         "reserved bytes at the OOM plus the device_free PyTorch recorded); --device or --capacity sets another";
+}
+
+void print_run(std::ostream& out, const RunSetup& setup, const RunResult& result) {
+  const DeviceSpec& device = setup.scenario.device;
+  out << "device " << device.name << ": " << format_bytes(device.capacity) << ", context "
+      << format_bytes(device.context_overhead) << ", granularity " << format_bytes(device.granularity) << '\n';
+  if (!setup.device_note.empty()) out << "  " << setup.device_note << '\n';
+  for (const std::string& recording : setup.recordings) {
+    out << recording << ": a PyTorch recording, replayed from an empty allocator (the blocks it found live are "
+        << "allocated first); allocsim replay " << recording << " --policy SPEC starts from the state it began in\n";
+  }
+  write_table(out, result);
+}
+
+// The run with the observers its outputs need, its table printed, then every output file.
+void run_and_write(std::ostream& out, const RunOptions& options, const RunSetup& setup) {
+  std::optional<Timeline> timeline;
+  std::vector<Observer*> observers;
+  if (!options.timeline.empty()) observers.push_back(&timeline.emplace());
+  std::optional<RunRecorders> recorders;
+  if (!options.report.empty()) {
+    for (Observer* observer : recorders.emplace().observers()) observers.push_back(observer);
+  }
+  const RunResult result = run_and_export(setup.scenario, ExportFiles{options.memory_viz, options.chrome_trace}, observers);
+  print_run(out, setup, result);
+  if (!options.csv.empty()) write_file_atomically(options.csv, [&](std::ostream& file) { write_csv(file, {&result, 1}); });
+  if (!options.json.empty()) write_file_atomically(options.json, [&](std::ostream& file) { write_json(file, result); });
+  if (timeline) write_file_atomically(options.timeline, [&](std::ostream& file) { timeline->write_csv(file); });
+  if (recorders) {
+    const ReportedRun reported{"", setup.scenario, result, *recorders};
+    const std::string title = "allocsim run: " + run_title(result);
+    write_report_page(options.report, title, run_report_data(title, command_text(command_line()), {&reported, 1}));
+  }
 }
 
 }  // namespace
@@ -151,109 +207,12 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
   }
   const OnOom on_oom = parse_on_oom(options.on_oom);
   options.policy = policy_or_alloc_conf(options.policy, options.alloc_conf, out);
-
   const std::vector<TenantChoice> tenants = tenant_specs(options);
-  // Before a long run: no output over an input or another output, every folder writable.
-  OutputPaths paths;
-  for (const TenantChoice& tenant : tenants) {
-    if (const FileChoice* file = tenant.workload.file()) paths.input("--workload", file->path);
-  }
-  paths.input("--device-profile", options.device.cost_profile);
-  paths.output("--csv", options.csv);
-  paths.output("--json", options.json);
-  paths.output("--timeline", options.timeline);
-  paths.output("--report", options.report);
-  paths.output("--save-trace", options.save_trace);
-  paths.output("--memory-viz", options.memory_viz);
-  paths.output("--chrome-trace", options.chrome_trace);
-  paths.check();
-  Scenario scenario;
-  scenario.device = chosen_device(options.device);
-  scenario.on_oom = on_oom;
-  scenario.check = options.check;
-  std::map<std::string, std::shared_ptr<const Trace>> traces;  // a workload named twice loads once
-  // A recording run alone on the default device: the card it ran on, where it says.
-  const std::string device_note = recorded_device(options, tenants, scenario.device, traces);
-  // A trace file loads on a thread of its own while the replay runs what is read so far,
-  // unless an output needs the whole trace beside the run's results.
-  const bool overlap_load = options.save_trace.empty() && options.report.empty() && options.memory_viz.empty() &&
-                            options.chrome_trace.empty();
-  std::map<std::string, std::shared_ptr<const BackgroundTrace>> loading;
-  std::vector<std::string> recordings;  // PyTorch snapshots among the workloads, said so above the table
-  for (const auto& [workload, policy, start] : tenants) {
-    std::optional<ModelSpec> batched;  // the model workload at --batch
-    if (values.count("batch")) {
-      if (options.batch < 1 || !workload.model()) throw Error("--batch needs a batch of 1 or more and a model workload");
-      batched = *workload.model();
-      set_model_token(*batched, model_token("b"), options.batch, workload.text);
-    }
-    const FileChoice* file = workload.file();
-    if (file && file->reader->holds == Holds::allocator_state &&
-        std::find(recordings.begin(), recordings.end(), file->path) == recordings.end()) {
-      recordings.push_back(file->path);
-    }
-    if (options.stream) {
-      scenario.tenants.push_back(
-          TenantSpec::from_source(batched ? stream_workload(*batched) : stream_workload(workload), policy.maker(), start));
-      continue;
-    }
-    const LoadOptions load_options{options.cuda_device, scenario.device.compute_capability};
-    if (overlap_load && file && !traces.contains(workload.text)) {
-      auto& load = loading[file->path];
-      if (!load) load = load_in_background(*file, load_options);
-      scenario.tenants.push_back(TenantSpec::from_source(load, policy.maker(), start));
-      continue;
-    }
-    auto& trace = traces[workload.text];
-    if (!trace) {
-      trace = std::make_shared<const Trace>(batched ? load_workload(*batched, load_options)
-                                                    : load_workload(workload, load_options));
-    }
-    scenario.tenants.push_back(TenantSpec{trace, policy.maker(), start});
-  }
-
-  if (!options.save_trace.empty()) {
-    if (scenario.tenants.size() != 1) throw Error("--save-trace writes one tenant's trace; this run has several");
-    const TenantSpec& tenant = scenario.tenants.front();
-    if (std::filesystem::path(options.save_trace).extension() == ".atrace") {
-      if (tenant.trace) {
-        write_atrace_file(*tenant.trace, options.save_trace);
-      } else {
-        write_atrace_file(*tenant.source->open(), options.save_trace);  // one pass of the stream, then the replay's
-      }
-    } else {
-      if (!tenant.trace) throw Error("--save-trace with --stream writes .atrace only: name the file FILE.atrace");
-      write_csv_trace_file(*tenant.trace, options.save_trace);
-    }
-  }
-  std::optional<Timeline> timeline;
-  std::vector<Observer*> observers;
-  if (!options.timeline.empty()) observers.push_back(&timeline.emplace());
-  std::optional<RunRecorders> recorders;
-  if (!options.report.empty()) {
-    for (Observer* observer : recorders.emplace().observers()) observers.push_back(observer);
-  }
-  const RunResult result = run_and_export(scenario, ExportFiles{options.memory_viz, options.chrome_trace}, observers);
-
-  const DeviceSpec& device = scenario.device;
-  out << "device " << device.name << ": " << format_bytes(device.capacity) << ", context "
-      << format_bytes(device.context_overhead) << ", granularity " << format_bytes(device.granularity) << '\n';
-  if (!device_note.empty()) out << "  " << device_note << '\n';
-  for (const std::string& recording : recordings) {
-    out << recording << ": a PyTorch recording, replayed from an empty allocator (the blocks it found live are "
-        << "allocated first); allocsim replay " << recording << " --policy SPEC starts from the state it began in\n";
-  }
-  write_table(out, result);
-  if (!options.csv.empty()) write_file_atomically(options.csv, [&](std::ostream& file) { write_csv(file, {&result, 1}); });
-  if (!options.json.empty()) write_file_atomically(options.json, [&](std::ostream& file) { write_json(file, result); });
-  if (timeline) write_file_atomically(options.timeline, [&](std::ostream& file) { timeline->write_csv(file); });
-  if (recorders) {
-    const ReportedRun reported{"", scenario, result, *recorders};
-    const std::string title = "allocsim run: " + run_title(result);
-    write_report_page(options.report, title, run_report_data(title, command_text(command_line()), {&reported, 1}));
-  }
+  check_paths(options, tenants);
+  const RunSetup setup = run_scenario(run_choice(options, tenants, on_oom, values.count("batch") > 0));
+  if (!options.save_trace.empty()) save_trace(setup.scenario, options.save_trace);
+  run_and_write(out, options, setup);
   return 0;
 }
-
 
 }  // namespace allocsim

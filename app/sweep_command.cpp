@@ -114,6 +114,141 @@ po::options_description sweep_options(SweepCliOptions& o) {
   return description;
 }
 
+// What this rank runs: the grid, the rows kept from --resume (rank 0 reads them, every
+// rank learns which points are done), and the points left that are this rank's.
+struct SweepPlan {
+  std::vector<SweepPoint> points;
+  std::vector<std::string> extras;  // the policy statistic columns, known before the run
+  std::vector<SweepRow> kept;
+  std::size_t skipped = 0;
+  std::vector<std::size_t> todo;
+};
+
+std::vector<SweepRow> read_kept(const SweepCliOptions& options, const std::vector<SweepPoint>& points) {
+  std::ifstream in(options.csv, std::ios::binary);
+  if (!in) throw Error("--resume: cannot read " + options.csv);
+  return read_sweep_csv(in, options.timing, points, options.csv);
+}
+
+SweepPlan plan_sweep(const SweepCliOptions& options, Ranks& ranks) {
+  SweepPlan plan;
+  plan.points = expand_sweep(options.sweep);
+  OutputPaths paths;  // the --resume file is the output itself, read first
+  for (const SweepPoint& point : plan.points) {
+    for (const WorkloadSpec& workload : point.workloads) {
+      if (const FileChoice* file = workload.file()) paths.input("--workload", file->path);
+    }
+  }
+  paths.output("--csv", options.csv);
+  paths.output("--report", options.report);
+  paths.check();
+  plan.extras = probe_extra_columns(plan.points);
+  std::pair<std::string, std::vector<std::size_t>> done;
+  if (ranks.rank() == 0 && options.resume && std::filesystem::exists(options.csv)) {
+    try {
+      plan.kept = read_kept(options, plan.points);
+      for (const SweepRow& row : plan.kept) done.second.push_back(row.point);
+    } catch (const Error& error) {
+      done.first = error.what();
+    }
+  }
+  done = ranks.broadcast(std::move(done));
+  if (!done.first.empty()) throw Error(done.first);
+  const std::set<std::size_t> skip(done.second.begin(), done.second.end());
+  plan.skipped = skip.size();
+  for (const SweepPoint& point : plan.points) {
+    if (!skip.contains(point.index) && point.index % static_cast<std::size_t>(ranks.size()) == static_cast<std::size_t>(ranks.rank())) {
+      plan.todo.push_back(point.index);
+    }
+  }
+  return plan;
+}
+
+// This rank's points on `threads` threads until ^C or a kill; rank 0 gets every rank's
+// rows and the first error. One process alone writes its progress to --csv now and then,
+// so an interrupted sweep leaves what it finished for --resume.
+std::pair<std::string, std::vector<SweepRow>> run_planned(const SweepPlan& plan, const SweepCliOptions& options,
+                                                          unsigned threads, Ranks& ranks, std::ostream& err) {
+  Progress progress(err, plan.todo.size(), ranks.rank() == 0 && !options.quiet && Progress::stderr_is_terminal());
+  const bool checkpoint = ranks.size() == 1 && !options.csv.empty();
+  const auto save_every = std::chrono::duration<double>(options.save_every);
+  auto last_checkpoint = std::chrono::steady_clock::now();
+  const auto save = [&](std::span<const SweepRow> finished) {
+    std::vector<SweepRow> rows = plan.kept;
+    rows.insert(rows.end(), finished.begin(), finished.end());
+    write_file_atomically(options.csv, [&](std::ostream& file) { write_sweep_csv(file, options.timing, plan.extras, rows); });
+  };
+  catch_interrupts();
+  clear_interrupt();
+  std::string error;
+  std::vector<SweepRow> mine;
+  try {
+    mine = run_sweep_points(plan.points, plan.todo, threads, options.timing, [&](std::size_t count, std::span<const SweepRow> finished) {
+      progress.update(count);
+      if (checkpoint && count < plan.todo.size() && std::chrono::steady_clock::now() - last_checkpoint >= save_every) {
+        save(finished);
+        last_checkpoint = std::chrono::steady_clock::now();
+      }
+    }, [] { return interrupt_signal() != 0; });
+  } catch (const Error& failure) {
+    error = failure.what();
+  } catch (const std::bad_alloc&) {
+    error = "out of memory: a point's workload is too large for this machine";
+  } catch (const std::exception& failure) {
+    // Every rank must reach the gather, so a bug is carried there too (and exits 1).
+    error = std::string(kInternal).append(failure.what());
+  }
+  progress.finish();
+  return ranks.gather(std::move(error), std::move(mine));
+}
+
+void write_report(const SweepCliOptions& options, const std::string& table) {
+  std::istringstream csv(table);
+  std::string title = "allocsim sweep:";  // each workload as given, commas and all
+  for (std::size_t i = 0; i < options.sweep.workloads.size(); ++i) {
+    title.append(i == 0 ? " " : "; ").append(options.sweep.workloads[i]);
+  }
+  write_report_page(options.report, title, batch_report_data(title, command_text(command_line()), batch_report_from_sweep(csv, "the sweep")));
+}
+
+// Rank 0's output: the table (to --csv or stdout), the report, and the closing line; a
+// sweep cut short writes the rows of every point that finished and says how to go on.
+void write_sweep_output(const SweepCliOptions& options, const SweepPlan& plan, std::vector<SweepRow> rows, unsigned threads,
+                        int ranks, std::chrono::steady_clock::time_point start, std::ostream& out) {
+  rows.insert(rows.begin(), plan.kept.begin(), plan.kept.end());
+  std::set<std::size_t> finished;
+  for (const SweepRow& row : rows) finished.insert(row.point);
+  const int signal = interrupt_signal();
+  const std::size_t total = plan.points.size();
+  const bool cut = signal != 0 && finished.size() < total;
+  const std::string stopped = cut ? std::string("interrupted by ") + signal_name(signal) + ": " + std::to_string(finished.size()) +
+                                        " of " + std::to_string(total) + " points finished"
+                                  : "";
+  const std::size_t row_count = rows.size();
+  std::ostringstream table;
+  write_sweep_csv(table, options.timing, plan.extras, std::move(rows));
+  if (!options.report.empty() && !cut) write_report(options, table.str());
+  if (options.csv.empty()) {
+    out << table.str();
+    if (cut) throw Interrupted(signal, stopped + ", their rows printed above; with --csv FILE, --resume would run the rest");
+    return;
+  }
+  write_file_atomically(options.csv, [&](std::ostream& file) { file << table.str(); });
+  if (cut) {
+    throw Interrupted(signal, stopped + ", their " + std::to_string(row_count) + " rows written to " + options.csv +
+                                  "; the same command with --resume runs the rest");
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::size_t ran = total - plan.skipped;
+  std::ostringstream line;
+  line.precision(3);
+  line << "sweep: " << total << " points (" << ran << " run, " << plan.skipped << " kept from the CSV), " << row_count
+       << " rows in " << options.csv << "; " << seconds << " s, " << (seconds > 0 ? static_cast<double>(ran) / seconds : 0.0)
+       << " points/s on " << threads << " threads";
+  if (ranks > 1) line << " x " << ranks << " ranks";
+  out << line.str() << '\n';
+}
+
 }  // namespace
 
 int sweep_command(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
@@ -131,122 +266,17 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
   if (!(options.save_every >= 0)) throw Error("--save-every must be 0 seconds or more");
   unsigned threads = threads_option(options.threads);
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<SweepPoint> points = expand_sweep(options.sweep);
-  OutputPaths paths;  // the --resume file is the output itself, read first
-  for (const SweepPoint& point : points) {
-    for (const WorkloadSpec& workload : point.workloads) {
-      if (const FileChoice* file = workload.file()) paths.input("--workload", file->path);
-    }
-  }
-  paths.output("--csv", options.csv);
-  paths.output("--report", options.report);
-  paths.check();
-  const std::vector<std::string> extras = probe_extra_columns(points);
   const std::unique_ptr<Ranks> ranks = make_ranks();
-  const bool root = ranks->rank() == 0;
-
-  // Rank 0 reads what an earlier run left; every rank learns which points are done.
-  std::vector<SweepRow> kept;
-  std::pair<std::string, std::vector<std::size_t>> done;
-  if (root && options.resume && std::filesystem::exists(options.csv)) {
-    try {
-      std::ifstream in(options.csv, std::ios::binary);
-      if (!in) throw Error("--resume: cannot read " + options.csv);
-      kept = read_sweep_csv(in, options.timing, points, options.csv);
-      for (const SweepRow& row : kept) done.second.push_back(row.point);
-    } catch (const Error& error) {
-      done.first = error.what();
-    }
-  }
-  done = ranks->broadcast(std::move(done));
-  if (!done.first.empty()) throw Error(done.first);
-  const std::set<std::size_t> skip(done.second.begin(), done.second.end());
-  std::vector<std::size_t> todo;
-  for (const SweepPoint& point : points) {
-    if (!skip.contains(point.index) && point.index % static_cast<std::size_t>(ranks->size()) == static_cast<std::size_t>(ranks->rank())) {
-      todo.push_back(point.index);
-    }
-  }
-
+  const SweepPlan plan = plan_sweep(options, *ranks);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(ranks->local_size()));
-  Progress progress(err, todo.size(), root && !options.quiet && Progress::stderr_is_terminal());
-  // One process alone writes its progress to the file now and then, so an interrupted
-  // sweep leaves what it finished for --resume.
-  const bool checkpoint = ranks->size() == 1 && !options.csv.empty();
-  const auto save_every = std::chrono::duration<double>(options.save_every);
-  auto last_checkpoint = std::chrono::steady_clock::now();
-  const auto save = [&](std::span<const SweepRow> finished) {
-    std::vector<SweepRow> rows = kept;
-    rows.insert(rows.end(), finished.begin(), finished.end());
-    write_file_atomically(options.csv, [&](std::ostream& file) { write_sweep_csv(file, options.timing, extras, rows); });
-  };
-  // ^C or a kill between points: the points that finished are saved below, for --resume.
-  catch_interrupts();
-  clear_interrupt();
-  std::string error;
-  std::vector<SweepRow> mine;
-  try {
-    mine = run_sweep_points(points, todo, threads, options.timing, [&](std::size_t count, std::span<const SweepRow> finished) {
-      progress.update(count);
-      if (checkpoint && count < todo.size() && std::chrono::steady_clock::now() - last_checkpoint >= save_every) {
-        save(finished);
-        last_checkpoint = std::chrono::steady_clock::now();
-      }
-    }, [] { return interrupt_signal() != 0; });
-  } catch (const Error& failure) {
-    error = failure.what();
-  } catch (const std::bad_alloc&) {
-    error = "out of memory: a point's workload is too large for this machine";
-  } catch (const std::exception& failure) {
-    // Every rank must reach the gather below, so a bug is carried there too (and exits 1).
-    error = std::string(kInternal).append(failure.what());
+  auto [first_error, rows] = run_planned(plan, options, threads, *ranks, err);
+  if (ranks->rank() != 0) {
+    const int signal = interrupt_signal();
+    return !first_error.empty() ? (first_error.starts_with(kInternal) ? 1 : 2) : signal ? 128 + signal : 0;
   }
-  progress.finish();
-  auto [first_error, rows] = ranks->gather(std::move(error), std::move(mine));
-  const int signal = interrupt_signal();
-  if (!root) return !first_error.empty() ? (first_error.starts_with(kInternal) ? 1 : 2) : signal ? 128 + signal : 0;
   if (first_error.starts_with(kInternal)) throw std::runtime_error(first_error.substr(kInternal.size()));
   if (!first_error.empty()) throw Error(first_error);
-
-  rows.insert(rows.begin(), kept.begin(), kept.end());
-  std::set<std::size_t> finished;
-  for (const SweepRow& row : rows) finished.insert(row.point);
-  // Cut short: the rows of every point that finished, written whole, and how to go on.
-  const bool cut = signal != 0 && finished.size() < points.size();
-  const std::string stopped = cut ? std::string("interrupted by ") + signal_name(signal) + ": " +
-                                        std::to_string(finished.size()) + " of " + std::to_string(points.size()) +
-                                        " points finished"
-                                  : "";
-  const std::size_t row_count = rows.size();
-  std::ostringstream table;
-  write_sweep_csv(table, options.timing, extras, std::move(rows));
-  if (!options.report.empty() && !cut) {
-    std::istringstream csv(table.str());
-    std::string title = "allocsim sweep:";  // each workload as given, commas and all
-    for (std::size_t i = 0; i < options.sweep.workloads.size(); ++i) {
-      title.append(i == 0 ? " " : "; ").append(options.sweep.workloads[i]);
-    }
-    write_report_page(options.report, title, batch_report_data(title, command_text(command_line()), batch_report_from_sweep(csv, "the sweep")));
-  }
-  if (options.csv.empty()) {
-    out << table.str();
-    if (cut) throw Interrupted(signal, stopped + ", their rows printed above; with --csv FILE, --resume would run the rest");
-    return 0;
-  }
-  write_file_atomically(options.csv, [&](std::ostream& file) { file << table.str(); });
-  if (cut) {
-    throw Interrupted(signal, stopped + ", their " + std::to_string(row_count) + " rows written to " + options.csv +
-                                  "; the same command with --resume runs the rest");
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::size_t ran = points.size() - skip.size();
-  std::ostringstream line;
-  line.precision(3);
-  line << "sweep: " << points.size() << " points (" << ran << " run, " << skip.size() << " kept from the CSV), "
-       << row_count << " rows in " << options.csv << "; " << seconds << " s, "
-       << (seconds > 0 ? static_cast<double>(ran) / seconds : 0.0) << " points/s on " << threads << " threads";
-  if (ranks->size() > 1) line << " x " << ranks->size() << " ranks";
-  out << line.str() << '\n';
+  write_sweep_output(options, plan, std::move(rows), threads, ranks->size(), start, out);
   return 0;
 }
 

@@ -66,9 +66,7 @@ std::string file_stem(const std::string& workload, const std::string& policy, co
   return stem;
 }
 
-}  // namespace
-
-int validate_command(std::span<const std::string> args, std::ostream& out, const DeviceOpener& open) {
+struct ValidateCliOptions {
   std::string workload;
   std::string policy;
   std::string cap;
@@ -79,71 +77,87 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   std::string out_dir;
   std::string host_memory = "80GiB";
   std::string alloc_conf;
-  BackendChoice choice;
+  BackendChoice backend;
+};
+
+po::options_description validate_options(ValidateCliOptions& o) {
   po::options_description description("Options");
   description.add_options()
       ("help,h", "this help")
-      ("workload,w", po::value(&workload)->value_name("SPEC"), "what to replay, one spec (its commas its own; see `allocsim workloads`)")
-      ("policy,p", po::value(&policy)->value_name("SPEC"), "the allocator (see `allocsim policies`)")
-      ("cap", po::value(&cap)->value_name("SIZE"), "behave like a card of SIZE: a ballast allocation holds the rest")
-      ("backend", po::value(&choice.backend)->value_name("cuda|host"),
+      ("workload,w", po::value(&o.workload)->value_name("SPEC"), "what to replay, one spec (its commas its own; see `allocsim workloads`)")
+      ("policy,p", po::value(&o.policy)->value_name("SPEC"), "the allocator (see `allocsim policies`)")
+      ("cap", po::value(&o.cap)->value_name("SIZE"), "behave like a card of SIZE: a ballast allocation holds the rest")
+      ("backend", po::value(&o.backend.backend)->value_name("cuda|host"),
        "cuda: the GPU (default); host: the host-memory stand-in that CI tests on")
-      ("gpu", po::value(&choice.gpu)->value_name("N"), "the CUDA device to use (default 0)")
-      ("segments", po::value(&segments)->value_name("malloc|vmm"),
+      ("gpu", po::value(&o.backend.gpu)->value_name("N"), "the CUDA device to use (default 0)")
+      ("segments", po::value(&o.segments)->value_name("malloc|vmm"),
        "how segments are made: cudaMalloc (default) or cuMemCreate+cuMemMap of whole pages")
-      ("granularity", po::value(&granularity)->value_name("SIZE"),
+      ("granularity", po::value(&o.granularity)->value_name("SIZE"),
        "the page the simulation charges per segment (default 2MiB, cudaMalloc's on current GPUs)")
-      ("device-profile", po::value(&profile)->value_name("FILE"),
+      ("device-profile", po::value(&o.profile)->value_name("FILE"),
        "the simulation's cost model, from `allocsim calibrate` (default: the built-in placeholder)")
-      ("on-oom", po::value(&on_oom)->value_name("stop|continue"), "as for run (default stop)")
-      ("out", po::value(&out_dir)->value_name("DIR"), "where the CSV files go (default: results/validation for the GPU; a new temporary folder "
+      ("on-oom", po::value(&o.on_oom)->value_name("stop|continue"), "as for run (default stop)")
+      ("out", po::value(&o.out_dir)->value_name("DIR"), "where the CSV files go (default: results/validation for the GPU; a new temporary folder "
        "for the host stand-in, so that its figures never sit beside the hardware's)")
-      ("host-memory", po::value(&host_memory)->value_name("SIZE"), "the host stand-in's total memory (default 80GiB)");
-  add_alloc_conf_option(description, alloc_conf);
+      ("host-memory", po::value(&o.host_memory)->value_name("SIZE"), "the host stand-in's total memory (default 80GiB)");
+  add_alloc_conf_option(description, o.alloc_conf);
+  return description;
+}
+
+// The options checked and read, cheap input first: a typo fails before the GPU is opened
+// or a model is lowered.
+ValidationOptions validation_options(ValidateCliOptions& o) {
+  if (o.workload.empty() || o.policy.empty()) throw Error("validate needs --workload and --policy (see validate --help)");
+  refuse_workload_list(o.workload);
+  if (o.on_oom != "stop" && o.on_oom != "continue") throw Error("--on-oom " + o.on_oom + " is not stop or continue");
+  if (o.segments != "malloc" && o.segments != "vmm") throw Error("--segments " + o.segments + " is not malloc or vmm");
+  if (o.backend.backend != "cuda" && o.backend.backend != "host") {
+    throw Error("--backend " + o.backend.backend + " is not cuda or host");
+  }
+  ValidationOptions options;
+  options.policy = o.policy;
+  options.on_oom = o.on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
+  options.device.cap = o.cap.empty() ? 0 : parse_bytes(o.cap);
+  if (!o.cap.empty() && options.device.cap == 0) throw Error("--cap must be more than 0 bytes");
+  options.device.granularity = parse_granularity(o.granularity);
+  options.device.source = o.segments == "vmm" ? SegmentSource::vmm : SegmentSource::malloc;
+  if (!o.profile.empty()) options.cost = load_cost_profile(o.profile).cost;
+  o.backend.host_memory = parse_bytes(o.host_memory);
+  parse_policy_spec(o.policy);
+  return options;
+}
+
+}  // namespace
+
+int validate_command(std::span<const std::string> args, std::ostream& out, const DeviceOpener& open) {
+  ValidateCliOptions o;
+  const po::options_description description = validate_options(o);
   const po::variables_map values = parse_options(args, description);
   if (values.count("help")) {
     out << kValidateUsage << '\n' << description << '\n';
     return 0;
   }
-  policy = policy_or_alloc_conf(policy, alloc_conf, out);
-  if (workload.empty() || policy.empty()) throw Error("validate needs --workload and --policy (see validate --help)");
-  refuse_workload_list(workload);
-  if (on_oom != "stop" && on_oom != "continue") throw Error("--on-oom " + on_oom + " is not stop or continue");
-  if (segments != "malloc" && segments != "vmm") throw Error("--segments " + segments + " is not malloc or vmm");
-  if (choice.backend != "cuda" && choice.backend != "host") {
-    throw Error("--backend " + choice.backend + " is not cuda or host");
-  }
-
-  ValidationOptions options;
-  options.policy = policy;
-  options.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
-  options.device.cap = cap.empty() ? 0 : parse_bytes(cap);
-  if (!cap.empty() && options.device.cap == 0) throw Error("--cap must be more than 0 bytes");
-  options.device.granularity = parse_granularity(granularity);
-  options.device.source = segments == "vmm" ? SegmentSource::vmm : SegmentSource::malloc;
-  if (!profile.empty()) options.cost = load_cost_profile(profile).cost;
-  choice.host_memory = parse_bytes(host_memory);
-  // Cheap input first: a typo fails before the GPU is opened or a model is lowered.
-  parse_policy_spec(policy);
-  if (out_dir.empty()) out_dir = choice.backend == "host" ? make_temporary_folder("allocsim-validate-") : "results/validation";
+  o.policy = policy_or_alloc_conf(o.policy, o.alloc_conf, out);
+  const ValidationOptions options = validation_options(o);
+  std::string out_dir = o.out_dir;
+  if (out_dir.empty()) out_dir = o.backend.backend == "host" ? make_temporary_folder("allocsim-validate-") : "results/validation";
   std::filesystem::create_directories(out_dir);
-  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(workload, policy, cap, segments, choice.backend);
+  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(o.workload, o.policy, o.cap, o.segments, o.backend.backend);
   const std::string table = stem.string() + ".csv";
   const std::string calls = stem.string() + ".calls.csv";
-  const WorkloadSpec spec = parse_workload_spec(workload);
+  const WorkloadSpec spec = parse_workload_spec(o.workload);
   OutputPaths paths;
   if (const FileChoice* file = spec.file()) paths.input("--workload", file->path);
-  paths.input("--device-profile", profile);
+  paths.input("--device-profile", o.profile);
   paths.output("the comparison", table);
   paths.output("the device calls", calls);
   paths.check();
   const auto trace = std::make_shared<const Trace>(load_workload(spec));
 
-  const std::unique_ptr<DeviceApi> api = open(choice);
+  const std::unique_ptr<DeviceApi> api = open(o.backend);
   const Validation validation = validate(*api, trace, options);
   const std::vector<MetricComparison> rows = compare(validation);
   write_comparison_table(out, validation, rows);
-
   write_file_atomically(table, [&](std::ostream& file) { write_comparison_csv(file, validation, rows); });
   write_file_atomically(calls, [&](std::ostream& file) { write_calls_csv(file, validation); });
   out << "wrote " << table << " and " << calls << '\n';

@@ -258,22 +258,14 @@ std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device) {
   return std::move(parse_policy_spec(spec).make(device).policy);
 }
 
-namespace {
-HostedPolicies hosted_policies;
-}  // namespace
+PolicyMaker policy_maker(std::string_view spec) { return parse_policy_spec(spec).maker(); }
 
-void host_policies(HostedPolicies find) { hosted_policies = std::move(find); }
-
-PolicyMaker policy_maker(std::string_view spec) {
-  if (hosted_policies) {
-    if (std::optional<PolicyMaker> hosted = hosted_policies(spec)) return std::move(*hosted);
-  }
-  return parse_policy_spec(spec).maker();
-}
-
-std::vector<PolicyMaker> policy_makers(std::span<const std::string> lists) {
+std::vector<PolicyMaker> policy_makers(std::span<const std::string> lists, std::span<const PolicyMaker> given) {
   std::vector<PolicyMaker> makers;
-  for (const std::string& item : policy_items(lists)) makers.push_back(policy_maker(item));
+  for (const std::string& item : policy_items(lists)) {
+    const auto found = std::find_if(given.begin(), given.end(), [&](const PolicyMaker& maker) { return maker.text == item; });
+    makers.push_back(found != given.end() ? *found : policy_maker(item));
+  }
   return makers;
 }
 

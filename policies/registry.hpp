@@ -71,18 +71,11 @@ std::vector<PolicySpec> parse_policy_lists(std::span<const std::string> lists);
 std::unique_ptr<Policy> make_policy(std::string_view spec, Device& device);
 
 // "name:key=value,..." read and checked, as a tenant carries it; throws as parse_policy_spec.
-// A hosted policy's name (below) gives that policy.
 PolicyMaker policy_maker(std::string_view spec);
 
 // The policies of --policy lists as parse_policy_lists reads them, each as policy_maker
-// reads it (a hosted policy's name too).
-std::vector<PolicyMaker> policy_makers(std::span<const std::string> lists);
-
-// Policies a program that hosts allocsim adds for the time of a command: the Python package's
-// policies written in Python, in a compare or a sweep beside the built-ins. `find` answers a
-// spec that names one, or nothing; policy_maker asks it first. Null: none (the default).
-// One command at a time: the host sets it before the command and clears it after.
-using HostedPolicies = std::function<std::optional<PolicyMaker>(std::string_view spec)>;
-void host_policies(HostedPolicies find);
+// reads it. `given`: policies made in code that a study's options carry (the Python
+// package's policies written in Python): an item equal to one's text is that policy.
+std::vector<PolicyMaker> policy_makers(std::span<const std::string> lists, std::span<const PolicyMaker> given = {});
 
 }  // namespace allocsim

@@ -12,6 +12,6 @@ PYBIND11_MODULE(_core, module) {
   allocsim::python::bind_policy(module);
   allocsim::python::bind_run(module);
   allocsim::python::bind_catalogues(module);
-  allocsim::python::bind_commands(module);
+  allocsim::python::bind_studies(module);
   allocsim::python::bind_capture(module);
 }

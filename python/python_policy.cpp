@@ -158,7 +158,7 @@ class PythonPolicy final : public Policy {
         trace_(std::move(trace)) {}
 
   // Each call takes the GIL: a compare or sweep from Python runs its policies without it,
-  // on its own threads (python/command_binding.cpp); in allocsim.run it is held already.
+  // on its own threads (python/study_binding.cpp); in allocsim.run it is held already.
   ~PythonPolicy() override {
     const py::gil_scoped_acquire locked;
     device_->give_back_and_detach();

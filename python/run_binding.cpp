@@ -1,5 +1,5 @@
 // allocsim.run, replay and replay_check: scenarios built as the commands build them
-// (studies/scenario_choice, the registry, the catalogue), replayed by the engine, and
+// (studies/run_scenario, the registry, the catalogue), replayed by the engine, and
 // their results as the JSON writer gives them, so Result carries every field it carries.
 #include <map>
 #include <memory>
@@ -23,6 +23,7 @@
 #include "studies/replay_from_recording.hpp"
 #include "studies/replay_log.hpp"
 #include "studies/report_page.hpp"
+#include "studies/run_scenario.hpp"
 #include "studies/scenario_choice.hpp"
 #include "workloads/catalogue.hpp"
 #include "workloads/snapshot_import.hpp"
@@ -45,42 +46,44 @@ struct TenantArgument {
 
 std::shared_ptr<RunHandle> make_run(const std::vector<TenantArgument>& tenants, const DeviceChoice& device,
                                     const std::string& on_oom, bool check) {
-  Scenario scenario;
-  scenario.device = chosen_device(device);
+  RunChoice choice;
+  choice.device = device;
+  chosen_device(device);  // a bad device is named before any workload
   if (on_oom != "stop" && on_oom != "continue") throw Error("on_oom is 'stop' or 'continue', not '" + on_oom + "'");
-  scenario.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
-  scenario.check = check;
+  choice.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
+  choice.check = check;
   std::map<std::string, py::object> python_policies;
-  std::map<std::string, std::shared_ptr<const Trace>> loaded;  // a workload named twice loads once
   for (const TenantArgument& tenant : tenants) {
-    std::shared_ptr<const Trace> trace;
+    RunTenant& chosen = choice.tenants.emplace_back();
     if (py::isinstance<py::str>(tenant.workload)) {
       const std::string spec = tenant.workload.cast<std::string>();
       refuse_workload_list(spec);
-      auto& known = loaded[spec];
-      if (!known) {
-        const LoadOptions options{std::nullopt, scenario.device.compute_capability};
-        py::gil_scoped_release unlocked;
-        try {
-          known = std::make_shared<const Trace>(load_workload(spec, options));
-        } catch (const Error& error) {
-          throw Error("workload: " + std::string(error.what()));
-        }
+      try {
+        chosen.workload = parse_workload_spec(spec);
+      } catch (const Error& error) {
+        throw Error("workload: " + std::string(error.what()));
       }
-      trace = known;
     } else {
-      trace = tenant.workload.cast<std::shared_ptr<Trace>>();
+      chosen.trace = tenant.workload.cast<std::shared_ptr<Trace>>();
     }
-    PolicyMaker policy;
     if (py::isinstance<py::str>(tenant.policy)) {
-      policy = policy_maker(tenant.policy.cast<std::string>());
+      chosen.policy = policy_maker(tenant.policy.cast<std::string>());
     } else {
-      policy.text = tenant.policy_name;  // made by the RunHandle
-      python_policies.emplace(policy.text, tenant.policy);
+      chosen.policy.text = tenant.policy_name;  // made by the RunHandle
+      python_policies.emplace(chosen.policy.text, tenant.policy);
     }
-    scenario.tenants.push_back(TenantSpec{std::move(trace), std::move(policy), tenant.start});
+    chosen.start = tenant.start;
   }
-  auto handle = std::make_shared<RunHandle>(std::move(scenario), std::move(python_policies));
+  RunSetup setup;
+  {
+    py::gil_scoped_release unlocked;
+    try {
+      setup = run_scenario(choice);
+    } catch (const Error& error) {
+      throw Error("workload: " + std::string(error.what()));
+    }
+  }
+  auto handle = std::make_shared<RunHandle>(std::move(setup.scenario), std::move(python_policies));
   handle->run();
   return handle;
 }

@@ -7,7 +7,6 @@ namespace allocsim {
 namespace {
 
 std::atomic<int> caught{0};
-std::atomic<bool> holding{false};
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may touch only lock-free atomics");
 
 extern "C" void on_signal(int signal) {
@@ -24,11 +23,7 @@ void catch_interrupts() {
 
 int interrupt_signal() { return caught.load(std::memory_order_relaxed); }
 
-void clear_interrupt() {
-  if (!holding.load(std::memory_order_relaxed)) caught.store(0, std::memory_order_relaxed);
-}
-
-void hold_interrupts(bool held) { holding.store(held, std::memory_order_relaxed); }
+void clear_interrupt() { caught.store(0, std::memory_order_relaxed); }
 
 void stop_if_interrupted() {
   if (const int signal = interrupt_signal()) throw Interrupted(signal, std::string("interrupted by ") + signal_name(signal));

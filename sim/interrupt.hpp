@@ -19,11 +19,6 @@ void catch_interrupts();
 int interrupt_signal();
 void clear_interrupt();
 
-// A program that runs a command inside itself (the Python package) catches the signals from
-// before the command starts: while held, the command's own clear_interrupt() keeps a signal
-// caught since, so a ^C during the command's set-up still stops it at its first unit.
-void hold_interrupts(bool held);
-
 // "SIGINT", "SIGTERM".
 const char* signal_name(int signal);
 

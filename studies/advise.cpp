@@ -13,6 +13,7 @@
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
 #include "sim/spec.hpp"
+#include "studies/alloc_conf_choice.hpp"
 #include "studies/outcome.hpp"
 #include "studies/parallel.hpp"
 #include "studies/sweep_run.hpp"
@@ -1052,10 +1053,40 @@ std::vector<std::string_view> advise_column_names() {
   return names;
 }
 
+StudyTable advise_table(const AdviseResults& results) {
+  StudyTable table;
+  for (const Column<CsvRow>& column : kColumns) table.columns.emplace_back(column.name);
+  table.rows.push_back(table_cells<CsvRow>(kColumns, CsvRow{&results, &results.as_is, 0}));
+  for (std::size_t i = 0; i < results.lines.size(); ++i) {
+    table.rows.push_back(table_cells<CsvRow>(kColumns, CsvRow{&results, &results.lines[i], i + 1}));
+  }
+  return table;
+}
+
 void write_advise_csv(std::ostream& out, const AdviseResults& results) {
   std::vector<CsvRow> rows{{&results, &results.as_is, 0}};
   for (std::size_t i = 0; i < results.lines.size(); ++i) rows.push_back({&results, &results.lines[i], i + 1});
   write_csv_columns<CsvRow>(out, kColumns, rows);
+}
+
+AdviseStudy advise_study(const AdviseOptions& o, std::ostream& warnings) {
+  if (o.workload.empty()) throw Error("advise needs --workload (see advise --help)");
+  AdviseStudy study;
+  study.workload = parse_workload_spec(o.workload);
+  if (o.framework == "tf") {
+    study.framework = Framework::tf;
+  } else if (o.framework == "torch") {
+    study.framework = Framework::torch;
+  } else if (!o.framework.empty()) {
+    throw Error("--framework " + o.framework + " is not tf or torch");
+  }
+  const std::string policy = policy_or_alloc_conf(o.policy, o.alloc_conf, warnings);
+  if (!policy.empty()) study.policy = parse_policy_spec(policy);
+  for (const std::string& tenant : o.tenants) study.tenants.push_back(parse_tenant(tenant));
+  study.ranks = o.ranks;
+  study.device = chosen_device(o.device);
+  study.threads = thread_count(o.threads);
+  return study;
 }
 
 }  // namespace allocsim

@@ -26,6 +26,7 @@
 
 #include "sim/device.hpp"
 #include "studies/scenario_choice.hpp"
+#include "studies/study_table.hpp"
 #include "workloads/catalogue.hpp"
 #include "workloads/model/lower.hpp"
 
@@ -42,6 +43,22 @@ struct AdviseStudy {
   std::int64_t ranks = 1;
   unsigned threads = 1;
 };
+
+// The study as the user asks for it: the command line's options, the Python keywords.
+struct AdviseOptions {
+  std::string workload;                // one spec, commas and all, or a trace
+  std::string framework;               // "tf", "torch" or "" (the workload's token)
+  std::string policy;                  // one spec, or "" (the framework's default)
+  std::string alloc_conf;              // PYTORCH_CUDA_ALLOC_CONF's text, instead of policy
+  std::vector<std::string> tenants;    // WORKLOAD@POLICY[@start=TIME]
+  DeviceChoice device;                 // one device
+  std::int64_t ranks = 1;
+  int threads = 0;                     // 0: every core
+};
+
+// The options read and checked (Error naming the bad one); alloc_conf's warnings are
+// lines on `warnings`.
+AdviseStudy advise_study(const AdviseOptions& options, std::ostream& warnings);
 
 // How much a change asks of the user, least first: the ranking's third key, after fits and
 // the group. Every impact before `precision` keeps the training the same, every one from it
@@ -116,6 +133,7 @@ void rank_lines(std::vector<AdviseLine>& lines);
 AdviseResults run_advise(const AdviseStudy& study);
 
 // One row per line, as_is first, then the ranked lines (columns: advise_column_names()).
+StudyTable advise_table(const AdviseResults& results);
 void write_advise_csv(std::ostream& out, const AdviseResults& results);
 std::vector<std::string_view> advise_column_names();
 

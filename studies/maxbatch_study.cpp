@@ -12,6 +12,7 @@
 #include "studies/csv_resume.hpp"
 #include "studies/outcome.hpp"
 #include "studies/parallel.hpp"
+#include "studies/scenario_choice.hpp"
 #include "studies/sweep_run.hpp"
 #include "workloads/catalogue.hpp"
 
@@ -164,6 +165,35 @@ void write_maxbatch_csv(std::ostream& out, const MaxBatchResults& results) {
       out << join_csv(row.kept) << '\n';
     }
   }
+}
+
+StudyTable maxbatch_table(const MaxBatchResults& results) {
+  const std::span<const Column<Row>> columns(kColumns);
+  StudyTable table;
+  for (const Column<Row>& column : columns) table.columns.emplace_back(column.name);
+  for (const MaxBatchRow& row : results.rows) {
+    if (row.done()) table.rows.push_back(row.kept.empty() ? table_cells(columns, row) : row.kept);
+  }
+  return table;
+}
+
+MaxBatchStudy maxbatch_study(const MaxBatchOptions& o) {
+  if (o.workload.empty() || o.policies.empty()) throw Error("maxbatch needs --workload MODEL and --policy (see maxbatch --help)");
+  refuse_workload_list(o.workload);
+  std::optional<ModelSpec> model = parse_model_spec(o.workload);
+  if (!model) throw Error("maxbatch: workload " + o.workload + " is not a model workload (see `allocsim workloads`)");
+  if (o.limit < 1 || o.limit > 100'000) throw Error("--limit must be 1 to 100000");
+  if (o.neighbours < 0 || o.neighbours > 64) throw Error("--neighbours must be 0 to 64");
+  if (o.accumulation < 2 || o.accumulation > 1024) throw Error("--accumulation must be 2 to 1024");
+  MaxBatchStudy study;
+  study.workload = WorkloadSpec{o.workload, std::move(*model)};
+  study.policies = policy_makers(o.policies, o.given_policies);  // "all" included, each checked up front
+  study.devices = chosen_devices(o.device);
+  study.limit = o.limit;
+  study.neighbours = o.neighbours;
+  study.accumulation = o.accumulation;
+  study.threads = thread_count(o.threads);
+  return study;
 }
 
 std::size_t maxbatch_column(std::string_view name) {

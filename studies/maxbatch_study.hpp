@@ -15,6 +15,8 @@
 #include "sim/device.hpp"
 #include "sim/made_policy.hpp"
 #include "studies/maxbatch.hpp"
+#include "studies/scenario_choice.hpp"
+#include "studies/study_table.hpp"
 #include "workloads/catalogue.hpp"
 
 namespace allocsim {
@@ -38,6 +40,22 @@ struct MaxBatchStudy {
   unsigned threads = 1;
   std::function<bool()> stop;         // asked between searches: true starts no more of them
 };
+
+// The study as the user asks for it: the command line's options, the Python keywords.
+struct MaxBatchOptions {
+  std::string workload;               // one model workload spec, commas and all
+  std::vector<std::string> policies;  // --policy lists; "all" is every registered policy
+  // Policies made in code (the Python package's): an item of `policies` equal to one's text is it.
+  std::vector<PolicyMaker> given_policies;
+  DeviceChoice device;                // presets and capacities are lists
+  std::int64_t limit = 65536;
+  int neighbours = 4;
+  int accumulation = 4;
+  int threads = 0;                    // 0: every core
+};
+
+// The options read and checked (Error naming the bad one); `stop` left empty.
+MaxBatchStudy maxbatch_study(const MaxBatchOptions& options);
 
 struct MaxBatchRow {
   std::string workload;
@@ -67,6 +85,9 @@ void search_maxbatch(const MaxBatchStudy& study, MaxBatchResults& results);
 
 // plan_maxbatch, then search_maxbatch.
 MaxBatchResults run_maxbatch(const MaxBatchStudy& study);
+
+// The header, then each row that is done: a kept one as it was read, the others from their search.
+StudyTable maxbatch_table(const MaxBatchResults& results);
 
 // The header, then each row: a kept one as it was read, the others from their search.
 void write_maxbatch_csv(std::ostream& out, const MaxBatchResults& results);

@@ -4,10 +4,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <string>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "sim/error.hpp"
 
 namespace allocsim {
 namespace {
@@ -78,6 +81,11 @@ std::size_t parallel_for(std::size_t count, unsigned threads, const std::functio
   if (error) std::rethrow_exception(error);
   if (tick) tick(done);
   return done;
+}
+
+unsigned thread_count(int given) {
+  if (given < 0) throw Error("--threads " + std::to_string(given) + " is negative; give 1 or more, or 0 for every core");
+  return given > 0 ? static_cast<unsigned>(given) : std::max(1u, std::thread::hardware_concurrency());
 }
 
 }  // namespace allocsim

@@ -17,4 +17,7 @@ std::size_t parallel_for(std::size_t count, unsigned threads, const std::functio
                          const std::function<void(std::size_t done)>& tick = {},
                          const std::function<bool()>& stop = {});
 
+// --threads N as given: 0 is every core; a negative count is refused (Error naming --threads).
+unsigned thread_count(int given);
+
 }  // namespace allocsim

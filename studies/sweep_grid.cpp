@@ -255,7 +255,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
   // Each --workload is one spec, its commas its own: several workloads repeat the option.
   std::vector<WorkloadSpec> workloads;
   for (const std::string& workload : options.workloads) workloads.push_back(checked_workload(workload));
-  const std::vector<PolicyMaker> policies = policy_makers(options.policies);
+  const std::vector<PolicyMaker> policies = policy_makers(options.policies, options.given_policies);
   if (workloads.empty()) throw Error("sweep needs --workload (repeat it for several workloads)");
   // --param KEY=LIST: each generator workload becomes one spec per combination of values.
   for (const std::string& param : options.params) {

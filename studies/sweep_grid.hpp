@@ -32,6 +32,9 @@ std::vector<Bytes> parse_size_list(std::string_view text, std::string_view what)
 struct SweepOptions {
   std::vector<std::string> workloads;  // --workload, repeatable: each one spec, commas and all
   std::vector<std::string> policies;   // --policy, repeatable; "all" is every registered policy
+  // Policies made in code (the Python package's policies written in Python): an item of
+  // `policies` equal to one's text is that policy (policy_makers).
+  std::vector<PolicyMaker> given_policies;
   std::vector<std::string> tenants;    // --tenant WORKLOAD@POLICY: the same co-tenants at every point
   std::vector<std::string> params;     // --param KEY=LIST: a generator workload's option, swept
   DeviceChoice device;                 // presets and capacities are lists

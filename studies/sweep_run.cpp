@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
@@ -51,7 +52,7 @@ std::vector<SweepRow> run_sweep_point(const SweepPoint& point, TraceCache& trace
     for (const Metric& metric : metrics()) {
       if (timing || !is_wall_clock(metric)) cells.push_back(format_plain(metric.get(result, tenant)));
     }
-    SweepRow row{point.index, join_csv(cells), {}};
+    SweepRow row{point.index, std::move(cells), {}};
     for (const PolicyStat& stat : tenant.extra) row.extras.emplace_back(stat.name, std::to_string(stat.value));
     rows.push_back(std::move(row));
   }
@@ -100,27 +101,44 @@ std::vector<std::string> probe_extra_columns(const std::vector<SweepPoint>& poin
   return names;
 }
 
-void write_sweep_csv(std::ostream& out, bool timing, std::vector<std::string> extra_columns, std::vector<SweepRow> rows) {
+StudyTable sweep_table(bool timing, std::vector<std::string> extra_columns, std::vector<SweepRow> rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) { return a.point < b.point; });
   for (const SweepRow& row : rows) {
     for (const auto& [name, value] : row.extras) {
       if (std::find(extra_columns.begin(), extra_columns.end(), name) == extra_columns.end()) extra_columns.push_back(name);
     }
   }
-  std::vector<std::string> header = sweep_base_columns(timing);
-  header.insert(header.end(), extra_columns.begin(), extra_columns.end());
-  out << join_csv(header) << '\n';
+  StudyTable table;
+  table.columns = sweep_base_columns(timing);
+  table.columns.insert(table.columns.end(), extra_columns.begin(), extra_columns.end());
   std::map<std::string, std::string> values;
-  for (const SweepRow& row : rows) {
-    out << row.base;
+  for (SweepRow& row : rows) {
+    std::vector<std::string> cells = std::move(row.cells);
     values.clear();
-    for (const auto& [name, value] : row.extras) values.emplace(name, value);
+    for (auto& [name, value] : row.extras) values.emplace(name, std::move(value));
     for (const std::string& name : extra_columns) {
       const auto found = values.find(name);
-      out << ',' << (found == values.end() ? "" : csv_field(found->second));
+      cells.push_back(found == values.end() ? "" : std::move(found->second));
     }
-    out << '\n';
+    table.rows.push_back(std::move(cells));
   }
+  return table;
+}
+
+void write_sweep_csv(std::ostream& out, bool timing, std::vector<std::string> extra_columns, std::vector<SweepRow> rows) {
+  write_study_csv(out, sweep_table(timing, std::move(extra_columns), std::move(rows)));
+}
+
+SweepOutcome run_sweep(const SweepStudy& study) {
+  const std::vector<SweepPoint> points = expand_sweep(study.grid);
+  const std::vector<std::string> extras = probe_extra_columns(points);
+  std::vector<std::size_t> todo(points.size());
+  for (std::size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  const unsigned threads = study.threads != 0 ? study.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<SweepRow> rows = run_sweep_points(points, todo, threads, study.timing, [](std::size_t, std::span<const SweepRow>) {}, study.stop);
+  std::set<std::size_t> finished;
+  for (const SweepRow& row : rows) finished.insert(row.point);
+  return SweepOutcome{sweep_table(study.timing, extras, std::move(rows)), points.size(), finished.size()};
 }
 
 std::vector<SweepRow> read_sweep_csv(std::istream& in, bool timing, const std::vector<SweepPoint>& points,
@@ -164,7 +182,7 @@ std::vector<SweepRow> read_sweep_csv(std::istream& in, bool timing, const std::v
     }
     SweepRow row;
     row.point = point;
-    row.base = join_csv(std::vector<std::string>(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(base.size())));
+    row.cells.assign(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(base.size()));
     for (std::size_t i = base.size(); i < header.size(); ++i) {
       if (!cells[i].empty()) row.extras.emplace_back(header[i], cells[i]);
     }

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "studies/study_table.hpp"
 #include "studies/sweep_grid.hpp"
 #include "sim/trace.hpp"
 #include "workloads/catalogue.hpp"
@@ -24,7 +25,7 @@ namespace allocsim {
 
 struct SweepRow {
   std::size_t point = 0;
-  std::string base;  // the parameter and metric cells, joined as CSV
+  std::vector<std::string> cells;  // the parameter and metric cells
   std::vector<std::pair<std::string, std::string>> extras;  // a policy's statistics: column, value
 };
 
@@ -65,6 +66,27 @@ std::vector<std::string> probe_extra_columns(const std::vector<SweepPoint>& poin
 // Writes the header and `rows` sorted by point (ties keep their order). Extra columns:
 // `extra_columns` first, then any other statistic in order of first appearance.
 void write_sweep_csv(std::ostream& out, bool timing, std::vector<std::string> extra_columns, std::vector<SweepRow> rows);
+
+// The table the CSV holds: rows in point order, every extra column filled ("" where a
+// policy has no such statistic).
+StudyTable sweep_table(bool timing, std::vector<std::string> extra_columns, std::vector<SweepRow> rows);
+
+// A sweep run whole in this process, as the Python package runs one; the command line
+// runs the same steps with ranks, --resume and checkpoints around them.
+struct SweepStudy {
+  SweepOptions grid;
+  unsigned threads = 0;  // 0: every core
+  bool timing = false;   // add the wall-clock columns
+  std::function<bool()> stop;  // asked between points: true starts no other point
+};
+
+struct SweepOutcome {
+  StudyTable table;
+  std::size_t points = 0;    // in the grid
+  std::size_t finished = 0;  // points whose rows are in the table (all of them unless stopped)
+};
+
+SweepOutcome run_sweep(const SweepStudy& study);
 
 // Rows of a CSV an earlier run of the same sweep wrote, for --resume: only points whose
 // rows are all there (one per tenant) and name the same workload and policy as now; a

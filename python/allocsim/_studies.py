@@ -1,9 +1,10 @@
-"""sweep, maxbatch, advise, compare: the commands, in-process, their CSV as a DataFrame.
+"""sweep, maxbatch, advise, compare: each study run in-process, its rows as a DataFrame.
 
-Keyword arguments are the command's long options (dashes as underscores): values in the
-command line's syntax ("bfc,caching", "8:64", "16GiB") or as Python lists and numbers.
+Keyword arguments are the command line's long options (dashes as underscores): values in
+the command line's syntax ("bfc,caching", "8:64", "16GiB") or as Python lists and numbers.
+The module builds the study's typed options from them (python/study_binding.cpp) and runs
+the study; the DataFrame has the columns and cells of the CSV the command line writes.
 """
-import io
 import os
 import re
 import tempfile
@@ -11,12 +12,14 @@ import tempfile
 from . import _core
 from ._policy import is_python_policy, policy_name
 
-# Options the commands take several times (each value its own, commas and all).
+# Options the studies take several times (each value its own, commas and all).
 _REPEATED = {"workload", "policy", "tenant", "param"}
+# Options of the command line that write files or show progress: the DataFrame is the output.
+_FILES = {"csv", "report", "resume", "save_every"}
 
 
 class Interrupted(KeyboardInterrupt):
-    """^C stopped the command; ``partial`` holds the rows of what finished (a DataFrame)."""
+    """^C stopped the study; ``partial`` holds the rows of what finished (a DataFrame)."""
 
     def __init__(self, message, partial):
         super().__init__(message)
@@ -33,46 +36,33 @@ def _text(value, argument):
     raise TypeError(f"{argument}: a str, number or bool, or a list of them, not {type(value).__name__}")
 
 
-def _arguments(options):
-    arguments = []
+def _keywords(options):
+    """Each keyword's value as a list of texts: a repeatable option's values one by one,
+    any other list joined by commas, True as "true"; None and False left out."""
+    keywords = {}
     for key, value in options.items():
-        if key == "csv":
-            raise TypeError("csv: the DataFrame returned is the CSV (DataFrame.to_csv writes it)")
-        option = "--" + key.replace("_", "-")
+        if key in _FILES:
+            raise TypeError(f"{key}: the DataFrame returned is the output (DataFrame.to_csv writes it)")
         if value is None or value is False:
             continue
-        if value is True:
-            arguments.append(option)
-        elif isinstance(value, (list, tuple)):
+        if isinstance(value, (list, tuple)):
             if not value:
                 raise ValueError(f"{key}: an empty list")
             texts = [_text(item, key) for item in value]
-            if key in _REPEATED:
-                for text in texts:
-                    arguments += [option, text]
-            else:
-                arguments += [option, ",".join(texts)]
+            keywords[key] = texts if key in _REPEATED else [",".join(texts)]
         else:
-            arguments += [option, _text(value, key)]
-    return arguments
+            keywords[key] = [_text(value, key)]
+    return keywords
 
 
-def _read_csv(path):
-    import pandas
-    if not os.path.exists(path) or os.path.getsize(path) == 0:
-        return pandas.DataFrame()
-    with open(path, encoding="utf-8") as file:
-        return pandas.read_csv(io.StringIO(file.read()))
-
-
-def _hosted(options):
+def _python_policies(options):
     """`policy`'s values with each policy written in Python replaced by its name, and those
-    policies by name (the command makes one of each class per run)."""
+    policies by name (the study makes one of each class per run)."""
     value = options.get("policy")
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     if not any(is_python_policy(item) for item in values):
         return options, {}
-    hosted = {}
+    policies = {}
     names = []
     for item in values:
         if not is_python_policy(item):
@@ -80,18 +70,18 @@ def _hosted(options):
             continue
         if not isinstance(item, type):
             raise TypeError(f"policy: pass the class {type(item).__name__}, not an instance: "
-                            "the command makes one policy per run")
+                            "the study makes one policy per run")
         name = policy_name(item)
-        if hosted.get(name, item) is not item:
+        if policies.get(name, item) is not item:
             raise ValueError(f"policy: two policies named {name}; give one a `name` attribute")
-        hosted[name] = item
+        policies[name] = item
         names.append(name)
-    return dict(options, policy=names), hosted
+    return dict(options, policy=names), policies
 
 
 def _traces_as_files(options, folder):
     """`workload`'s allocsim.Trace values (a capture's, say) written as .atrace files in
-    `folder`, each replaced by its path: the command reads workloads as specs and files."""
+    `folder`, each replaced by its path: a study reads workloads as specs and files."""
     from ._trace import Trace
     value = options.get("workload")
     values = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -109,26 +99,57 @@ def _traces_as_files(options, folder):
     return dict(options, workload=paths if isinstance(value, (list, tuple)) else paths[0])
 
 
-def _run_command(command, options):
-    options, hosted = _hosted(options)
-    with tempfile.TemporaryDirectory(prefix="allocsim-") as folder:
-        arguments = _arguments(_traces_as_files(options, folder))
-        csv = os.path.join(folder, command + ".csv")
+_TRUE = {"True", "true", "TRUE"}
+_FALSE = {"False", "false", "FALSE"}
+
+
+def _column(cells):
+    """A column's cells as pandas.read_csv would type them: whole numbers (float when one
+    is empty), numbers, booleans, else text ("" missing)."""
+    import numpy
+    present = [cell for cell in cells if cell != ""]
+    missing = len(present) < len(cells)
+    for kind in (int, float):
         try:
-            status, out, stopped = _core._command(command, arguments + ["--csv", csv], hosted)
+            if any("_" in cell or cell != cell.strip() for cell in present):
+                break
+            values = [kind(cell) for cell in present]
+        except ValueError:
+            continue
+        if kind is int and not missing and all(-2**63 <= v < 2**63 for v in values):
+            return numpy.array(values, dtype=numpy.int64)
+        return numpy.array([float(cell) if cell != "" else numpy.nan for cell in cells], dtype=numpy.float64)
+    if present and not missing and all(cell in _TRUE or cell in _FALSE for cell in present):
+        return numpy.array([cell in _TRUE for cell in cells], dtype=bool)
+    return numpy.array([cell if cell != "" else numpy.nan for cell in cells], dtype=object)
+
+
+def _frame(columns, rows):
+    import pandas
+    if not columns:
+        return pandas.DataFrame()
+    cells = list(zip(*rows)) if rows else [()] * len(columns)
+    return pandas.DataFrame({name: _column(list(values)) for name, values in zip(columns, cells)}, columns=columns)
+
+
+def _run_study(name, study, options):
+    options, policies = _python_policies(options)
+    with tempfile.TemporaryDirectory(prefix="allocsim-") as folder:
+        keywords = _keywords(_traces_as_files(options, folder))
+        try:
+            columns, rows, out, stopped = study(keywords, policies)
         except _core.Error as error:
-            raise ValueError(f"{command}: {error}") from None
-        rows = _read_csv(csv)
-        if stopped:
-            raise Interrupted(f"{command}: {stopped}", rows)
-    rows.attrs["output"] = out
-    rows.attrs["status"] = status
-    return rows
+            raise ValueError(f"{name}: {error}") from None
+    frame = _frame(columns, rows)
+    if stopped:
+        raise Interrupted(f"{name}: {stopped}", frame)
+    frame.attrs["output"] = out
+    return frame
 
 
 def sweep(**options):
     """``allocsim sweep``: the cross product of list-valued options, one row per tenant per point."""
-    return _run_command("sweep", options)
+    return _run_study("sweep", _core._sweep, options)
 
 
 def maxbatch(step_fn=None, **options):
@@ -142,12 +163,12 @@ def maxbatch(step_fn=None, **options):
         return maxbatch_of(step_fn, **options)
     if step_fn is not None:
         raise TypeError(f"maxbatch: a step_fn(batch) callable or keyword options, not {type(step_fn).__name__}")
-    return _run_command("maxbatch", options)
+    return _run_study("maxbatch", _core._maxbatch, options)
 
 
 def advise(**options):
     """``allocsim advise``: what to change so that a workload fits, one row per line of advice."""
-    return _run_command("advise", options)
+    return _run_study("advise", _core._advise, options)
 
 
 def compare(**options):
@@ -156,4 +177,4 @@ def compare(**options):
     ``policy`` may name allocsim.Policy subclasses beside the built-ins' specs (so may
     sweep's and maxbatch's): each row then carries the class's name.
     """
-    return _run_command("compare", options)
+    return _run_study("compare", _core._compare, options)

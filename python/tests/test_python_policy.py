@@ -177,6 +177,48 @@ def test_a_sweep_runs_a_python_policy_on_its_threads():
         assert list(ours[column]) == list(theirs[column]), column
 
 
+class Renamed(BestFit):
+    name = "renamed_best_fit"
+
+
+def test_two_studies_from_two_threads_at_once_answer_as_one_after_the_other():
+    # Each study carries its own Python policies: neither finds the other's, neither waits.
+    import threading
+    import pandas
+    studies = [
+        lambda: allocsim.sweep(workload="random:n=2000,live=256MiB", param=["seed=1:4:1"], policy=[BestFit, "bestfit"],
+                               capacity="300MiB", on_oom="continue", threads=2),
+        lambda: allocsim.sweep(workload="random:n=2000,live=256MiB", param=["seed=5:8:1"], policy=["caching", Renamed],
+                               capacity="300MiB", on_oom="continue", threads=2),
+        lambda: allocsim.compare(workload="random:n=3000,seed=2,live=256MiB", policy=[Renamed, "bfc"],
+                                 capacity="300MiB", on_oom="continue"),
+    ]
+    alone = [study() for study in studies]
+    together = [None] * len(studies)
+    errors = []
+    start = threading.Barrier(len(studies))
+
+    def run(index):
+        start.wait()
+        try:
+            together[index] = studies[index]()
+        except Exception as error:  # noqa: BLE001 (reported below, with the thread's study)
+            errors.append((index, error))
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(studies))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    wall_clock = ["replay_seconds", "events_per_second"]
+    for one, other in zip(alone, together):
+        pandas.testing.assert_frame_equal(one.drop(columns=wall_clock, errors="ignore"),
+                                          other.drop(columns=wall_clock, errors="ignore"))
+    assert set(together[1]["policy"]) == {"caching", "renamed_best_fit"}
+    assert list(together[2]["policy"]) == ["renamed_best_fit", "bfc"]
+
+
 def test_a_command_takes_the_class_and_names_its_errors():
     with pytest.raises(TypeError, match="the class BestFit"):
         allocsim.compare(workload="random:n=10", policy=[BestFit()])
