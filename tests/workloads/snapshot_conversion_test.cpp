@@ -139,7 +139,7 @@ TEST_CASE("snapshot conversion: a tiny snapshot converts exactly", "[snapshot]")
   // malloc's own release is left out; streams 5 and 777 are ours 0 and 1.
   CHECK(data_lines(out) == kTinyRows);
   CHECK(out.trace.info.name == "snap.pickle");
-  CHECK(out.trace.info.format == "torch snapshot");
+  CHECK(out.trace.info.source == "torch snapshot");
   CHECK_FALSE(out.settings.recorded);
   CHECK_FALSE(out.settings.max_split_size.has_value());  // PyTorch's default: unlimited
   CHECK(out.settings.roundup_power2_divisions.size() == 16);
@@ -200,7 +200,7 @@ TEST_CASE("snapshot conversion: a settings value or an address out of range is a
     return snapshot;
   };
   CHECK(error_of(with_settings({{"roundup_power2_divisions", {{"x", 1}}}})) ==
-        "snap.pickle: allocator_settings: roundup_power2_divisions interval 'x' is not a number");
+        "snap.pickle: allocator_settings: roundup_power2_divisions interval 'x' is not a non-negative integer");
   CHECK_THAT(error_of(with_settings({{"roundup_power2_divisions", {{"1", 2.5}}}})),
              Catch::StartsWith("snap.pickle: allocator_settings: 'roundup_power2_divisions' is 2.5, not a whole number"));
   CHECK_THAT(error_of(with_settings({{"roundup_power2_divisions", {{"1", -1}}}})),
