@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -93,6 +94,7 @@ class PickleDecoder {
   PickleDecoder(std::string_view bytes, const std::string& name) : in_(bytes), name_(name) {}
 
   PickleGraph run() {
+    nodes_.reserve(in_.size() / 8);  // fewer regrowths of the node array; only pages written cost memory
     while (true) {
       op_at_ = at_;
       const auto code = static_cast<unsigned char>(take(1, "an opcode")[0]);
@@ -148,14 +150,20 @@ class PickleDecoder {
     if (stack_.size() <= fence()) fail(std::string("not a pickle: stack underflow at ") + op);
     return stack_.back();
   }
-  // The items since the last MARK, which is removed.
-  std::vector<std::uint32_t> pop_mark(const char* op) {
+  // The items since the last MARK, which is removed; they stay on the stack until the
+  // caller has read them and cut it (cut_to), so that no vector is made per container.
+  std::size_t pop_mark(const char* op) {
     if (marks_.empty()) fail(std::string("not a pickle: ") + op + " without a MARK");
     const std::size_t mark = marks_.back();
     marks_.pop_back();
-    std::vector<std::uint32_t> items(stack_.begin() + static_cast<std::ptrdiff_t>(mark), stack_.end());
-    stack_.resize(mark);
-    return items;
+    return mark;
+  }
+  std::span<const std::uint32_t> since(std::size_t mark) const { return std::span(stack_).subspan(mark); }
+  void cut_to(std::size_t mark) { stack_.resize(mark); }
+  // What is below the items of a popped MARK, as top() would see it once they are gone.
+  std::uint32_t top_below(std::size_t mark, const char* op) const {
+    if (mark <= fence()) fail(std::string("not a pickle: stack underflow at ") + op);
+    return stack_[mark - 1];
   }
   Node& container(std::uint32_t node, Kind kind, const char* op) {
     if (nodes_[node].kind != kind) {
@@ -163,7 +171,7 @@ class PickleDecoder {
     }
     return nodes_[node];
   }
-  void set_items(std::uint32_t dict, const std::vector<std::uint32_t>& pairs, const char* op) {
+  void set_items(std::uint32_t dict, std::span<const std::uint32_t> pairs, const char* op) {
     if (pairs.size() % 2 != 0) fail(std::string("not a pickle: ") + op + " with an odd number of items");
     Node& target = container(dict, Kind::dict, op);
     for (std::size_t i = 0; i < pairs.size(); i += 2) {
@@ -174,11 +182,28 @@ class PickleDecoder {
     }
     target.items.insert(target.items.end(), pairs.begin(), pairs.end());
   }
-  void memo_put(std::uint64_t index) { memo_[index] = top("a memo put"); }
+  // The memo: indices below the input's size (every pickler's: one per put) in a vector,
+  // any other in a map, so that a hostile index costs no memory.
+  static constexpr std::uint32_t kUnset = ~std::uint32_t{0};
+  void memo_put(std::uint64_t index) {
+    const std::uint32_t node = top("a memo put");
+    if (index < in_.size()) {
+      if (index >= memo_.size()) memo_.resize(std::min(std::max<std::size_t>(index + 1, 2 * memo_.size()), in_.size()), kUnset);
+      memo_count_ += memo_[index] == kUnset;
+      memo_[index] = node;
+    } else {
+      memo_count_ += far_memo_.insert_or_assign(index, node).second;
+    }
+  }
   void memo_get(std::uint64_t index) {
-    const auto found = memo_.find(index);
-    if (found == memo_.end()) fail("not a pickle: memo " + std::to_string(index) + " was never put");
-    push(found->second);
+    std::uint32_t node = kUnset;
+    if (index < memo_.size()) {
+      node = memo_[index];
+    } else if (const auto found = far_memo_.find(index); found != far_memo_.end()) {
+      node = found->second;
+    }
+    if (node == kUnset) fail("not a pickle: memo " + std::to_string(index) + " was never put");
+    push(node);
   }
   void text(std::uint64_t length, const char* op) {
     const std::string_view bytes = take(length, op);
@@ -257,17 +282,20 @@ class PickleDecoder {
       case ')': push(add(Kind::tuple)); return false;
       case '(': marks_.push_back(stack_.size()); return false;
       case '0': pop("POP"); return false;
-      case '1': pop_mark("POP_MARK"); return false;
+      case '1': cut_to(pop_mark("POP_MARK")); return false;
       case '2': push(top("DUP")); return false;
       case 's': {  // SETITEM
         const std::uint32_t value = pop("SETITEM");
         const std::uint32_t key = pop("SETITEM");
-        set_items(top("SETITEM"), {key, value}, "SETITEM");
+        const std::uint32_t pair[] = {key, value};
+        set_items(top("SETITEM"), pair, "SETITEM");
         return false;
       }
       case 'u': {  // SETITEMS
-        const std::vector<std::uint32_t> pairs = pop_mark("SETITEMS");
-        set_items(top("SETITEMS"), pairs, "SETITEMS");
+        const std::size_t mark = pop_mark("SETITEMS");
+        const std::uint32_t dict = top_below(mark, "SETITEMS");
+        set_items(dict, since(mark), "SETITEMS");
+        cut_to(mark);
         return false;
       }
       case 'a': {  // APPEND
@@ -276,12 +304,19 @@ class PickleDecoder {
         return false;
       }
       case 'e': {  // APPENDS
-        const std::vector<std::uint32_t> items = pop_mark("APPENDS");
-        Node& list = container(top("APPENDS"), Kind::list, "APPENDS");
-        list.items.insert(list.items.end(), items.begin(), items.end());
+        const std::size_t mark = pop_mark("APPENDS");
+        Node& list = container(top_below(mark, "APPENDS"), Kind::list, "APPENDS");
+        list.items.insert(list.items.end(), since(mark).begin(), since(mark).end());
+        cut_to(mark);
         return false;
       }
-      case 't': push(add(Kind::tuple, pop_mark("TUPLE"))); return false;
+      case 't': {
+        const std::size_t mark = pop_mark("TUPLE");
+        std::vector<std::uint32_t> items(since(mark).begin(), since(mark).end());
+        cut_to(mark);
+        push(add(Kind::tuple, std::move(items)));
+        return false;
+      }
       case 0x85: case 0x86: case 0x87: {  // TUPLE1, TUPLE2, TUPLE3
         std::vector<std::uint32_t> items(code - 0x84u);
         for (std::size_t i = items.size(); i-- > 0;) items[i] = pop("TUPLEn");
@@ -323,7 +358,7 @@ class PickleDecoder {
       case 'N': push(json(nullptr)); return false;
       case 0x88: push(json(true)); return false;
       case 0x89: push(json(false)); return false;
-      case 0x94: memo_put(memo_.size()); return false;  // MEMOIZE
+      case 0x94: memo_put(memo_count_); return false;  // MEMOIZE: the memo's length
       case 'q': memo_put(little_endian(1, "BINPUT")); return false;
       case 'r': memo_put(little_endian(4, "LONG_BINPUT")); return false;
       case 'h': memo_get(little_endian(1, "BINGET")); return false;
@@ -389,7 +424,9 @@ class PickleDecoder {
   std::vector<Node> nodes_;
   std::vector<std::uint32_t> stack_;
   std::vector<std::size_t> marks_;
-  std::unordered_map<std::uint64_t, std::uint32_t> memo_;
+  std::vector<std::uint32_t> memo_;                             // by index, kUnset where none
+  std::unordered_map<std::uint64_t, std::uint32_t> far_memo_;  // indices past the input's size
+  std::size_t memo_count_ = 0;                                 // distinct indices put
 };
 
 }  // namespace

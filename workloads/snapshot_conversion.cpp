@@ -1,13 +1,13 @@
-// Conversion rules (trace CSV: time_ns,op,id,bytes,stream,tag; see workloads/csv_trace.hpp):
-// - `alloc` -> alloc; id = the address in hex, bytes = the unrounded request, tag = other
+// Reading rules (the trace's events, sim/trace.hpp; the recording's fields, torch_recording.hpp):
+// - `alloc` -> alloc at the address (the recording's `addresses`), bytes = the unrounded request, tag = other
 //   (or the entry's `category`, where a snapshot carries one: PARAMETER -> weight,
 //   OPTIMIZER_STATE -> optimizer, INPUT -> input, TEMPORARY -> temp, ACTIVATION and
 //   AUTOGRAD_DETAIL -> activation, GRADIENT -> gradient), stream = the CUDA stream renumbered
 //   0,1,2... in order of the raw stream values (PyTorch orders free blocks and releases by
 //   the raw stream, so ties break the same way). Its layer (layer_of_frames: the innermost
 //   frame of the program's Python code, `model.py:42 forward`, or `autograd backward`; none
-//   when frames were not recorded) goes in the sidecar's `frames`/`alloc_frames`: what
-//   every output names a block by and a report colours it by.
+//   when frames were not recorded) goes in the recording's `frames`/`alloc_frames` and the
+//   trace's layers: what every output names a block by and a report colours it by.
 // - Devices: one trace list per visible device; cuda_device N, else the only non-empty one.
 // - PyTorch 2.0 and 2.1 record no time_us: entries are then 1 us apart. 2.0 blocks carry no
 //   address (the segment's address plus the sizes of the blocks before) and no requested
@@ -28,7 +28,8 @@
 // - time_ns = (time_us - first time_us) * 1000, rounded half to even, clamped so times
 //   never decrease.
 // Where Python's rules compared values of any type, this port asks for numbers where a
-// number is used (a segment's stream), and says so by entry.
+// number is used (a segment's stream), and says so by entry; an address or size the
+// recording keeps must not be negative.
 #include "workloads/snapshot_conversion.hpp"
 
 #include <algorithm>
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "sim/error.hpp"
+#include "sim/trace.hpp"
 #include "sim/types.hpp"
 #include "workloads/python_repr.hpp"
 
@@ -151,6 +153,18 @@ std::string hex(std::int64_t addr) {
 
 std::string device_where(int device, std::size_t index) {
   return "device_traces[" + std::to_string(device) + "][" + std::to_string(index) + "]";
+}
+
+// A whole number the recording keeps unsigned (an address, a size): negative is refused.
+std::uint64_t unsigned_of(std::int64_t value, const std::string& where, const char* key) {
+  if (value < 0) throw Bad{where + ": '" + key + "' is negative (" + std::to_string(value) + ")"};
+  return static_cast<std::uint64_t>(value);
+}
+// addr + size, which must not pass 2^63.
+std::int64_t end_of(std::int64_t addr, std::int64_t size, const std::string& where) {
+  std::int64_t end = 0;
+  if (__builtin_add_overflow(addr, size, &end)) throw Bad{where + ": address plus size is out of range"};
+  return end;
 }
 
 // The snapshot's top level, checked.
@@ -311,16 +325,17 @@ std::optional<std::string> layer_of_frames(const PickleValue& frames) {
 namespace {
 
 // Our tag for a memory profiler category (torch.profiler._memory_profiler.Category), or other.
-std::string category_tag(const Value category) {
-  if (!category.is_string()) return "other";
+Tag category_tag(const Value category) {
+  if (!category.is_string()) return Tag::other;
   std::string name = category.scalar().get<std::string>();
   if (const auto dot = name.rfind('.'); dot != std::string::npos) name = name.substr(dot + 1);
   for (char& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  static const std::map<std::string, std::string, std::less<>> kTags = {
-      {"parameter", "weight"},   {"optimizer_state", "optimizer"}, {"input", "input"},      {"temporary", "temp"},
-      {"activation", "activation"}, {"autograd_detail", "activation"}, {"gradient", "gradient"}};
+  static const std::map<std::string, Tag, std::less<>> kTags = {
+      {"parameter", Tag::weight},     {"optimizer_state", Tag::optimizer},  {"input", Tag::input},
+      {"temporary", Tag::temp},       {"activation", Tag::activation},      {"autograd_detail", Tag::activation},
+      {"gradient", Tag::gradient}};
   const auto found = kTags.find(name);
-  return found == kTags.end() ? "other" : found->second;
+  return found == kTags.end() ? Tag::other : found->second;
 }
 
 struct Block {
@@ -330,8 +345,10 @@ struct Block {
   bool allocated;
 };
 struct DeviceSegment {
-  Value segment;
+  std::size_t index;  // segments[index]
+  std::int64_t addr, total;
   std::int64_t stream;  // the raw CUDA stream
+  bool small, expandable;
   std::vector<Block> blocks;
 };
 
@@ -357,7 +374,14 @@ std::vector<DeviceSegment> device_segments(const Value snapshot, int device) {
     if (has(segment, "blocks") && (!raw_blocks.is_array() || raw_blocks.is_tuple())) {
       throw Bad{where + ": 'blocks' is " + shown(raw_blocks) + ", not a list"};
     }
-    DeviceSegment out{segment, *stream, {}};
+    unsigned_of(*as_int(addr), where, "address");
+    unsigned_of(*as_int(total), where, "total_size");
+    end_of(*as_int(addr), *as_int(total), where);
+    const Value type = get(segment, "segment_type");
+    if (has(segment, "segment_type") && !type.is_string()) throw Bad{where + ": 'segment_type' is " + shown(type) + ", not a str"};
+    const bool small = has(segment, "segment_type") ? type.scalar().get_ref<const std::string&>() == "small"
+                                                    : *as_int(total) == kSmallSegment;
+    DeviceSegment out{index, *as_int(addr), *as_int(total), *stream, small, truthy(get(segment, "is_expandable")), {}};
     std::int64_t cursor = *as_int(addr);
     for (std::size_t number = 0; number < raw_blocks.size(); ++number) {
       const Value block = raw_blocks[number];
@@ -373,10 +397,11 @@ std::vector<DeviceSegment> device_segments(const Value snapshot, int device) {
       if (history.is_array() && !history.empty() && history[0].is_object()) {
         if (const auto real_size = as_int(get(history[0], "real_size"))) requested = real_size;
       }
+      unsigned_of(*block_addr, block_where, "address");
       const Value state = get(block, "state");
       out.blocks.push_back(Block{*block_addr, size, requested.value_or(size),
                                  is_one_of(state, {"active_allocated", "active_pending_free"})});
-      cursor = *block_addr + size;
+      cursor = end_of(*block_addr, size, block_where);
     }
     result.push_back(std::move(out));
   }
@@ -408,15 +433,15 @@ bool is_default_pool(const Value pool) { return pool.size() == 2 && equals(pool[
 
 // The private pools (CUDA graphs, MemPool) the device's segments or trace entries name:
 // segment_pool_id / pool_id other than (0, 0), each with the first entry naming it.
-json private_pools(const Value snapshot, int device) {
-  std::vector<std::pair<std::string, std::string>> pools;
+std::vector<PrivatePool> private_pools(const Value snapshot, int device) {
+  std::vector<PrivatePool> pools;
   const auto note = [&](const Value pool, const std::string& where) {
     if (!pool.is_array() || is_default_pool(pool)) return;
     const std::string text = pool_text(pool);
-    for (const auto& known : pools) {
-      if (known.first == text) return;
+    for (const PrivatePool& known : pools) {
+      if (known.pool == text) return;
     }
-    pools.emplace_back(text, where);
+    pools.push_back(PrivatePool{text, where});
   };
   const Value segments = snapshot.get("segments");
   for (std::size_t index = 0; index < segments.size(); ++index) {
@@ -427,9 +452,7 @@ json private_pools(const Value snapshot, int device) {
   for (std::size_t index = 0; index < entries.size(); ++index) {
     if (entries[index].is_object()) note(get(entries[index], "pool_id"), device_where(device, index));
   }
-  json result = json::array();
-  for (const auto& [pool, where] : pools) result.push_back({{"pool", pool}, {"entry", where}});
-  return result;
+  return pools;
 }
 
 struct Row {
@@ -438,71 +461,70 @@ struct Row {
   std::int64_t addr;
   std::int64_t size;
   std::int64_t stream;  // raw CUDA stream, allocs only
+  // The entry it came from: device_traces[device][entry], or segments[entry].blocks[block].
+  std::size_t entry;
+  std::size_t block = kNoBlock;
+  static constexpr std::size_t kNoBlock = ~std::size_t{0};
 };
 
 struct SegmentEvent {
-  std::string action;
-  std::int64_t addr, size, cuda_stream, time_ns;
-  std::size_t row, during;
-  std::int64_t stream = 0;  // ours
+  RecordedSegmentEvent::Action action;
+  std::int64_t addr, size, cuda_stream;
+  std::size_t during;
 };
 struct Oom {
-  std::int64_t size;
-  json device_free;
-  std::int64_t cuda_stream, time_ns;
+  std::int64_t size, device_free, cuda_stream;
   std::size_t row;
-  std::int64_t stream = 0;
 };
 
-struct StartSegment {
-  std::int64_t addr, size, stream;
-  json pool;
-  bool expandable;
-};
-
-json start_json(const StartSegment& segment) {
-  return {{"addr", segment.addr}, {"size", segment.size}, {"stream", segment.stream}, {"pool", segment.pool},
-          {"expandable", segment.expandable}};
+RecordedSegment plain_segment(std::int64_t addr, std::int64_t size, Stream stream, bool small, bool expandable) {
+  return RecordedSegment{static_cast<Addr>(addr), static_cast<Bytes>(size), stream, small, expandable, {}};
 }
 
 // The segments that existed when recording began: those at the snapshot, with the trace's
 // segment_alloc/free undone from last to first (blocks are left to the replay). An
 // expandable segment is a mapped range: the trace's segment_map/unmap are undone on the
 // ranges mapped at the snapshot, and what stays mapped held memory at the start.
-json segments_at_start(const std::vector<StartSegment>& end_segments, const std::vector<SegmentEvent>& events) {
+// `streams`: ours for each raw CUDA stream.
+std::vector<RecordedSegment> segments_at_start(const std::vector<RecordedSegment>& end_segments,
+                                               const std::vector<SegmentEvent>& events,
+                                               const std::map<std::int64_t, Stream>& streams) {
+  using Action = RecordedSegmentEvent::Action;
   struct Range {
-    std::int64_t addr, end, stream;
-    json pool;
+    std::int64_t addr, end;
+    Stream stream;
+    bool small;
   };
-  std::map<std::int64_t, StartSegment> alive;
+  std::map<std::int64_t, RecordedSegment> alive;
   std::vector<Range> mapped;
-  for (const StartSegment& segment : end_segments) {
+  for (const RecordedSegment& segment : end_segments) {
+    const auto addr = static_cast<std::int64_t>(segment.addr);
     if (segment.expandable) {
-      mapped.push_back(Range{segment.addr, segment.addr + segment.size, segment.stream, segment.pool});
+      mapped.push_back(Range{addr, addr + static_cast<std::int64_t>(segment.size), segment.stream, segment.small});
     } else {
-      alive[segment.addr] = segment;
+      alive[addr] = plain_segment(addr, static_cast<std::int64_t>(segment.size), segment.stream, segment.small, false);
     }
   }
   for (auto event = events.rbegin(); event != events.rend(); ++event) {
-    if (event->action == "segment_alloc") {
+    const Stream stream = streams.at(event->cuda_stream);
+    if (event->action == Action::alloc) {
       alive.erase(event->addr);
-    } else if (event->action == "segment_free") {
-      alive[event->addr] = StartSegment{event->addr, event->size, event->stream,
-                                        event->size == kSmallSegment ? "small" : "large", false};
+    } else if (event->action == Action::free) {
+      alive[event->addr] = plain_segment(event->addr, event->size, stream, event->size == kSmallSegment, false);
     } else {  // segment_map, segment_unmap
       const std::int64_t start = event->addr, end = event->addr + event->size;
       std::vector<Range> pieces;
       for (const Range& range : mapped) {
-        const Range below{range.addr, std::min(range.end, start), range.stream, range.pool};
-        const Range above{std::max(range.addr, end), range.end, range.stream, range.pool};
+        const Range below{range.addr, std::min(range.end, start), range.stream, range.small};
+        const Range above{std::max(range.addr, end), range.end, range.stream, range.small};
         if (below.addr < below.end) pieces.push_back(below);
         if (above.addr < above.end) pieces.push_back(above);
       }
       mapped = std::move(pieces);
-      if (event->action == "segment_unmap") {
+      if (event->action == Action::unmap) {
         // Large-pool pages are 20 MiB, small-pool ones 2 MiB (a guess where both fit: the
         // replay's first map of that range then differs, and replay-check says so).
-        mapped.push_back(Range{start, end, event->stream, event->size % (10 * kSmallSegment) == 0 ? "large" : "small"});
+        mapped.push_back(Range{start, end, stream, event->size % (10 * kSmallSegment) != 0});
       }
     }
   }
@@ -516,29 +538,73 @@ json segments_at_start(const std::vector<StartSegment>& end_segments, const std:
     }
   }
   for (const Range& range : merged) {
-    alive[range.addr] = StartSegment{range.addr, range.end - range.addr, range.stream, range.pool, true};
+    alive[range.addr] = plain_segment(range.addr, range.end - range.addr, range.stream, range.small, true);
   }
-  json result = json::array();
-  for (const auto& [addr, segment] : alive) result.push_back(start_json(segment));
+  std::vector<RecordedSegment> result;
+  result.reserve(alive.size());
+  for (auto& [addr, segment] : alive) result.push_back(std::move(segment));
   return result;
 }
 
-// What PyTorch's allocator ran with when a snapshot has no `allocator_settings`: its
-// defaults (max_split_size -1 is SIZE_MAX, i.e. no limit, as _snapshot() reports it).
-json default_settings() {
-  json divisions = json::object();
-  for (int i = 0; i < 16; ++i) divisions[std::to_string(1 << i)] = 0;
-  return {{"PYTORCH_CUDA_ALLOC_CONF", ""},
-          {"max_split_size", -1},
-          {"garbage_collection_threshold", 0.0},
-          {"expandable_segments", false},
-          {"pinned_num_register_threads", 1},
-          {"release_lock_on_cudamalloc", false},
-          {"pinned_use_cuda_host_register", false},
-          {"roundup_power2_divisions", divisions}};
+// A number of allocator_settings that must be whole, from 0 to T's largest.
+template <class T>
+T whole(const json& value, std::string_view key) {
+  constexpr auto most = static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+  const std::optional<std::int64_t> number = as_int(value);
+  if (!(value.is_number_unsigned() || (number && *number >= 0)) || value.get<std::uint64_t>() > most) {
+    throw Bad{"allocator_settings: '" + std::string(key) + "' is " + allocsim::shown(value) + ", not a whole number from 0 to " +
+              std::to_string(most)};
+  }
+  return static_cast<T>(value.get<std::uint64_t>());
 }
 
-// The rows replayed as the C++ reader will: a row out of order, a second alloc of a live
+// allocator_settings as the snapshot recorded them; PyTorch's defaults where it has none
+// (max_split_size unlimited, roundup_power2_divisions 0 for each interval from 1 MB to 32 GB).
+TorchAllocatorSettings allocator_settings(const Value snapshot) {
+  TorchAllocatorSettings settings;
+  const Value recorded = get(snapshot, "allocator_settings");
+  if (!recorded.is_object()) {
+    for (int i = 0; i < 16; ++i) settings.roundup_power2_divisions.emplace_back(std::uint64_t{1} << i, 0);
+    return settings;
+  }
+  settings.recorded = true;
+  const json item = recorded.to_json();
+  const auto typed = [&](const char* key, json::value_t type, const char* what) {
+    const auto found = item.find(key);
+    if (found == item.end()) return false;
+    const bool number = type == json::value_t::number_float && found->is_number();
+    if (!number && found->type() != type) {
+      throw Bad{std::string("allocator_settings: '") + key + "' is " + allocsim::shown(*found) + ", not " + what};
+    }
+    return true;
+  };
+  // PyTorch reports an unlimited max_split_size as SIZE_MAX, which older builds printed as -1.
+  const auto max_split = item.find("max_split_size");
+  if (max_split != item.end()) {
+    const std::optional<std::int64_t> bytes = as_int(*max_split);
+    if (bytes && *bytes >= 0 && *bytes < (std::int64_t{1} << 62)) settings.max_split_size = static_cast<Bytes>(*bytes);
+  }
+  if (typed("garbage_collection_threshold", json::value_t::number_float, "a number")) {
+    settings.garbage_collection_threshold = item.at("garbage_collection_threshold").get<double>();
+  }
+  if (typed("expandable_segments", json::value_t::boolean, "a bool")) settings.expandable_segments = item.at("expandable_segments").get<bool>();
+  if (typed("PYTORCH_CUDA_ALLOC_CONF", json::value_t::string, "a str")) settings.conf = item.at("PYTORCH_CUDA_ALLOC_CONF").get<std::string>();
+  if (typed("roundup_power2_divisions", json::value_t::object, "a dict")) {
+    for (const auto& [megabytes, divisions] : item.at("roundup_power2_divisions").items()) {
+      std::uint64_t interval = 0;
+      try {
+        interval = parse_unsigned(megabytes, "roundup_power2_divisions interval '" + megabytes + "'");
+      } catch (const Error& error) {
+        throw Bad{std::string("allocator_settings: ") + error.what()};
+      }
+      settings.roundup_power2_divisions.emplace_back(interval, whole<std::uint64_t>(divisions, "roundup_power2_divisions"));
+    }
+  }
+  std::sort(settings.roundup_power2_divisions.begin(), settings.roundup_power2_divisions.end());
+  return settings;
+}
+
+// The rows replayed as the trace builder will: a row out of order, a second alloc of a live
 // address or a free of one that is not live means the snapshot contradicts itself.
 void check_rows(const std::vector<Row>& rows) {
   std::unordered_set<std::int64_t> live;
@@ -569,13 +635,41 @@ std::int64_t nanoseconds(const Time& latest, const Time& first, const std::strin
   throw Bad{where + ": 'time_us' is out of range"};
 }
 
+RecordedSegmentEvent::Action segment_action(const Value& action) {
+  using Action = RecordedSegmentEvent::Action;
+  const auto& name = action.scalar().get_ref<const std::string&>();
+  return name == "segment_alloc" ? Action::alloc : name == "segment_free" ? Action::free
+                                               : name == "segment_map"    ? Action::map
+                                                                          : Action::unmap;
+}
+
+// The recording's frames as its trace's layers; nothing when the snapshot recorded none.
+void name_layers(TorchRecording& recording) {
+  Trace& trace = recording.trace;
+  if (recording.alloc_frames.empty()) return;
+  trace.layer_names = recording.frames;
+  const auto none = static_cast<std::uint32_t>(trace.layer_names.size());
+  trace.layer.assign(trace.allocations(), none);
+  bool unnamed = false;
+  for (std::size_t i = 0; i < recording.alloc_frames.size(); ++i) {
+    const std::int64_t frame = recording.alloc_frames[i];
+    if (frame == -1) {
+      unnamed = true;
+    } else {
+      trace.layer[i] = static_cast<std::uint32_t>(frame);
+    }
+  }
+  if (unnamed) trace.layer_names.emplace_back(TorchRecording::kNoFrame);
+}
+
 }  // namespace
 
-ConverterOutput convert_snapshot(const PickleValue& snapshot, const std::string& origin, const std::string& source,
-                                 std::optional<int> cuda_device) {
+TorchRecording read_snapshot_recording(const PickleValue& snapshot, const std::string& origin, std::optional<int> cuda_device) {
   try {
     check_top_level(snapshot);
+    TorchRecording recording;
     const int device = chosen_device(snapshot, cuda_device);
+    recording.device = device;
     const Entries entries = checked_entries(snapshot, device);
     const Time first_time = entries.times.front();
     Time latest = first_time;
@@ -595,7 +689,7 @@ ConverterOutput convert_snapshot(const PickleValue& snapshot, const std::string&
     std::vector<Oom> ooms;
     struct Origin {
       std::optional<std::string> frame;
-      std::string tag;
+      Tag tag;
     };
     std::vector<Origin> origins;  // of each alloc row of body, in order
     struct Live {
@@ -603,70 +697,65 @@ ConverterOutput convert_snapshot(const PickleValue& snapshot, const std::string&
     };
     std::unordered_map<std::int64_t, Live> live;  // blocks the output holds live
     std::unordered_set<std::int64_t> seen;
-    std::size_t clamped = 0, missing_frees = 0, unmatched_frees = 0, oom_bursts = 0, snapshot_unexplained = 0;
-    std::map<std::string, std::size_t> actions;
-    for (std::size_t index = 0; index < entries.size(); ++index) ++actions[python_str(entries[index].get("action"))];
 
     for (std::size_t index = 0; index < entries.size(); ++index) {
       const Value entry = entries[index];
       const Value action = entry.get("action");
       const Time& time = entries.times[index];
-      if (time < latest) ++clamped;
-      if (latest < time) latest = time;
+      if (latest < time) latest = time;  // clamped: times never go back
       const std::int64_t time_ns = nanoseconds(latest, first_time, device_where(device, index));
       const bool with_addr = is_known_action(action) && !is_one_of(action, {"oom", "snapshot"});
       const std::int64_t addr = with_addr ? *as_int(entry.get("addr")) : 0;
       const auto size = [&] { return *as_int(entry.get("size")); };
       const auto stream = [&] { return *as_int(entry.get("stream")); };
+      if (with_addr || is_action(action, "oom")) {
+        const std::string where = device_where(device, index) + " (" + action.scalar().get<std::string>() + ")";
+        unsigned_of(addr, where, "addr");
+        unsigned_of(size(), where, "size");
+        if (is_action(action, "oom")) unsigned_of(*as_int(entry.get("device_free")), where, "device_free");
+        if (is_segment_action(action)) end_of(addr, size(), where);
+      }
       if (is_action(action, "alloc")) {
         if (const auto found = live.find(addr); found != live.end()) {  // its free_completed is missing: free it here
-          body.push_back(Row{time_ns, Op::free, addr, found->second.size, 0});
+          body.push_back(Row{time_ns, Op::free, addr, found->second.size, 0, index});
           live.erase(found);
-          ++missing_frees;
         }
         live[addr] = Live{size(), stream()};
         seen.insert(addr);
-        body.push_back(Row{time_ns, Op::alloc, addr, size(), stream()});
+        body.push_back(Row{time_ns, Op::alloc, addr, size(), stream(), index});
         origins.push_back(Origin{layer_of_frames(get(entry, "frames")), category_tag(get(entry, "category"))});
       } else if (is_one_of(action, {"free_requested", "free_completed"}) && !live.contains(addr)) {
-        if (seen.contains(addr)) {  // freed twice, or never allocated after its last free
-          unmatched_frees += is_action(action, "free_completed");
-          continue;
-        }
+        if (seen.contains(addr)) continue;  // freed twice, or never allocated after its last free
         seen.insert(addr);  // the block predates the recording: its size is the free's
-        pre_freed.push_back(Row{0, Op::alloc, addr, size(), stream()});
+        pre_freed.push_back(Row{0, Op::alloc, addr, size(), stream(), index});
         live[addr] = Live{size(), stream()};
       }
       if (is_action(action, "free_completed") && live.contains(addr)) {
-        body.push_back(Row{time_ns, Op::free, addr, live[addr].size, 0});
+        body.push_back(Row{time_ns, Op::free, addr, live[addr].size, 0, index});
         live.erase(addr);
-      } else if (is_release(action) && (index == 0 || !is_release(entries[index - 1].get("action")))) {
-        if (oom_next[index]) {
-          ++oom_bursts;
-        } else {
-          body.push_back(Row{time_ns, Op::release, 0, 0, 0});
-        }
+      } else if (is_release(action) && (index == 0 || !is_release(entries[index - 1].get("action"))) && !oom_next[index]) {
+        body.push_back(Row{time_ns, Op::release, 0, 0, 0, index});
       }
       if (is_segment_action(action)) {
         // The row whose processing made it: the alloc that follows a segment_alloc/map, or
         // the release row its burst became (a burst inside a failed malloc has none).
         const bool in_release = is_release(action) && !body.empty() && body.back().op == Op::release && !oom_next[index];
-        segment_events.push_back(SegmentEvent{action.scalar().get<std::string>(), addr, size(), stream(), time_ns, body.size(),
-                                              in_release ? body.size() - 1 : body.size()});
+        segment_events.push_back(
+            SegmentEvent{segment_action(action), addr, size(), stream(), in_release ? body.size() - 1 : body.size()});
       } else if (is_action(action, "oom")) {
-        ooms.push_back(Oom{size(), entry.get("device_free").to_json(), stream(), time_ns, body.size()});
+        ooms.push_back(Oom{size(), *as_int(entry.get("device_free")), stream(), body.size()});
       }
     }
 
     const std::vector<DeviceSegment> segments = device_segments(snapshot, device);
     std::vector<Row> pre_kept;  // active at the snapshot, never mentioned by the trace
     for (const DeviceSegment& segment : segments) {
-      for (const Block& block : segment.blocks) {
-        if (!block.allocated) continue;
-        if (!seen.contains(block.addr)) {
-          pre_kept.push_back(Row{0, Op::alloc, block.addr, block.requested, segment.stream});
-        } else if (!live.contains(block.addr)) {
-          ++snapshot_unexplained;
+      for (std::size_t number = 0; number < segment.blocks.size(); ++number) {
+        const Block& block = segment.blocks[number];
+        if (block.allocated && !seen.contains(block.addr)) {
+          unsigned_of(block.requested, "segments[" + std::to_string(segment.index) + "].blocks[" + std::to_string(number) + "]",
+                      "requested_size");
+          pre_kept.push_back(Row{0, Op::alloc, block.addr, block.requested, segment.stream, segment.index, number});
         }
       }
     }
@@ -675,14 +764,7 @@ ConverterOutput convert_snapshot(const PickleValue& snapshot, const std::string&
     rows.insert(rows.end(), pre_kept.begin(), pre_kept.end());
     rows.insert(rows.end(), body.begin(), body.end());
     const std::size_t shift = pre_freed.size() + pre_kept.size();
-    origins.insert(origins.begin(), shift, Origin{std::nullopt, "other"});
-    std::vector<std::string> frames;
-    std::unordered_map<std::string, std::int64_t> frame_index;
-    for (const Origin& origin : origins) {
-      if (origin.frame && frame_index.emplace(*origin.frame, static_cast<std::int64_t>(frames.size())).second) {
-        frames.push_back(*origin.frame);
-      }
-    }
+    origins.insert(origins.begin(), shift, Origin{std::nullopt, Tag::other});
 
     // cuda stream -> dense number in order of the raw values: PyTorch orders free blocks
     // and releases by the raw stream, so the replay's tie-breaks follow the same order.
@@ -696,136 +778,95 @@ ConverterOutput convert_snapshot(const PickleValue& snapshot, const std::string&
     if (raw.size() > (1u << 16)) {
       throw Bad{std::to_string(raw.size()) + " streams; the trace's stream field has 16 bits"};
     }
-    std::map<std::int64_t, std::int64_t> streams;
-    for (const std::int64_t stream : raw) streams.emplace(stream, static_cast<std::int64_t>(streams.size()));
-    for (SegmentEvent& event : segment_events) event.stream = streams[event.cuda_stream];
-    for (Oom& oom : ooms) oom.stream = streams[oom.cuda_stream];
+    std::map<std::int64_t, Stream> streams;
+    for (const std::int64_t stream : raw) streams.emplace(stream, static_cast<Stream>(streams.size()));
+    for (const SegmentEvent& event : segment_events) {
+      recording.segment_events.push_back(RecordedSegmentEvent{event.action, static_cast<Addr>(event.addr),
+                                                              static_cast<Bytes>(event.size), streams[event.cuda_stream],
+                                                              event.during + shift});
+    }
+    for (const Oom& oom : ooms) {
+      recording.ooms.push_back(RecordedOom{static_cast<Bytes>(oom.size), static_cast<Bytes>(oom.device_free),
+                                           streams[oom.cuda_stream], oom.row + shift});
+    }
 
     // The allocator's segments when the snapshot was taken, blocks in address order.
-    std::vector<std::pair<StartSegment, const DeviceSegment*>> end_segments;
-    for (const DeviceSegment& segment : segments) {
-      const std::int64_t total = *as_int(segment.segment.get("total_size"));
-      end_segments.push_back({StartSegment{*as_int(segment.segment.get("address")), total, streams[segment.stream],
-                                           has(segment.segment, "segment_type") ? segment.segment.get("segment_type").to_json()
-                                           : total == kSmallSegment             ? json("small")
-                                                                                : json("large"),
-                                           truthy(get(segment.segment, "is_expandable"))},
-                              &segment});
-    }
-    std::stable_sort(end_segments.begin(), end_segments.end(),
-                     [](const auto& a, const auto& b) { return a.first.addr < b.first.addr; });
+    std::vector<std::pair<std::int64_t, const DeviceSegment*>> by_address;
+    for (const DeviceSegment& segment : segments) by_address.emplace_back(segment.addr, &segment);
+    std::stable_sort(by_address.begin(), by_address.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::unordered_map<std::int64_t, std::int64_t> end_block_sizes;  // rounded, with unsplit slack
-    json end_json = json::array();
-    std::vector<StartSegment> end_plain;
-    for (const auto& [segment, source_segment] : end_segments) {
-      json item = start_json(segment);
-      json blocks = json::array();
-      for (const Block& block : source_segment->blocks) {
-        blocks.push_back({{"addr", block.addr}, {"size", block.size}, {"allocated", block.allocated}});
+    for (const auto& [addr, segment] : by_address) {
+      RecordedSegment out = plain_segment(segment->addr, segment->total, streams[segment->stream], segment->small, segment->expandable);
+      out.blocks.reserve(segment->blocks.size());
+      for (const Block& block : segment->blocks) {
+        out.blocks.push_back(RecordedBlock{static_cast<Addr>(block.addr), static_cast<Bytes>(block.size), block.allocated});
         end_block_sizes[block.addr] = block.size;
       }
-      item["blocks"] = std::move(blocks);
-      end_json.push_back(std::move(item));
-      end_plain.push_back(segment);
+      recording.segments_at_end.push_back(std::move(out));
     }
+    recording.segments_at_start = segments_at_start(recording.segments_at_end, segment_events, streams);
 
-    json preexisting = json::array();
     for (std::size_t index = 0; index < shift; ++index) {
       const Row& row = rows[index];
-      json block_size = nullptr;
+      std::optional<Bytes> block_size;
       if (index >= pre_freed.size()) {
-        if (const auto found = end_block_sizes.find(row.addr); found != end_block_sizes.end()) block_size = found->second;
+        if (const auto found = end_block_sizes.find(row.addr); found != end_block_sizes.end()) {
+          block_size = static_cast<Bytes>(found->second);
+        }
       }
-      preexisting.push_back(
-          {{"addr", row.addr}, {"size", row.size}, {"stream", streams[row.stream]}, {"block_size", block_size}});
+      recording.preexisting.push_back(
+          PreexistingBlock{static_cast<Addr>(row.addr), static_cast<Bytes>(row.size), streams[row.stream], block_size});
     }
     check_rows(rows);
 
-    const std::string format = snapshot_format(snapshot, entries.timed);
-    const Value recorded_settings = get(snapshot, "allocator_settings");
-    const bool settings_recorded = recorded_settings.is_object();
-    std::size_t releases = 0;
-    for (const Row& row : rows) releases += row.op == Op::release;
+    recording.format = snapshot_format(snapshot, entries.timed);
+    recording.settings = allocator_settings(snapshot);
+    recording.private_pools = private_pools(snapshot, device);
 
-    // The CSV: comments saying where it came from and what was guessed, then the rows.
-    std::string action_counts;
-    for (const auto& [name, count] : actions) {
-      action_counts += (action_counts.empty() ? "" : ", ") + name + " " + std::to_string(count);
-    }
-    std::string stream_list;
-    for (const auto& [cuda, ours] : streams) {
-      stream_list += (stream_list.empty() ? "" : ", ") + std::to_string(ours) + " = " + std::to_string(cuda);
-    }
-    std::string csv = "# from PyTorch memory snapshot " + source + ", device " + std::to_string(device) +
-                      ", by allocsim's snapshot reader\n";
-    csv += "# written by " + format + "\n";
-    csv += "# trace entries: " + action_counts + "\n";
-    csv += "# " + std::to_string(shift) + " pre-existing blocks (allocated before the recording; " +
-           std::to_string(pre_freed.size()) + " freed in it, " + std::to_string(pre_kept.size()) +
-           " live at the snapshot) are allocs at time 0, tag other\n";
-    csv += "# " + std::to_string(releases) + " releases from segment_free bursts (empty_cache); " +
-           std::to_string(oom_bursts) + " bursts inside a failed malloc left out\n";
-    csv += entries.timed ? "# " + std::to_string(clamped) + " timestamps clamped (they went back in time)\n"
-                         : std::string("# no time_us (PyTorch before 2.2): entries are 1 us apart\n");
-    csv += "# streams (ours = cuda): " + stream_list + "\n";
-    const std::pair<std::size_t, const char*> counted[] = {
-        {missing_frees, "allocs of a live address (a free_completed is missing; freed there)"},
-        {unmatched_frees, "free_completed entries of a block not live (skipped)"},
-        {snapshot_unexplained, "snapshot blocks active but freed in the trace"}};
-    for (const auto& [count, text] : counted) {
-      if (count != 0) csv += "# " + std::to_string(count) + " " + text + "\n";
-    }
-    csv += "time_ns,op,id,bytes,stream,tag\n";
-    std::size_t alloc_number = 0;
-    json addresses = json::array();
-    json alloc_frames = json::array();
-    for (const Row& row : rows) {
-      const std::string time = std::to_string(row.time_ns);
-      if (row.op == Op::alloc) {
-        const Origin& origin = origins[alloc_number++];
-        csv += time + ",alloc," + hex(row.addr) + "," + std::to_string(row.size) + "," +
-               std::to_string(streams[row.stream]) + "," + origin.tag + "\n";
-        addresses.push_back(row.addr);
-        if (!frames.empty()) alloc_frames.push_back(origin.frame ? frame_index[*origin.frame] : -1);
-      } else if (row.op == Op::free) {
-        csv += time + ",free," + hex(row.addr) + "," + std::to_string(row.size) + ",,\n";
-      } else {
-        csv += time + ",release,,,,\n";
+    // Each alloc's layer: the distinct frames in order of first use, and an index (or -1) each.
+    std::unordered_map<std::string, std::int64_t> frame_index;
+    for (const Origin& origin : origins) {
+      if (origin.frame && frame_index.emplace(*origin.frame, static_cast<std::int64_t>(recording.frames.size())).second) {
+        recording.frames.push_back(*origin.frame);
       }
     }
 
-    // The sidecar a later replay-check needs (parse_torch_sidecar says what each key holds).
-    json stream_pairs = json::array();
-    for (const auto& [cuda, ours] : streams) stream_pairs.push_back({{"stream", ours}, {"cuda_stream", cuda}});
-    json events_json = json::array();
-    for (const SegmentEvent& event : segment_events) {
-      events_json.push_back({{"action", event.action}, {"addr", event.addr}, {"size", event.size},
-                             {"cuda_stream", event.cuda_stream}, {"time_ns", event.time_ns},
-                             {"before_event", event.row + shift}, {"during_event", event.during + shift},
-                             {"stream", event.stream}});
+    // The trace, through the builder every reader uses; an event it refuses is named by its entry.
+    TraceBuilder builder(TraceInfo{origin, "torch snapshot"});
+    builder.reserve(rows.size());
+    std::unordered_map<std::int64_t, AllocId> ids;  // by address, while live
+    ids.reserve(live.size() + shift);
+    recording.addresses.reserve(origins.size());
+    if (!recording.frames.empty()) recording.alloc_frames.reserve(origins.size());
+    std::size_t alloc_number = 0;
+    for (const Row& row : rows) {
+      try {
+        const auto time = static_cast<Nanos>(row.time_ns);
+        if (row.op == Op::alloc) {
+          const Origin& made_by = origins[alloc_number++];
+          ids[row.addr] = builder.alloc(time, static_cast<Bytes>(row.size), streams[row.stream], made_by.tag);
+          recording.addresses.push_back(static_cast<Addr>(row.addr));
+          if (!recording.frames.empty()) recording.alloc_frames.push_back(made_by.frame ? frame_index[*made_by.frame] : -1);
+        } else if (row.op == Op::free) {
+          const auto found = ids.find(row.addr);
+          builder.free(time, found->second);
+          ids.erase(found);
+        } else {
+          builder.release(time);
+        }
+      } catch (const Error& error) {
+        throw Bad{(row.block == Row::kNoBlock ? device_where(device, row.entry)
+                                              : "segments[" + std::to_string(row.entry) + "].blocks[" + std::to_string(row.block) + "]") +
+                  ": " + error.what()};
+      }
     }
-    json ooms_json = json::array();
-    for (const Oom& oom : ooms) {
-      ooms_json.push_back({{"size", oom.size}, {"device_free", oom.device_free}, {"cuda_stream", oom.cuda_stream},
-                           {"time_ns", oom.time_ns}, {"before_event", oom.row + shift}, {"stream", oom.stream}});
+    try {
+      recording.trace = std::move(builder).finish();
+    } catch (const Error& error) {
+      throw Bad{"device trace " + std::to_string(device) + ": " + error.what()};
     }
-    const json sidecar = {{"source", source},
-                          {"device", device},
-                          {"format", format},
-                          {"events", rows.size()},
-                          {"allocator_settings", settings_recorded ? recorded_settings.to_json() : default_settings()},
-                          {"allocator_settings_recorded", settings_recorded},
-                          {"streams", stream_pairs},
-                          {"segment_events", events_json},
-                          {"ooms", ooms_json},
-                          {"preexisting", preexisting},
-                          {"segments_at_start", segments_at_start(end_plain, segment_events)},
-                          {"segments_at_end", end_json},
-                          {"private_pools", private_pools(snapshot, device)},
-                          {"addresses", addresses},
-                          {"frames", frames},
-                          {"alloc_frames", alloc_frames}};
-    return ConverterOutput{std::move(csv), sidecar.dump(1, ' ', true, json::error_handler_t::replace) + "\n"};
+    name_layers(recording);
+    return recording;
   } catch (const Bad& bad) {
     throw Error(printable(origin) + ": " + bad.what);
   }

@@ -3,33 +3,10 @@
 #include <algorithm>
 #include <string>
 
-#include "workloads/csv_trace.hpp"
-#include "workloads/mapped_file.hpp"
-#include "workloads/pickle_reader.hpp"
-#include "workloads/python_repr.hpp"
 #include "workloads/snapshot_json.hpp"
 #include "workloads/torch_recording.hpp"
 
 namespace allocsim {
-
-ConverterOutput convert_snapshot_bytes(std::string_view pickle_bytes, const std::string& name,
-                                       std::optional<int> cuda_device) {
-  // A snapshot saved with json.dump is the same dict: its first byte tells which it is.
-  const PickleGraph snapshot = looks_like_json(pickle_bytes) ? decode_snapshot_json(pickle_bytes, printable(name))
-                                                             : decode_pickle(pickle_bytes, printable(name));
-  return convert_snapshot(snapshot.root(), name, std::filesystem::path(name).filename().string(), cuda_device);
-}
-
-ConverterOutput convert_snapshot_file(const std::filesystem::path& pickle, std::optional<int> cuda_device) {
-  const MappedFile file(pickle);
-  return convert_snapshot_bytes(file.bytes(), pickle.string(), cuda_device);
-}
-
-Trace parse_converted_trace(std::string_view csv, const std::string& pickle) {
-  Trace trace = parse_csv_trace(csv, pickle + " (converted)");  // errors name the pickle
-  trace.info = TraceInfo{pickle, "torch snapshot"};
-  return trace;
-}
 
 Claim claims_torch_snapshot(std::string_view spec, std::string_view head) {
   if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5) {

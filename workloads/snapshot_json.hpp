@@ -1,6 +1,6 @@
 // A memory snapshot saved as JSON: `json.dump(torch.cuda.memory._snapshot(), f)`, the same
 // dict as the pickle in text. It is read into the PickleGraph the pickle reader makes, so one
-// conversion (convert_snapshot) serves both formats and gives the same trace.
+// reading (read_snapshot_recording) serves both formats and gives the same trace.
 #pragma once
 
 #include <string>

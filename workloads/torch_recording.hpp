@@ -95,8 +95,9 @@ struct TorchRecording {
   static constexpr std::string_view kNoFrame = "(no frame of the program)";
 };
 
-// Reads a snapshot's pickle (plain data only: decode_pickle) and converts it
-// (convert_snapshot); throws Error with a one-line reason naming the file.
+// Reads a snapshot's pickle (plain data only: decode_pickle), or the same dict saved as JSON
+// (decode_snapshot_json), into a recording (read_snapshot_recording: workloads/snapshot_conversion.hpp);
+// throws Error with a one-line reason naming the file and the snapshot's entry.
 // `cuda_device`: whose trace (none: the only device with one; several: an error listing them).
 TorchRecording read_torch_recording(const std::filesystem::path& pickle, std::optional<int> cuda_device = {});
 
@@ -104,13 +105,6 @@ TorchRecording read_torch_recording(const std::filesystem::path& pickle, std::op
 // dropped on a web page); errors name `name`.
 TorchRecording read_torch_recording_bytes(std::string_view pickle_bytes, const std::string& name,
                                           std::optional<int> cuda_device = {});
-
-// The converter's JSON sidecar, parsed; `trace` is left empty. Throws Error on bad JSON.
-TorchRecording parse_torch_sidecar(std::string_view json, const std::string& origin);
-
-// The converter's two outputs (convert_snapshot) parsed: the CSV trace and the sidecar.
-// Throws Error naming `pickle`. What the snapshot fuzz target calls (tests/fuzz).
-TorchRecording parse_torch_recording(std::string_view csv, std::string_view sidecar, const std::string& pickle);
 
 std::string_view to_string(RecordedSegmentEvent::Action action);
 

@@ -44,6 +44,22 @@ TEST_CASE("trace info: format, counts, span, bound, streams and tags", "[cli][tr
   CHECK_THAT(model.out, Contains("tags: weight ("));
 }
 
+// The CSVs beside the pickles were written by `allocsim trace convert` at 603e3da, when a
+// snapshot still became CSV text and a JSON sidecar before its trace was read; reading it
+// straight into its trace must write them byte for byte. mid_run.snapshot.pickle holds
+// blocks from before the recording, an empty_cache(), a failed malloc, two streams and
+// categories (the dict of snapshot_conversion_test's tiny(), with frames and categories).
+TEST_CASE("trace convert: a snapshot's CSV is what it was when the snapshot went through text", "[cli][trace][snapshot]") {
+  const TempDir dir;
+  for (const std::string name : {"tiny", "mid_run"}) {
+    const std::string out = dir.file(name + ".csv");
+    const Outcome converted = cli({"trace", "convert", kData + name + ".snapshot.pickle", out});
+    INFO(converted.err);
+    REQUIRE(converted.status == 0);
+    CHECK(read_file(out) == read_file(kData + name + ".snapshot.csv"));
+  }
+}
+
 TEST_CASE("trace convert: every reader's input to CSV, and the CSV back to itself", "[cli][trace]") {
   const TempDir dir;
   const std::string first = dir.file("tf.csv");

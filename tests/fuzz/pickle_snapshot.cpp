@@ -1,6 +1,6 @@
 // The whole PyTorch snapshot path from a snapshot's bytes, a pickle's or JSON's (the reader
 // tells them by their first byte): the plain-data unpickler or the JSON decoder, the
-// conversion to our CSV trace and sidecar, and their parse into a recording. Seeds: small
+// reading into a trace and a recording (read_snapshot_recording). Seeds: small
 // snapshots in protocols 2 to 5 and as JSON, heads of the shared recordings, and refused or
 // hostile inputs (globals, REDUCE, a persistent id, a set, a list inside itself, deep
 // nesting, a cut JSON).

@@ -1,21 +1,21 @@
-// The second half of the PyTorch snapshot reader: what it parses of convert_snapshot's
-// output, the CSV trace and the JSON sidecar. An input is the two texts joined by a NUL
-// byte (a seed is `csv \0 json`), so sidecars no pickle would produce are tried too; the
-// whole path from the pickle's bytes is the pickle_snapshot target.
+// The PyTorch snapshot reading alone, from the snapshot's dict written as JSON text
+// (decode_snapshot_json, then read_snapshot_recording): text a fuzzer mutates into dicts
+// that no pickle it would find holds (a float or a negative number where an address goes,
+// settings of the wrong type). The whole path from a pickle's bytes is the pickle_snapshot
+// target. Seeds: small snapshots as json.dump writes them.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "sim/error.hpp"
-#include "workloads/torch_recording.hpp"
+#include "workloads/snapshot_conversion.hpp"
+#include "workloads/snapshot_json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  const auto nul = input.find('\0');
-  const std::string_view csv = input.substr(0, nul);
-  const std::string_view sidecar = nul == std::string_view::npos ? std::string_view{} : input.substr(nul + 1);
   try {
-    static_cast<void>(allocsim::parse_torch_recording(csv, sidecar, "fuzz.pickle"));
+    const allocsim::PickleGraph snapshot = allocsim::decode_snapshot_json(input, "fuzz.json");
+    static_cast<void>(allocsim::read_snapshot_recording(snapshot.root(), "fuzz.json"));
   } catch (const allocsim::Error&) {
   }
   return 0;

@@ -88,6 +88,19 @@ TEST_CASE("pickle reader: memo gets share a container filled after it was memoiz
         "x.pickle: byte 8: a container inside itself: a snapshot is a tree");
 }
 
+TEST_CASE("pickle reader: a memo index past the input's size reads as a near one; MEMOIZE takes the memo's length", "[pickle]") {
+  // [a, b, a, b, b] with a = [1] put at 1000000 (past these 30 bytes) and b = [2] memoized
+  // after it, so at 1: the memo's length, as Python's MEMOIZE counts it.
+  const std::string far = bytes({0x80, 4, ']', '(', ']', 'r', 0x40, 0x42, 0x0f, 0x00, 'K', 1, 'a', ']', 0x94, 'K', 2, 'a',
+                                 'j', 0x40, 0x42, 0x0f, 0x00, 'h', 1, 'h', 1, 'e', '.'});
+  CHECK(read_pickle(far, "x") == json::parse("[[1], [2], [1], [2], [2]]"));
+  // Put twice at one index: the memo's length counts it once, so the next MEMOIZE is at 1.
+  const std::string again = bytes({0x80, 4, ']', '(', 'K', 1, 'q', 0, 'q', 0, 'K', 2, 0x94, 'h', 1, 'h', 0, 'e', '.'});
+  CHECK(read_pickle(again, "x") == json::parse("[1, 2, 2, 1]"));
+  CHECK(error_of(bytes({0x80, 4, 'K', 1, 'r', 0x40, 0x42, 0x0f, 0x00, 'j', 0x41, 0x42, 0x0f, 0x00, '.'})) ==
+        "x.pickle: byte 9: not a pickle: memo 1000001 was never put");
+}
+
 TEST_CASE("pickle reader: dict keys are names; an int key becomes its decimal text", "[pickle]") {
   // {1: "a", "b": 2} and {(1, 2): "a"}.
   CHECK(read_pickle(bytes({0x80, 2, '}', '(', 'K', 1, 'X', 1, 0, 0, 0, 'a', 'X', 1, 0, 0, 0, 'b', 'K', 2, 'u', '.'}), "x") ==
@@ -146,6 +159,12 @@ TEST_CASE("pickle reader: truncation, underflow and lengths past the end are one
         "x.pickle: byte 2: not a pickle: truncated: BINUNICODE8 needs 18446744073709551615 bytes, 1 left");
   CHECK(error_of(bytes({0x80, 2, 's', '.'})) == "x.pickle: byte 2: not a pickle: stack underflow at SETITEM");
   CHECK(error_of(bytes({0x80, 2, 'K', 1, 'e', '.'})) == "x.pickle: byte 4: not a pickle: APPENDS without a MARK");
+  // The items of a MARK with nothing below it to go into.
+  CHECK(error_of(bytes({0x80, 2, '(', 'K', 1, 'e', '.'})) == "x.pickle: byte 5: not a pickle: stack underflow at APPENDS");
+  CHECK(error_of(bytes({0x80, 2, '(', 'K', 1, 'K', 2, 'u', '.'})) ==
+        "x.pickle: byte 7: not a pickle: stack underflow at SETITEMS");
+  CHECK(error_of(bytes({0x80, 2, 'K', 1, '(', 'K', 2, 'K', 3, 'u', '.'})) ==
+        "x.pickle: byte 9: not a pickle: SETITEMS into something that is not a dict");
   CHECK(error_of(bytes({0x80, 2, 'K', 1, '(', 'K', 2, 'a', '.'})) ==
         "x.pickle: byte 7: not a pickle: stack underflow at APPEND");  // a MARK fences the stack below it
   CHECK(error_of(bytes({0x80, 2, 'K', 1, 'K', 2, 'a', '.'})) ==

@@ -1,20 +1,22 @@
-// A snapshot's dict turned into our CSV trace and sidecar: the conversion rules
+// A snapshot's dict read into a trace and a recording: the reading rules
 // (snapshot_conversion.cpp's opening comment), one case each, and its errors naming the
 // entry. These were the Python converter's tests (tools/tests/test_torch_snapshot.py),
-// kept with their assertions when the converter moved into C++.
+// kept with their assertions when the converter moved into C++; its CSV rows are rendered
+// here from the trace and the recorded addresses, as the converter wrote them.
 #include "workloads/snapshot_conversion.hpp"
 
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "sim/error.hpp"
 #include "workloads/pickle_writer.hpp"
-#include "workloads/snapshot_import.hpp"
 #include "workloads/torch_recording.hpp"
 
 namespace allocsim {
@@ -91,35 +93,40 @@ void write(PickleWriter& pickle, const json& value) {
     pickle.none();
   }
 }
-ConverterOutput converted(const json& snapshot, std::optional<int> device) {
+TorchRecording convert(const json& snapshot, std::optional<int> device = {}) {
   std::ostringstream out;
   PickleWriter pickle(out);
   write(pickle, snapshot);
   pickle.finish();
-  return convert_snapshot_bytes(out.str(), "snap.pickle", device);
+  return read_torch_recording_bytes(out.str(), "snap.pickle", device);
 }
 
-struct Converted {
-  std::string csv;
-  json sidecar;
-};
-Converted convert(const json& snapshot, std::optional<int> device = {}) {
-  const ConverterOutput output = converted(snapshot, device);
-  return Converted{output.csv, json::parse(output.sidecar)};
+std::string hex(Addr addr) {
+  std::ostringstream out;
+  out << "0x" << std::hex << addr;
+  return out.str();
 }
 
-std::string data_lines(const std::string& csv) {
-  std::istringstream in(csv);
-  std::string out, line;
-  while (std::getline(in, line)) {
-    if (!line.starts_with('#')) out += line + "\n";
+// The trace's rows as the converter's CSV had them: the id is the block's address.
+std::string data_lines(const TorchRecording& recording) {
+  const Trace& trace = recording.trace;
+  std::string out = "time_ns,op,id,bytes,stream,tag\n";
+  for (const Event& event : trace.events) {
+    out += std::to_string(event.time) + "," + std::string(name_of(event.op)) + ",";
+    if (event.op == Op::release) {
+      out += ",,,\n";
+      continue;
+    }
+    const std::size_t index = index_of(event.id);
+    out += hex(recording.addresses.at(index)) + "," + std::to_string(trace.requested[index]) + ",";
+    out += event.op == Op::alloc ? std::to_string(event.stream) + "," + std::string(name_of(event.tag)) + "\n" : ",\n";
   }
   return out;
 }
 
 std::string error_of(const json& snapshot, std::optional<int> device = {}) {
   try {
-    static_cast<void>(converted(snapshot, device));
+    static_cast<void>(convert(snapshot, device));
   } catch (const Error& error) {
     return error.what();
   }
@@ -127,45 +134,100 @@ std::string error_of(const json& snapshot, std::optional<int> device = {}) {
 }
 
 TEST_CASE("snapshot conversion: a tiny snapshot converts exactly", "[snapshot]") {
-  const Converted out = convert(tiny());
-  CHECK(data_lines(out.csv) == kTinyRows);
-  CHECK_THAT(out.csv, Catch::Contains("# 2 pre-existing blocks"));
-  CHECK_THAT(out.csv, Catch::Contains("# 1 timestamps clamped"));
-  CHECK_THAT(out.csv, Catch::Contains("1 bursts inside a failed malloc left out"));
-  CHECK_THAT(out.csv, Catch::Contains("# streams (ours = cuda): 0 = 5, 1 = 777"));
-  const json& settings = out.sidecar;
-  CHECK_FALSE(settings["allocator_settings_recorded"].get<bool>());
-  CHECK(settings["allocator_settings"]["max_split_size"] == -1);
-  std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> events;
-  for (const json& e : settings["segment_events"]) {
-    events.emplace_back(e["action"], e["addr"], e["size"], e["stream"], e["before_event"], e["during_event"]);
+  const TorchRecording out = convert(tiny());
+  // Two pre-existing blocks first; the clamped free_requested makes no row; the failed
+  // malloc's own release is left out; streams 5 and 777 are ours 0 and 1.
+  CHECK(data_lines(out) == kTinyRows);
+  CHECK(out.trace.info.name == "snap.pickle");
+  CHECK(out.trace.info.source == "torch snapshot");
+  CHECK_FALSE(out.settings.recorded);
+  CHECK_FALSE(out.settings.max_split_size.has_value());  // PyTorch's default: unlimited
+  CHECK(out.settings.roundup_power2_divisions.size() == 16);
+  std::vector<std::tuple<std::string, Addr, Bytes, Stream, std::size_t>> events;
+  for (const RecordedSegmentEvent& e : out.segment_events) {
+    events.emplace_back(std::string(to_string(e.action)), e.addr, e.size, e.stream, e.during_event);
   }
   // The rows that made them: an alloc, the release row (twice), and none for the failed
   // malloc's own release (8 is past the last row).
-  CHECK(events == decltype(events){{"segment_alloc", 0x10000, 2097152, 1, 2, 2},
-                                   {"segment_free", 0x10000, 2097152, 1, 7, 6},
-                                   {"segment_free", 0x40000, 2097152, 1, 7, 6},
-                                   {"segment_free", 0x60000, 2097152, 1, 8, 8}});
-  CHECK(settings["ooms"].size() == 1);
-  CHECK(settings["ooms"][0]["size"] == 1048576);
-  CHECK(settings["ooms"][0]["before_event"] == 8);
-  CHECK(settings["preexisting"] == json::parse(R"([{"addr": 196608, "size": 50, "stream": 0, "block_size": null},
-                                                   {"addr": 327680, "size": 64, "stream": 1, "block_size": 512}])"));
+  CHECK(events == decltype(events){{"segment_alloc", 0x10000, 2097152, 1, 2},
+                                   {"segment_free", 0x10000, 2097152, 1, 6},
+                                   {"segment_free", 0x40000, 2097152, 1, 6},
+                                   {"segment_free", 0x60000, 2097152, 1, 8}});
+  REQUIRE(out.ooms.size() == 1);
+  CHECK(out.ooms[0].size == 1048576);
+  CHECK(out.ooms[0].before_event == 8);
+  std::vector<std::tuple<Addr, Bytes, Stream, std::optional<Bytes>>> preexisting;
+  for (const PreexistingBlock& b : out.preexisting) preexisting.emplace_back(b.addr, b.requested, b.stream, b.block_size);
+  CHECK(preexisting == decltype(preexisting){{196608, 50, 0, std::nullopt}, {327680, 64, 1, 512}});
   // At the start: the snapshot's segments with the trace's segment events undone.
-  std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::string>> start;
-  for (const json& s : settings["segments_at_start"]) start.emplace_back(s["addr"], s["size"], s["stream"], s["pool"]);
-  CHECK(start == decltype(start){{0x40000, 2097152, 1, "small"}, {0x50000, 2097152, 1, "small"}, {0x60000, 2097152, 1, "small"}});
-  CHECK(settings["segments_at_end"][0]["blocks"] ==
-        json::parse(R"([{"addr": 65536, "size": 512, "allocated": true}, {"addr": 131072, "size": 512, "allocated": true}])"));
-  CHECK(settings["segments_at_end"][1]["blocks"] ==
-        json::parse(R"([{"addr": 327680, "size": 512, "allocated": true}, {"addr": 328192, "size": 512, "allocated": false}])"));
+  std::vector<std::tuple<Addr, Bytes, Stream, bool>> start;
+  for (const RecordedSegment& seg : out.segments_at_start) start.emplace_back(seg.addr, seg.size, seg.stream, seg.small);
+  CHECK(start == decltype(start){{0x40000, 2097152, 1, true}, {0x50000, 2097152, 1, true}, {0x60000, 2097152, 1, true}});
+  const auto blocks = [&](std::size_t index) {
+    std::vector<std::tuple<Addr, Bytes, bool>> out_blocks;
+    for (const RecordedBlock& b : out.segments_at_end.at(index).blocks) out_blocks.emplace_back(b.addr, b.size, b.allocated);
+    return out_blocks;
+  };
+  CHECK(blocks(0) == decltype(blocks(0)){{65536, 512, true}, {131072, 512, true}});
+  CHECK(blocks(1) == decltype(blocks(1)){{327680, 512, true}, {328192, 512, false}});
 }
 
 TEST_CASE("snapshot conversion: recorded settings and a second device", "[snapshot]") {
   json snapshot = tiny();
   snapshot["allocator_settings"] = {{"expandable_segments", true}};
   snapshot["device_traces"] = json::array({json::array(), json::array({entry("alloc", 0x100, 7, 0, 5)})});
-  CHECK(convert(snapshot, 1).sidecar["allocator_settings"] == json{{"expandable_segments", true}});
+  const TorchRecording out = convert(snapshot, 1);
+  CHECK(out.settings.recorded);
+  CHECK(out.settings.expandable_segments);
+  CHECK(out.settings.roundup_power2_divisions.empty());
+  CHECK_FALSE(out.settings.max_split_size.has_value());
+  snapshot["allocator_settings"] = json::parse(R"({"max_split_size": 4194304, "garbage_collection_threshold": 0.5,
+      "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:4", "roundup_power2_divisions": {"2": 4, "1": 0}})");
+  const TorchRecording set = convert(snapshot, 1);
+  CHECK(set.settings.max_split_size == std::optional<Bytes>(4194304));
+  CHECK(set.settings.garbage_collection_threshold == 0.5);
+  CHECK(set.settings.conf == "max_split_size_mb:4");
+  CHECK(set.settings.roundup_power2_divisions == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 0}, {2, 4}});
+}
+
+// What the sidecar's parser refused when the converter wrote it (found by the fuzz target
+// that read it: tests/fuzz/torch_snapshot/*_float, *_interval) is refused where the
+// snapshot says it, naming the entry.
+TEST_CASE("snapshot conversion: a settings value or an address out of range is an Error naming it", "[snapshot]") {
+  const auto with_settings = [](const json& settings) {
+    json snapshot = tiny();
+    snapshot["allocator_settings"] = settings;
+    return snapshot;
+  };
+  CHECK(error_of(with_settings({{"roundup_power2_divisions", {{"x", 1}}}})) ==
+        "snap.pickle: allocator_settings: roundup_power2_divisions interval 'x' is not a non-negative integer");
+  CHECK_THAT(error_of(with_settings({{"roundup_power2_divisions", {{"1", 2.5}}}})),
+             Catch::StartsWith("snap.pickle: allocator_settings: 'roundup_power2_divisions' is 2.5, not a whole number"));
+  CHECK_THAT(error_of(with_settings({{"roundup_power2_divisions", {{"1", -1}}}})),
+             Catch::StartsWith("snap.pickle: allocator_settings: 'roundup_power2_divisions' is -1, not a whole number"));
+  CHECK(error_of(with_settings({{"expandable_segments", "yes"}})) ==
+        "snap.pickle: allocator_settings: 'expandable_segments' is 'yes', not a bool");
+  CHECK(error_of(with_settings({{"garbage_collection_threshold", "high"}})) ==
+        "snap.pickle: allocator_settings: 'garbage_collection_threshold' is 'high', not a number");
+  json negative = tiny();
+  negative["device_traces"][0][2]["addr"] = -4096;
+  CHECK(error_of(negative) == "snap.pickle: device_traces[0][2] (alloc): 'addr' is negative (-4096)");
+  json oom = tiny();
+  oom["device_traces"][0][11]["device_free"] = -1;
+  CHECK(error_of(oom) == "snap.pickle: device_traces[0][11] (oom): 'device_free' is negative (-1)");
+  json segment = tiny();
+  segment["segments"][1]["segment_type"] = 3;
+  CHECK(error_of(segment) == "snap.pickle: segments[1]: 'segment_type' is 3, not a str");
+  json requested = tiny();
+  requested["segments"][0]["blocks"][0]["requested_size"] = -64;
+  CHECK(error_of(requested) == "snap.pickle: segments[0].blocks[0]: 'requested_size' is negative (-64)");
+  // A request the trace cannot hold is named by its entry, not by a line of text in between.
+  json huge = tiny();
+  huge["device_traces"][0][2]["size"] = std::int64_t{1} << 50;
+  CHECK_THAT(error_of(huge), Catch::StartsWith("snap.pickle: device_traces[0][2]: "));
+  // Nothing but snapshot entries: no event.
+  const json empty = {{"segments", json::array()}, {"device_traces", json::array({json::array({entry("snapshot", 0, 0, 0, 1)})})}};
+  CHECK(error_of(empty) == "snap.pickle: device trace 0: empty trace: no events");
 }
 
 TEST_CASE("snapshot conversion: errors name the snapshot and the entry on one line", "[snapshot]") {
@@ -203,16 +265,16 @@ TEST_CASE("snapshot conversion: PyTorch 2.0, without time, addresses or requeste
                  {"size": 2095616, "state": "inactive"}]}],
       "device_traces": [[{"action": "alloc", "addr": 16777216, "size": 1000, "stream": 0},
                          {"action": "free_completed", "addr": 16777216, "size": 1000, "stream": 0}]]})");
-  const Converted out = convert(snapshot);
-  CHECK(data_lines(out.csv) ==
+  const TorchRecording out = convert(snapshot);
+  CHECK(data_lines(out) ==
         "time_ns,op,id,bytes,stream,tag\n0,alloc,0x1000400,300,0,other\n0,alloc,0x1000000,1000,0,other\n"
         "1000,free,0x1000000,1000,,\n");
-  std::vector<std::int64_t> blocks;
-  for (const json& block : out.sidecar["segments_at_end"][0]["blocks"]) blocks.push_back(block["addr"]);
-  CHECK(blocks == std::vector<std::int64_t>{0x1000000, 0x1000400, 0x1000600});
-  CHECK(out.sidecar["format"].get<std::string>().starts_with("PyTorch 2.0"));
-  CHECK_FALSE(out.sidecar["allocator_settings_recorded"].get<bool>());
-  CHECK(out.sidecar["addresses"] == json::array({0x1000400, 0x1000000}));
+  std::vector<Addr> blocks;
+  for (const RecordedBlock& block : out.segments_at_end.at(0).blocks) blocks.push_back(block.addr);
+  CHECK(blocks == std::vector<Addr>{0x1000000, 0x1000400, 0x1000600});
+  CHECK(out.format.starts_with("PyTorch 2.0"));
+  CHECK_FALSE(out.settings.recorded);
+  CHECK(out.addresses == std::vector<Addr>{0x1000400, 0x1000000});
 }
 
 TEST_CASE("snapshot conversion: older than 2.0 is refused naming the version", "[snapshot]") {
@@ -224,18 +286,17 @@ TEST_CASE("snapshot conversion: several devices need a choice", "[snapshot]") {
   // Rule 3: one list per visible device; the only non-empty one by default.
   const json one = entry("alloc", 0x100, 7, 0, 5);
   const auto with_traces = [](json traces) { return json{{"segments", json::array()}, {"device_traces", traces}}; };
-  CHECK(convert(with_traces(json::array({json::array(), json::array({one})}))).sidecar["device"] == 1);
+  CHECK(convert(with_traces(json::array({json::array(), json::array({one})}))).device == 1);
   CHECK_THAT(error_of(with_traces(json::array({json::array({one}), json::array(), json::array({one, one})}))),
              Catch::Contains("2 devices have traces: 0 (1 entries), 2 (2 entries); choose one with --cuda-device N"));
-  CHECK(convert(with_traces(json::array({json::array({one}), json::array(), json::array({one})})), 2).sidecar["device"] == 2);
+  CHECK(convert(with_traces(json::array({json::array({one}), json::array(), json::array({one})})), 2).device == 2);
 }
 
 TEST_CASE("snapshot conversion: streams numbered by raw value", "[snapshot]") {
   // Rule 4: 0x200 appears first but is numbered after 0x100 (and the default stream 0).
   json snapshot = json::parse(R"({"segments": [{"device": 0, "address": 150994944, "total_size": 2097152, "stream": 0, "blocks": []}]})");
   snapshot["device_traces"] = json::array({json::array({entry("alloc", 0x100, 7, 0x200, 1), entry("alloc", 0x300, 7, 0x100, 2)})});
-  CHECK(convert(snapshot).sidecar["streams"] ==
-        json::parse(R"([{"stream": 0, "cuda_stream": 0}, {"stream": 1, "cuda_stream": 256}, {"stream": 2, "cuda_stream": 512}])"));
+  CHECK(data_lines(convert(snapshot)) == "time_ns,op,id,bytes,stream,tag\n0,alloc,0x100,7,2,other\n1000,alloc,0x300,7,1,other\n");
 }
 
 TEST_CASE("snapshot conversion: frames outside torch and categories", "[snapshot]") {
@@ -252,15 +313,23 @@ TEST_CASE("snapshot conversion: frames outside torch and categories", "[snapshot
   entries[3]["frames"] = {model};
   entries[3]["category"] = "Category.GRADIENT";
   const json snapshot = {{"segments", json::array()}, {"device_traces", json::array({entries})}};
-  const Converted out = convert(snapshot);
-  CHECK(out.sidecar["frames"] == json::array({"model.py:42 forward", "cache.py:7 update"}));
-  CHECK(out.sidecar["alloc_frames"] == json::array({0, 1, -1, 0}));
-  CHECK(data_lines(out.csv) ==
+  const TorchRecording out = convert(snapshot);
+  CHECK(out.frames == std::vector<std::string>{"model.py:42 forward", "cache.py:7 update"});
+  CHECK(out.alloc_frames == std::vector<std::int64_t>{0, 1, -1, 0});
+  // The trace's layers: the frames, and one for the allocations without a frame of the program.
+  const Trace& trace = out.trace;
+  REQUIRE(trace.layer.size() == 4);
+  CHECK(trace.layer_names[trace.layer[0]] == "model.py:42 forward");
+  CHECK(trace.layer_names[trace.layer[1]] == "cache.py:7 update");
+  CHECK(trace.layer_names[trace.layer[2]] == TorchRecording::kNoFrame);
+  CHECK(trace.events[1].tag == Tag::weight);
+  CHECK(data_lines(out) ==
         "time_ns,op,id,bytes,stream,tag\n0,alloc,0x100,7,0,other\n1000,alloc,0x200,7,0,weight\n"
         "2000,alloc,0x300,7,0,other\n3000,alloc,0x400,7,0,gradient\n");
-  // No frames recorded: nothing in the sidecar.
+  // No frames recorded: no layers.
   const json plain = {{"segments", json::array()}, {"device_traces", json::array({json::array({entry("alloc", 0x100, 7, 0, 1)})})}};
-  CHECK(convert(plain).sidecar["alloc_frames"] == json::array());
+  CHECK(convert(plain).alloc_frames.empty());
+  CHECK(convert(plain).trace.layer.empty());
 }
 
 TEST_CASE("snapshot conversion: a layer is the program's innermost Python frame, or autograd backward", "[snapshot]") {
@@ -283,10 +352,10 @@ TEST_CASE("snapshot conversion: a layer is the program's innermost Python frame,
   entries[4]["frames"] = {allocator, windows};
   entries[5]["frames"] = {allocator, engine, torch_python, train};   // backward called from train.py, same thread
   const json snapshot = {{"segments", json::array()}, {"device_traces", json::array({entries})}};
-  const Converted out = convert(snapshot);
-  CHECK(out.sidecar["frames"] ==
-        json::array({"autograd backward", "model.py:42 forward", "train.py:10 <module>", "net.py:3 forward"}));
-  CHECK(out.sidecar["alloc_frames"] == json::array({0, 1, -1, 2, 3, 2}));
+  const TorchRecording out = convert(snapshot);
+  CHECK(out.frames ==
+        std::vector<std::string>{"autograd backward", "model.py:42 forward", "train.py:10 <module>", "net.py:3 forward"});
+  CHECK(out.alloc_frames == std::vector<std::int64_t>{0, 1, -1, 2, 3, 2});
 }
 
 TEST_CASE("snapshot conversion: expandable segments at the start undo the maps", "[snapshot]") {
@@ -299,13 +368,12 @@ TEST_CASE("snapshot conversion: expandable segments at the start undo the maps",
   json maps = json::array({entry("segment_map", base + 20 * M, 20 * M, 0, 1), entry("alloc", base + 20 * M, 5, 0, 1),
                            entry("segment_unmap", base + 60 * M, 20 * M, 0, 2)});
   const auto start = [&] {
-    std::vector<std::tuple<std::int64_t, std::int64_t, std::string, bool>> out;
+    std::vector<std::tuple<Addr, Bytes, bool, bool>> out;
     const json snapshot = {{"segments", json::array({segment})}, {"device_traces", json::array({maps})}};
-    const Converted converted = convert(snapshot);
-    for (const json& s : converted.sidecar["segments_at_start"]) out.emplace_back(s["addr"], s["size"], s["pool"], s["expandable"]);
+    for (const RecordedSegment& s : convert(snapshot).segments_at_start) out.emplace_back(s.addr, s.size, s.small, s.expandable);
     return out;
   };
-  CHECK(start() == decltype(start()){{base, 20 * M, "large", true}, {base + 60 * M, 20 * M, "large", true}});
+  CHECK(start() == decltype(start()){{base, 20 * M, false, true}, {base + 60 * M, 20 * M, false, true}});
   maps[2] = entry("segment_map", base, 20 * M, 0, 0);  // mapped from the first entry on: nothing at the start
   CHECK(start().empty());
 }
@@ -318,8 +386,9 @@ TEST_CASE("snapshot conversion: private pools are named with their entry", "[sna
   json pooled = entry("alloc", 0x200, 7, 0, 1);
   pooled["pool_id"] = {4, 0};
   snapshot["device_traces"] = json::array({json::array({entry("alloc", 0x100, 7, 0, 1), pooled})});
-  CHECK(convert(snapshot).sidecar["private_pools"] ==
-        json::parse(R"j([{"pool": "(3, 1)", "entry": "segments[1]"}, {"pool": "(4, 0)", "entry": "device_traces[0][1]"}])j"));
+  std::vector<std::pair<std::string, std::string>> pools;
+  for (const PrivatePool& pool : convert(snapshot).private_pools) pools.emplace_back(pool.pool, pool.entry);
+  CHECK(pools == decltype(pools){{"(3, 1)", "segments[1]"}, {"(4, 0)", "device_traces[0][1]"}});
 }
 
 TEST_CASE("snapshot conversion: a pickle's bytes in memory read as its file does", "[snapshot]") {
