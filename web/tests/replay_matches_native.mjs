@@ -68,9 +68,9 @@ try {
       if (answer.csv !== readFileSync(nativeCsv, 'utf8')) fail(`${label}: the CSV differs\nwasm:\n${answer.csv}\nnative:\n${readFileSync(nativeCsv, 'utf8')}`);
       const verdict = answer.replay_check === 'exact' ? 'replay-check: exact' : `replay-check: diverged (${answer.replay_check_divergence})`;
       if (!stdout.includes(verdict)) fail(`${label}: native does not say "${verdict}"`);
-      for (const [row, key] of [['run verdict', 'run_verdict'], ['OOMs at the request', 'at_the_request']]) {
+      for (const [row, key] of [['run verdict', 'verdict'], ['OOMs at the request', 'at_the_request']]) {
         const cells = rowCells(stdout, row);
-        const expected = answer.sides.map((side) => side[key]);
+        const expected = answer.sides.map((side) => side.text[key]);
         if (JSON.stringify(cells) !== JSON.stringify(expected)) fail(`${label}: ${row} ${JSON.stringify(expected)}, native ${JSON.stringify(cells)}`);
       }
     }
