@@ -81,17 +81,22 @@ void write_csv_columns(std::ostream& out, std::span<const Column<Row>> columns, 
   for (const Row& row : rows) write_csv_row(out, columns, row);
 }
 
-// {name: value} over every column (none as null), and under "text" {name: what a person
-// reads}: the terminal's cell.
+// {name: value} over every column (none as null); under "text" {name: what a person reads},
+// the terminal's cell; under "brief" the same in format_human's short form, where a cell is
+// narrow ("6.74 GiB" where the terminal says "6.74 GiB (7235174400 B)").
 template <typename Row>
 nlohmann::json columns_json(std::span<const Column<Row>> columns, const Row& row) {
   nlohmann::json object = nlohmann::json::object();
   nlohmann::json text = nlohmann::json::object();
+  nlohmann::json brief = nlohmann::json::object();
   for (const Column<Row>& column : columns) {
-    object[std::string(column.name)] = metric_json(column.get(row));
+    const MetricValue value = column.get(row);
+    object[std::string(column.name)] = metric_json(value);
     text[std::string(column.name)] = column_text(column, row);
+    brief[std::string(column.name)] = format_human(value, column.unit);
   }
   object["text"] = std::move(text);
+  object["brief"] = std::move(brief);
   return object;
 }
 

@@ -110,6 +110,7 @@ TEST_CASE("the what-if's fields: one name each in the CSV, the page's JSON and t
       REQUIRE(sides[side].contains(name));
       CHECK(sides[side][name] == metric_json(value));
       CHECK(sides[side]["text"][name] == column_text(column, rows[side]));
+      CHECK(sides[side]["brief"][name] == format_human(value, column.unit));
       if (column.in_csv) {
         const auto at = std::find(csv_names.begin(), csv_names.end(), name) - csv_names.begin();
         CHECK(csv_cells(csv_lines[side + 1]).at(static_cast<std::size_t>(at)) == format_plain(value));
@@ -121,13 +122,14 @@ TEST_CASE("the what-if's fields: one name each in the CSV, the page's JSON and t
   // Nothing in the page's JSON that the table does not declare.
   for (const auto& [key, value] : sides[0].items()) {
     INFO("key " << key);
-    CHECK((key == "text" || std::find(csv_names.begin(), csv_names.end(), key) != csv_names.end() ||
+    CHECK((key == "text" || key == "brief" || std::find(csv_names.begin(), csv_names.end(), key) != csv_names.end() ||
            std::find(other_names.begin(), other_names.end(), key) != other_names.end()));
   }
 
   // The values worked by hand above, in each output.
   CHECK(sides[0]["peak_reserved_bytes"] == 40 * 1048576);
   CHECK(sides[0]["text"]["peak_reserved_bytes"] == "40 MiB (41943040 B)");
+  CHECK(sides[0]["brief"]["peak_reserved_bytes"] == "40 MiB");
   CHECK(sides[0]["device_mallocs"] == 1);
   CHECK(sides[0]["oom_count"] == 1);
   CHECK(sides[0]["verdict"].is_null());

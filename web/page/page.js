@@ -63,8 +63,9 @@ function cell(row, text, field, value, title) {
 }
 
 // The fields the table shows, a row each, by their CSV names (docs/outputs.md): each cell
-// shows the field's text as the command line's table shows it and carries its value (bytes
-// and counts as numbers); the row's caption is the module's (answer.columns).
+// shows the field's brief text ("6.74 GiB"), its title the command line's ("6.74 GiB
+// (7235174400 B)"), and carries its value (bytes and counts as numbers); the row's caption
+// is the module's (answer.columns).
 const ROWS = ['policy', 'peak_reserved_bytes', 'peak_allocated_bytes', 'oom_count',
   // An OOM's two names (docs/outputs.md): the run's verdict, and each OOM's kind at the request.
   'verdict', 'at_the_request'];
@@ -105,9 +106,10 @@ function show(answer) {
     const row = body.insertRow();
     row.appendChild(document.createElement('th')).textContent = labels[field];
     answer.sides.forEach((side, i) => {
-      const text = side.text[field];
-      const value = typeof side[field] === 'number' ? side[field] : text;
-      const td = cell(row, text, field, value, OOM_ROWS.includes(field) ? side.first_oom ?? '' : '');
+      const text = side.brief[field];
+      const value = typeof side[field] === 'number' ? side[field] : side.text[field];
+      const exact = side.text[field] !== text ? side.text[field] : '';
+      const td = cell(row, text, field, value, OOM_ROWS.includes(field) ? side.first_oom ?? '' : exact);
       td.dataset.side = i;
       if (i === best) td.classList.add('best');
       if (field === 'oom_count' && side.oom_count > 0) td.classList.add('oom');
