@@ -183,33 +183,12 @@ int replay_log_command(const std::string& file, const std::vector<std::string>& 
 }
 
 
-// The side-by-side table: a label column, then the recording and one column per policy.
-void print_table(std::ostream& out, const WhatIf& what_if) {
+// The side-by-side table: a label column, then the recording and one column per policy
+// (the what-if's column table, studies/replay_from_recording.hpp).
+void print_table(std::ostream& out, const WhatIf& what_if, const std::string& file) {
   std::vector<const WhatIfOutcome*> sides{&what_if.recorded};
   for (const WhatIfOutcome& outcome : what_if.replayed) sides.push_back(&outcome);
-  std::vector<std::vector<std::string>> rows;
-  const auto row = [&](std::string label, auto cell) {
-    std::vector<std::string> cells{std::move(label)};
-    for (std::size_t i = 0; i < sides.size(); ++i) cells.push_back(cell(*sides[i], i == 0));
-    rows.push_back(std::move(cells));
-  };
-  row("", [](const WhatIfOutcome&, bool recorded) { return std::string(recorded ? "recorded" : "simulated"); });
-  row("policy", [](const WhatIfOutcome& o, bool) { return o.policy; });
-  row("start", [](const WhatIfOutcome& o, bool) { return o.start; });
-  row("reserved peak", [](const WhatIfOutcome& o, bool) { return format_bytes_exact(o.peak_reserved); });
-  row("allocated peak", [](const WhatIfOutcome& o, bool) { return format_bytes_exact(o.peak_allocated); });
-  row("segments reserved", [](const WhatIfOutcome& o, bool) { return std::to_string(o.device_allocs); });
-  row("OOMs", [](const WhatIfOutcome& o, bool) { return std::to_string(o.ooms); });
-  row(std::string(kRunVerdict), [](const WhatIfOutcome& o, bool recorded) { return recorded ? std::string("-") : run_verdict(o.run); });
-  row("OOMs " + std::string(kAtRequest), [](const WhatIfOutcome& o, bool recorded) {
-    return recorded ? std::string("-") : at_the_request(o.run);
-  });
-  row("avoided the recorded OOM", [&](const WhatIfOutcome& o, bool recorded) -> std::string {
-    if (!what_if.recorded_oom()) return "no OOM recorded";
-    if (recorded) return "-";
-    return o.ooms == 0 ? "yes" : "no";
-  });
-  print_rows(out, rows);
+  print_rows(out, what_if_table(what_if, file));
   for (const WhatIfOutcome* side : sides) {  // beside the table: a sentence would widen every column
     if (side->first_oom) out << "  first OOM, " << (side == sides.front() ? "recorded" : side->policy) << ": " << *side->first_oom << '\n';
   }
@@ -298,7 +277,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
         << " blocks from before the recording fit two sizing rules; the first: " << what_if.ambiguous_sizes.front()
         << "\n";
   }
-  print_table(out, what_if);
+  print_table(out, what_if, file);
   if (!csv.empty()) write_file_atomically(csv, [&](std::ostream& stream) { write_what_if_csv(stream, what_if, file); });
   if (!report.empty()) write_replay_report(report, file, what_if.replayed);
   return what_if.failed.empty() ? 0 : 1;

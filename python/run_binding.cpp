@@ -165,7 +165,21 @@ std::vector<RecordingPolicy> replay_policies(const py::list& given) {
   return policies;
 }
 
-py::dict replay_of_recording(const TorchRecording& recording, const py::list& given,
+// One side of the what-if as a dict: every field of its column table by its CSV name.
+py::dict side_dict(const WhatIfRow& row) {
+  py::dict side;
+  for (const Column<WhatIfRow>& column : what_if_columns()) {
+    const MetricValue value = column.get(row);
+    py::object cell = py::none();
+    if (const auto* text = std::get_if<std::string>(&value)) cell = py::str(*text);
+    if (const auto* integer = std::get_if<std::uint64_t>(&value)) cell = py::int_(*integer);
+    if (const auto* real = std::get_if<double>(&value)) cell = py::float_(*real);
+    side[py::str(std::string(column.name))] = cell;
+  }
+  return side;
+}
+
+py::dict replay_of_recording(const TorchRecording& recording, const std::string& recording_name, const py::list& given,
                              const std::optional<std::string>& capacity) {
   const std::vector<RecordingPolicy> policies = replay_policies(given);
   const std::optional<Bytes> bytes = capacity_of(capacity);
@@ -182,13 +196,10 @@ py::dict replay_of_recording(const TorchRecording& recording, const py::list& gi
   }
   py::list failed;
   for (const WhatIf::Failed& failure : what_if->failed) failed.append(py::make_tuple(failure.policy, failure.error));
-  const WhatIfOutcome& recorded = what_if->recorded;
+  py::list sides;  // the recording's first, as the CSV's rows and the page's sides
+  for (const WhatIfRow& row : what_if_rows(*what_if, recording_name)) sides.append(side_dict(row));
   return py::dict("runs"_a = runs, "starts"_a = starts, "failed"_a = failed, "capacity_bytes"_a = what_if->capacity,
-                  "capacity_source"_a = what_if->capacity_source,
-                  "recorded"_a = py::dict("policy"_a = recorded.policy, "peak_reserved_bytes"_a = recorded.peak_reserved,
-                                          "peak_allocated_bytes"_a = recorded.peak_allocated,
-                                          "device_allocs"_a = recorded.device_allocs, "ooms"_a = recorded.ooms,
-                                          "first_oom"_a = recorded.first_oom),
+                  "capacity_source"_a = what_if->capacity_source, "recorded"_a = sides[0], "sides"_a = sides,
                   "replay_check_divergence"_a = what_if->replay_check_divergence,
                   "events"_a = recording.trace.events.size(), "device"_a = recording.device);
 }
@@ -201,7 +212,7 @@ py::dict replay_path(const std::string& path, const py::list& policies, const st
       py::gil_scoped_release unlocked;
       recording.emplace(read_torch_recording(path, cuda_device));
     }
-    return replay_of_recording(*recording, policies, capacity);
+    return replay_of_recording(*recording, path, policies, capacity);
   }
   // A log (RMM's, our CSV): every policy from an empty allocator, as `allocsim replay LOG` does.
   DeviceSpec device;
@@ -298,7 +309,7 @@ void bind_run(py::module_& module) {
       py::gil_scoped_release unlocked;
       recording.emplace(read_torch_recording_bytes(pickle, name, cuda_device));
     }
-    return replay_of_recording(*recording, policies, capacity);
+    return replay_of_recording(*recording, name, policies, capacity);
   });
   // A snapshot dict as a workload of run: its trace, as `allocsim run FILE.pickle` reads the
   // file (every policy from an empty allocator, the blocks live at the start allocated first).

@@ -1,36 +1,76 @@
-// One way every CSV of allocsim is written: a table of columns {name, unit, help, getter}
-// over some row type, the header their names, each cell format_plain'ed and quoted where
-// RFC 4180 needs it. The run metrics (metrics.hpp) are such a table over tenants; a study
-// with rows of its own (maxbatch) declares its table the same way.
+// One way every table of results is written: a table of columns {name, unit, help, getter}
+// over some row type, each declared once. The CSV header is their names and each cell
+// format_plain'ed (quoted where RFC 4180 needs it); JSON objects (--json, the page's, the
+// Python dicts) key each value by the same name, integers as numbers; the terminal's table
+// shows each through the column's one formatter for people. The run metrics (metrics.hpp)
+// are such a table over tenants; a study with rows of its own (maxbatch, replay's what-if)
+// declares its table the same way.
 #pragma once
 
 #include <ostream>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "sim/metrics.hpp"
 #include "sim/report.hpp"
 
 namespace allocsim {
 
+// A value as JSON: text, an integer (bytes and counts exact), a real, or null for none.
+inline nlohmann::json metric_json(const MetricValue& value) {
+  if (const auto* text = std::get_if<std::string>(&value)) return *text;
+  if (const auto* integer = std::get_if<std::uint64_t>(&value)) return *integer;
+  if (const auto* real = std::get_if<double>(&value)) return *real;
+  return nullptr;
+}
+
 template <typename Row>
 struct Column {
-  std::string_view name;
+  std::string_view name;  // the CSV column, the JSON key, the Python key: the field's one name
   Unit unit;
   std::string_view help;
   MetricValue (*get)(const Row& row);
+  // For people (the terminal's table, the page's cells): none means format_human(get(row), unit).
+  std::string (*shown)(const Row& row) = nullptr;
+  // The caption of its row in the terminal's table, where a sentence reads better than the
+  // name (none: the name).
+  const char* label = nullptr;
+  bool in_csv = true;    // false: a field for people and the JSON that the CSV has never had
+  bool in_table = true;  // false: not a row of the terminal's table (said beside it, or not at all)
 };
 
 template <typename Row>
+std::string column_text(const Column<Row>& column, const Row& row) {
+  return column.shown ? column.shown(row) : format_human(column.get(row), column.unit);
+}
+
+template <typename Row>
+std::string_view column_label(const Column<Row>& column) {
+  return column.label ? std::string_view(column.label) : column.name;
+}
+
+template <typename Row>
 void write_csv_header(std::ostream& out, std::span<const Column<Row>> columns) {
-  for (std::size_t c = 0; c < columns.size(); ++c) out << (c > 0 ? "," : "") << columns[c].name;
+  bool first = true;
+  for (const Column<Row>& column : columns) {
+    if (!column.in_csv) continue;
+    out << (first ? "" : ",") << column.name;
+    first = false;
+  }
   out << '\n';
 }
 
 template <typename Row>
 void write_csv_row(std::ostream& out, std::span<const Column<Row>> columns, const Row& row) {
-  for (std::size_t c = 0; c < columns.size(); ++c) {
-    out << (c > 0 ? "," : "") << csv_field(format_plain(columns[c].get(row)));
+  bool first = true;
+  for (const Column<Row>& column : columns) {
+    if (!column.in_csv) continue;
+    out << (first ? "" : ",") << csv_field(format_plain(column.get(row)));
+    first = false;
   }
   out << '\n';
 }
@@ -39,6 +79,49 @@ template <typename Row>
 void write_csv_columns(std::ostream& out, std::span<const Column<Row>> columns, std::span<const Row> rows) {
   write_csv_header(out, columns);
   for (const Row& row : rows) write_csv_row(out, columns, row);
+}
+
+// {name: value} over every column (none as null); under "text" {name: what a person reads},
+// the terminal's cell; under "brief" the same in format_human's short form, where a cell is
+// narrow ("6.74 GiB" where the terminal says "6.74 GiB (7235174400 B)").
+template <typename Row>
+nlohmann::json columns_json(std::span<const Column<Row>> columns, const Row& row) {
+  nlohmann::json object = nlohmann::json::object();
+  nlohmann::json text = nlohmann::json::object();
+  nlohmann::json brief = nlohmann::json::object();
+  for (const Column<Row>& column : columns) {
+    const MetricValue value = column.get(row);
+    object[std::string(column.name)] = metric_json(value);
+    text[std::string(column.name)] = column_text(column, row);
+    brief[std::string(column.name)] = format_human(value, column.unit);
+  }
+  object["text"] = std::move(text);
+  object["brief"] = std::move(brief);
+  return object;
+}
+
+// What each column is, for a page to caption what it shows: [{name, label, help}] in order.
+template <typename Row>
+nlohmann::json columns_legend(std::span<const Column<Row>> columns) {
+  nlohmann::json legend = nlohmann::json::array();
+  for (const Column<Row>& column : columns) {
+    legend.push_back({{"name", column.name}, {"label", column_label(column)}, {"help", column.help}});
+  }
+  return legend;
+}
+
+// The terminal's table, a row per column in the table and a cell per row of results after
+// its label; the first column's row heads the table.
+template <typename Row>
+std::vector<std::vector<std::string>> column_table(std::span<const Column<Row>> columns, std::span<const Row> rows) {
+  std::vector<std::vector<std::string>> table;
+  for (const Column<Row>& column : columns) {
+    if (!column.in_table) continue;
+    std::vector<std::string> cells{std::string(column_label(column))};
+    for (const Row& row : rows) cells.push_back(column_text(column, row));
+    table.push_back(std::move(cells));
+  }
+  return table;
 }
 
 }  // namespace allocsim

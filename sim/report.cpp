@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/csv_columns.hpp"
 #include "sim/metrics.hpp"
 #include "sim/verdict.hpp"
 #include "sim/version.hpp"
@@ -29,13 +30,6 @@ const PolicyStat* find_stat(const TenantResult& tenant, const std::string& name)
   for (const PolicyStat& stat : tenant.extra) {
     if (stat.name == name) return &stat;
   }
-  return nullptr;
-}
-
-nlohmann::json to_json(const MetricValue& value) {
-  if (const auto* text = std::get_if<std::string>(&value)) return *text;
-  if (const auto* integer = std::get_if<std::uint64_t>(&value)) return *integer;
-  if (const auto* real = std::get_if<double>(&value)) return *real;
   return nullptr;
 }
 
@@ -225,7 +219,7 @@ void write_json(std::ostream& out, const RunResult& run) {
   document["tenants"] = nlohmann::json::array();
   for (const TenantResult& tenant : run.tenants) {
     nlohmann::json object;
-    for (const Metric& metric : metrics()) object[std::string(metric.name)] = to_json(metric.get(run, tenant));
+    for (const Metric& metric : metrics()) object[std::string(metric.name)] = metric_json(metric.get(run, tenant));
     for (const PolicyStat& stat : tenant.extra) object[stat.name] = stat.value;
     const Verdict verdict = verdict_of(run, tenant);
     nlohmann::json holders = nlohmann::json::array();

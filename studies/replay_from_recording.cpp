@@ -14,6 +14,7 @@
 #include "sim/metered_device.hpp"
 #include "sim/sim_device.hpp"
 #include "sim/spec.hpp"
+#include "sim/verdict.hpp"
 #include "studies/recorded_address_device.hpp"
 #include "studies/replay_account.hpp"
 #include "studies/recording_start.hpp"
@@ -250,34 +251,91 @@ WhatIfOutcome replay_one(const TorchRecording& recording, const std::shared_ptr<
   return outcome;
 }
 
-struct CsvRow {
-  const std::string* recording;
-  const WhatIf* what_if;
-  const WhatIfOutcome* outcome;
-  bool is_recording;
-};
+MetricValue exact_count(std::size_t n) { return std::uint64_t{n}; }
 
-const std::array<Column<CsvRow>, 10> kColumns{{
-    {"recording", Unit::text, "the snapshot file", [](const CsvRow& r) -> MetricValue { return *r.recording; }},
-    {"side", Unit::text, "recorded (what PyTorch did) or simulated",
-     [](const CsvRow& r) -> MetricValue { return std::string(r.is_recording ? "recorded" : "simulated"); }},
-    {"policy", Unit::text, "the spec replayed; the recorded settings' spec on the recorded row",
-     [](const CsvRow& r) -> MetricValue { return r.outcome->policy; }},
-    {"start", Unit::text, "how the replay began", [](const CsvRow& r) -> MetricValue { return r.outcome->start; }},
-    {"capacity_bytes", Unit::bytes, "the device replayed on",
-     [](const CsvRow& r) -> MetricValue { return r.what_if->capacity; }},
-    {"peak_reserved_bytes", Unit::bytes, "bytes held from the device, at the most",
-     [](const CsvRow& r) -> MetricValue { return r.outcome->peak_reserved; }},
-    {"peak_allocated_bytes", Unit::bytes, "live block bytes, at the most",
-     [](const CsvRow& r) -> MetricValue { return r.outcome->peak_allocated; }},
-    {"device_mallocs", Unit::count, "segments reserved (cudaMalloc calls or page maps)",
-     [](const CsvRow& r) -> MetricValue { return std::uint64_t{r.outcome->device_allocs}; }},
-    {"oom_count", Unit::count, "requests not served", [](const CsvRow& r) -> MetricValue { return std::uint64_t{r.outcome->ooms}; }},
-    {"avoided_recorded_oom", Unit::text, "yes/no; empty on the recorded row or when none was recorded",
-     [](const CsvRow& r) -> MetricValue {
+// A replayed side's one tenant (none on the recorded side, whose OOMs have no kind).
+const TenantResult* replayed_tenant(const WhatIfRow& r) {
+  if (r.is_recording || r.outcome->run.tenants.empty()) return nullptr;
+  return &r.outcome->run.tenants.front();
+}
+
+const OomRecord* replayed_first_oom(const WhatIfRow& r) {
+  const TenantResult* tenant = replayed_tenant(r);
+  return tenant ? tenant->first_oom() : nullptr;
+}
+
+// In the CSV's order; the fields it has never had (in_csv false) sit where the terminal's
+// table shows them.
+const std::array<Column<WhatIfRow>, 16> kColumns{{
+    {.name = "recording", .unit = Unit::text, .help = "the snapshot file",
+     .get = [](const WhatIfRow& r) -> MetricValue { return *r.recording; }, .in_table = false},
+    {.name = "side", .unit = Unit::text, .help = "recorded (what PyTorch did) or simulated",
+     .get = [](const WhatIfRow& r) -> MetricValue { return std::string(r.is_recording ? "recorded" : "simulated"); },
+     .label = ""},
+    {.name = "policy", .unit = Unit::text, .help = "the spec replayed; the recorded settings' spec on the recorded row",
+     .get = [](const WhatIfRow& r) -> MetricValue { return r.outcome->policy; }},
+    {.name = "start", .unit = Unit::text, .help = "how the replay began",
+     .get = [](const WhatIfRow& r) -> MetricValue { return r.outcome->start; }},
+    {.name = "capacity_bytes", .unit = Unit::bytes, .help = "the device replayed on",
+     .get = [](const WhatIfRow& r) -> MetricValue { return r.what_if->capacity; },
+     .shown = [](const WhatIfRow& r) { return format_bytes_exact(r.what_if->capacity); }, .in_table = false},
+    {.name = "peak_reserved_bytes", .unit = Unit::bytes, .help = "bytes held from the device, at the most",
+     .get = [](const WhatIfRow& r) -> MetricValue { return r.outcome->peak_reserved; },
+     .shown = [](const WhatIfRow& r) { return format_bytes_exact(r.outcome->peak_reserved); }, .label = "reserved peak"},
+    {.name = "peak_allocated_bytes", .unit = Unit::bytes, .help = "live block bytes, at the most",
+     .get = [](const WhatIfRow& r) -> MetricValue { return r.outcome->peak_allocated; },
+     .shown = [](const WhatIfRow& r) { return format_bytes_exact(r.outcome->peak_allocated); }, .label = "allocated peak"},
+    {.name = "device_mallocs", .unit = Unit::count, .help = "segments reserved (cudaMalloc calls or page maps)",
+     .get = [](const WhatIfRow& r) { return exact_count(r.outcome->device_allocs); }, .label = "segments reserved"},
+    {.name = "oom_count", .unit = Unit::count, .help = "requests not served",
+     .get = [](const WhatIfRow& r) { return exact_count(r.outcome->ooms); }, .label = "OOMs"},
+    {.name = "verdict", .unit = Unit::text, .help = "the run verdict of a replayed side: fits, capacity, fragmentation, reservation, hang",
+     .get = [](const WhatIfRow& r) -> MetricValue {
+       const TenantResult* tenant = replayed_tenant(r);
+       if (!tenant) return {};
+       return std::string(verdict_word(verdict_of(r.outcome->run, *tenant)));
+     },
+     .label = "run verdict", .in_csv = false},
+    {.name = "at_the_request", .unit = Unit::text, .help = "a replayed side's OOMs counted by their kind at the request, the first OOM's first",
+     .get = [](const WhatIfRow& r) -> MetricValue {
+       const TenantResult* tenant = replayed_tenant(r);
+       if (!tenant) return {};
+       return describe_request_kinds(*tenant);
+     },
+     .label = "OOMs at the request", .in_csv = false},
+    {.name = "avoided_recorded_oom", .unit = Unit::text, .help = "yes/no; empty on the recorded row or when none was recorded",
+     .get = [](const WhatIfRow& r) -> MetricValue {
        if (r.is_recording || !r.what_if->recorded_oom()) return {};
        return std::string(r.outcome->ooms == 0 ? "yes" : "no");
-     }},
+     },
+     .shown = [](const WhatIfRow& r) -> std::string {
+       if (!r.what_if->recorded_oom()) return "no OOM recorded";
+       if (r.is_recording) return "-";
+       return r.outcome->ooms == 0 ? "yes" : "no";
+     },
+     .label = "avoided the recorded OOM"},
+    {.name = "first_oom", .unit = Unit::text, .help = "where the first OOM was, for a person (told beside the table)",
+     .get = [](const WhatIfRow& r) -> MetricValue {
+       if (!r.outcome->first_oom) return {};
+       return *r.outcome->first_oom;
+     },
+     .in_csv = false, .in_table = false},
+    {.name = "first_oom_kind", .unit = Unit::text, .help = "a replayed side's run verdict at its first OOM",
+     .get = [](const WhatIfRow& r) -> MetricValue {
+       const OomRecord* oom = replayed_first_oom(r);
+       if (!oom) return {};
+       return std::string(name_of(oom->kind));
+     },
+     .in_csv = false, .in_table = false},
+    {.name = "first_oom_request_kind", .unit = Unit::text, .help = "a replayed side's first OOM's kind at the request",
+     .get = [](const WhatIfRow& r) -> MetricValue {
+       const OomRecord* oom = replayed_first_oom(r);
+       if (!oom) return {};
+       return std::string(name_of(oom->request_kind));
+     },
+     .in_csv = false, .in_table = false},
+    {.name = "torch_setting", .unit = Unit::text, .help = "what to set in PyTorch for this side's policy (told under the table for the best)",
+     .get = [](const WhatIfRow& r) -> MetricValue { return r.outcome->torch_setting; }, .in_csv = false, .in_table = false},
 }};
 
 }  // namespace
@@ -372,10 +430,26 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const Re
   return what_if;
 }
 
-void write_what_if_csv(std::ostream& out, const WhatIf& what_if, const std::string& recording_name) {
-  std::vector<CsvRow> rows{{&recording_name, &what_if, &what_if.recorded, true}};
+std::span<const Column<WhatIfRow>> what_if_columns() { return kColumns; }
+
+std::vector<WhatIfRow> what_if_rows(const WhatIf& what_if, const std::string& recording_name) {
+  std::vector<WhatIfRow> rows{{&recording_name, &what_if, &what_if.recorded, true}};
   for (const WhatIfOutcome& outcome : what_if.replayed) rows.push_back({&recording_name, &what_if, &outcome, false});
-  write_csv_columns<CsvRow>(out, kColumns, rows);
+  return rows;
+}
+
+void write_what_if_csv(std::ostream& out, const WhatIf& what_if, const std::string& recording_name) {
+  write_csv_columns<WhatIfRow>(out, kColumns, what_if_rows(what_if, recording_name));
+}
+
+nlohmann::json what_if_sides_json(const WhatIf& what_if, const std::string& recording_name) {
+  nlohmann::json sides = nlohmann::json::array();
+  for (const WhatIfRow& row : what_if_rows(what_if, recording_name)) sides.push_back(columns_json<WhatIfRow>(kColumns, row));
+  return sides;
+}
+
+std::vector<std::vector<std::string>> what_if_table(const WhatIf& what_if, const std::string& recording_name) {
+  return column_table<WhatIfRow>(kColumns, what_if_rows(what_if, recording_name));
 }
 
 }  // namespace allocsim

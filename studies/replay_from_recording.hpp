@@ -13,7 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "policies/registry.hpp"
+#include "sim/csv_columns.hpp"
 #include "sim/device.hpp"
 #include "sim/engine.hpp"
 #include "sim/units.hpp"
@@ -119,7 +122,25 @@ WhatIf replay_from_recording(const TorchRecording& recording, std::span<const st
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const RecordingPolicy> policies,
                              const ReplayDevice& device, const ExportFiles& exports = {}, bool record = false);
 
-// One row per outcome, the recording's first, through the CSV column table.
+// One row of the what-if's results: a side (the recording, or one policy's replay of it).
+struct WhatIfRow {
+  const std::string* recording;  // the snapshot's name, as the user gave it
+  const WhatIf* what_if;
+  const WhatIfOutcome* outcome;
+  bool is_recording;
+};
+
+// The what-if's fields, each declared once (name, unit, help, value, text for people): the
+// CSV, the page's JSON, the Python dicts and the terminal's table are all drawn from it.
+std::span<const Column<WhatIfRow>> what_if_columns();
+// The recording's row first, then one per replayed side.
+std::vector<WhatIfRow> what_if_rows(const WhatIf& what_if, const std::string& recording_name);
+
+// One row per outcome, the recording's first, through the column table.
 void write_what_if_csv(std::ostream& out, const WhatIf& what_if, const std::string& recording_name);
+// The same rows as JSON objects, every column by its name, with "text" (the terminal's cells).
+nlohmann::json what_if_sides_json(const WhatIf& what_if, const std::string& recording_name);
+// The terminal's table: a row per column in it (its label first), a cell per side.
+std::vector<std::vector<std::string>> what_if_table(const WhatIf& what_if, const std::string& recording_name);
 
 }  // namespace allocsim

@@ -179,7 +179,11 @@ def replay(snapshot, policies=("caching", "expandable"), capacity=None, cuda_dev
 
 def replay_details(snapshot, policies=("caching", "expandable"), capacity=None, cuda_device=None):
     """replay(), with what the recording itself did ("recorded"), the device's capacity and why, and
-    how each policy's replay began (``starts``, by policy)."""
+    how each policy's replay began (``starts``, by policy). ``sides``: one dict per side, the
+    recording's first (``recorded`` is it), keyed by the names of ``allocsim replay --csv``
+    (``peak_reserved_bytes``, ``device_mallocs``, ``oom_count``, ...) with ``verdict``,
+    ``at_the_request``, ``first_oom``, ``first_oom_kind``, ``first_oom_request_kind`` and
+    ``torch_setting`` beside them, as the browser page's JSON has them."""
     lists = _replay_policies(policies)
     capacity_text = _size_text(capacity, "capacity")
     kind, source = _snapshot_source(snapshot)

@@ -62,16 +62,22 @@ function cell(row, text, field, value, title) {
   return td;
 }
 
-// "6.74 GiB (7235174400 B)" shown as "6.74 GiB"; the exact count is the cell's title.
-const short = (text) => text.replace(/ \(\d+ B\)$/, '');
+// The fields the table shows, a row each, by their CSV names (docs/outputs.md): each cell
+// shows the field's brief text ("6.74 GiB"), its title the command line's ("6.74 GiB
+// (7235174400 B)"), and carries its value (bytes and counts as numbers); the row's caption
+// is the module's (answer.columns).
+const ROWS = ['policy', 'peak_reserved_bytes', 'peak_allocated_bytes', 'oom_count',
+  // An OOM's two names (docs/outputs.md): the run's verdict, and each OOM's kind at the request.
+  'verdict', 'at_the_request'];
+const OOM_ROWS = ['verdict', 'at_the_request'];
 
 function show(answer) {
   const recorded = answer.sides[0];
   $('recording').textContent =
     `${answer.recording.name}: device ${answer.recording.device}, ${answer.recording.events} events, ` +
     `${answer.recording.blocks_live_at_start} blocks live at the start. Recorded: peak reserved ` +
-    `${recorded.peak_reserved_text}, peak allocated ${recorded.peak_allocated_text}, ${recorded.ooms} OOMs. ` +
-    `Capacity: ${answer.capacity_text} (${answer.capacity_source.replace('--capacity', 'the Capacity field')}). ` +
+    `${recorded.text.peak_reserved_bytes}, peak allocated ${recorded.text.peak_allocated_bytes}, ${recorded.oom_count} OOMs. ` +
+    `Capacity: ${recorded.text.capacity_bytes} (${answer.capacity_source.replace('--capacity', 'the Capacity field')}). ` +
     `PYTORCH_CUDA_ALLOC_CONF as recorded: ${answer.alloc_conf ? answer.alloc_conf : answer.settings_recorded ? '(empty)' : '(not in this snapshot)'}.`;
   const verdict = $('verdict');
   verdict.dataset.verdict = answer.replay_check;
@@ -95,32 +101,24 @@ function show(answer) {
   });
   const body = $('sides').tBodies[0];
   body.innerHTML = '';
-  const rows = [
-    ['policy', (s) => [s.policy, s.policy]],
-    ['peak reserved', (s) => [short(s.peak_reserved_text), s.peak_reserved], 'peak_reserved'],
-    ['peak allocated', (s) => [short(s.peak_allocated_text), s.peak_allocated], 'peak_allocated'],
-    ['OOMs', (s) => [String(s.ooms), s.ooms], 'ooms'],
-    // An OOM's two names (docs/outputs.md): the run's verdict, and each OOM's kind at the request.
-    ['run verdict', (s) => [s.run_verdict, s.run_verdict]],
-    ['OOMs at the request', (s) => [s.at_the_request, s.at_the_request]],
-  ];
-  const oomRows = ['run verdict', 'OOMs at the request'];
-  for (const [label, get, name] of rows) {
+  const labels = Object.fromEntries(answer.columns.map((column) => [column.name, column.label]));
+  for (const field of ROWS) {
     const row = body.insertRow();
-    row.appendChild(document.createElement('th')).textContent = label;
+    row.appendChild(document.createElement('th')).textContent = labels[field];
     answer.sides.forEach((side, i) => {
-      const [text, value] = get(side);
-      const title = oomRows.includes(label) ? side.first_oom ?? '' : (name ? side[`${name}_text`] : '');
-      const td = cell(row, text, name ?? label.replaceAll(' ', '_'), value, title);
+      const text = side.brief[field];
+      const value = typeof side[field] === 'number' ? side[field] : side.text[field];
+      const exact = side.text[field] !== text ? side.text[field] : '';
+      const td = cell(row, text, field, value, OOM_ROWS.includes(field) ? side.first_oom ?? '' : exact);
       td.dataset.side = i;
       if (i === best) td.classList.add('best');
-      if (label === 'OOMs' && side.ooms > 0) td.classList.add('oom');
+      if (field === 'oom_count' && side.oom_count > 0) td.classList.add('oom');
     });
   }
   for (const failure of answer.failed) showError(`${failure.policy}: ${failure.error}`);
   $('best').dataset.policy = best >= 0 ? answer.sides[best].policy : '';
   $('best').textContent = best >= 0
-    ? `${answer.sides[best].policy}: peak reserved ${answer.sides[best].peak_reserved_text}\n` +
+    ? `${answer.sides[best].policy}: peak reserved ${answer.sides[best].text.peak_reserved_bytes}\n` +
       answer.sides[best].torch_setting
     : 'every setting ran out of memory at this capacity';
   $('result').hidden = false;

@@ -242,8 +242,8 @@ class Checker:
         if not self.expect(len(rows) == len(sides), f"{label}: {len(sides)} sides on the page, {len(rows)} in the CSV"):
             return
         for side, row, kind in zip(sides, rows, kinds):
-            page_row = [side["policy"], side["peak_reserved"], side["peak_allocated"], side["ooms"], side["run_verdict"],
-                        side["OOMs_at_the_request"]]
+            page_row = [side["policy"], side["peak_reserved_bytes"], side["peak_allocated_bytes"], side["oom_count"],
+                        side["verdict"], side["at_the_request"]]
             native_row = [row["policy"], row["peak_reserved_bytes"], row["peak_allocated_bytes"], row["oom_count"], *kind]
             self.expect(page_row == native_row, f"{label}: page {page_row}, command line {native_row}")
 
@@ -320,7 +320,7 @@ def main():
             check.charts_as_native(f"{pickle.name}, column 2 clicked", page, native, pickle, sides_of(seen)[2]["policy"], folder)
 
             # A card smaller than the recorded peak: some settings now run out of memory.
-            recorded_peak = int(sides_of(seen)[0]["peak_reserved"])
+            recorded_peak = int(sides_of(seen)[0]["peak_reserved_bytes"])
             gib = f"{int(recorded_peak * 0.8 / 2**30 * 100) / 100:g}"
             set_capacity(page, gib)
             wait_for_status(page, {"done", "error"})

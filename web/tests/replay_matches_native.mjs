@@ -1,6 +1,7 @@
 // Each shared PyTorch recording replayed twice under the same settings: by allocsim_core.js
 // (the wasm build) in node and by a native `allocsim replay`. The --csv text must be
-// byte-identical, and replay-check's verdict and each side's run verdict and OOMs at the request the same.
+// byte-identical, every CSV column a field of each side of the module's JSON under the same name
+// and value, and replay-check's verdict and each side's run verdict and OOMs at the request the same.
 // Usage: node replay_matches_native.mjs CORE.js NATIVE_ALLOCSIM TRACES_DIR
 // Exit 77 (skipped) without a native binary or recordings.
 import { execFileSync } from 'node:child_process';
@@ -42,6 +43,20 @@ function rowCells(stdout, label) {
   return row ? row.trim().slice(label.length).trim().split(/\s{3,}/) : null;
 }
 
+// The cells of a CSV line (RFC 4180: a quoted cell may hold commas and doubled quotes).
+function csvCells(line) {
+  const cells = [''];
+  let quoted = false;
+  for (let i = 0; i < line.length; ++i) {
+    const c = line[i];
+    if (quoted && c === '"' && line[i + 1] === '"') { cells[cells.length - 1] += '"'; ++i; }
+    else if (c === '"') quoted = !quoted;
+    else if (c === ',' && !quoted) cells.push('');
+    else cells[cells.length - 1] += c;
+  }
+  return cells;
+}
+
 const settings = [
   { policies: 'caching,expandable,caching:max_split_size=128MiB,caching:gc_threshold=0.8,fraction=0.95', capacity: null },
   { policies: 'caching,expandable', capacity: '3GiB' },
@@ -68,9 +83,18 @@ try {
       if (answer.csv !== readFileSync(nativeCsv, 'utf8')) fail(`${label}: the CSV differs\nwasm:\n${answer.csv}\nnative:\n${readFileSync(nativeCsv, 'utf8')}`);
       const verdict = answer.replay_check === 'exact' ? 'replay-check: exact' : `replay-check: diverged (${answer.replay_check_divergence})`;
       if (!stdout.includes(verdict)) fail(`${label}: native does not say "${verdict}"`);
-      for (const [row, key] of [['run verdict', 'run_verdict'], ['OOMs at the request', 'at_the_request']]) {
+      // Every CSV column is a field of each side under its name, with the same value (bytes and
+      // counts as JSON numbers, none as null).
+      const [header, ...csvRows] = readFileSync(nativeCsv, 'utf8').trimEnd().split('\n').map(csvCells);
+      if (csvRows.length !== answer.sides.length) fail(`${label}: ${answer.sides.length} sides, ${csvRows.length} CSV rows`);
+      csvRows.forEach((row, i) => header.forEach((name, c) => {
+        const value = answer.sides[i]?.[name];
+        if (value === undefined) fail(`${label}: side ${i} has no ${name}`);
+        else if (String(value ?? '') !== row[c]) fail(`${label}: side ${i} ${name} ${JSON.stringify(value)}, CSV ${row[c]}`);
+      }));
+      for (const [row, key] of [['run verdict', 'verdict'], ['OOMs at the request', 'at_the_request']]) {
         const cells = rowCells(stdout, row);
-        const expected = answer.sides.map((side) => side[key]);
+        const expected = answer.sides.map((side) => side.text[key]);
         if (JSON.stringify(cells) !== JSON.stringify(expected)) fail(`${label}: ${row} ${JSON.stringify(expected)}, native ${JSON.stringify(cells)}`);
       }
     }
