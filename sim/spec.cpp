@@ -146,11 +146,12 @@ std::string_view Params::text(std::string_view key) const {
 
 Params Params::with(const std::vector<std::pair<std::string, std::string>>& values) const {
   Params changed = *this;
-  for (const auto& [key, value] : values) {
+  for (const auto& entry : values) {
+    const std::string& key = entry.first;  // named, not bound: clang 14 (the fuzz and wasm builds) captures no bindings
     const auto found = std::find_if(changed.values_.begin(), changed.values_.end(),
                                     [&](const auto& declared) { return declared.first == key; });
     if (found == changed.values_.end()) throw Error(owner_ + ": unknown key '" + key + "'");
-    found->second = value;
+    found->second = entry.second;
   }
   return changed;
 }
