@@ -38,23 +38,9 @@ Exit status: 0 exact, 1 diverged, 2 bad input.
 )";
 
 
-}  // namespace
-
-int replay_check_command(std::span<const std::string> args, std::ostream& out) {
-  SnapshotArguments snapshot;
-  std::string capacity = "1TiB";  // no limit, and small enough for expandable's page table
-  po::options_description description("Options");
-  description.add_options()("help,h", "this help")(
-      "capacity,c", po::value(&capacity)->value_name("SIZE"),
-      "device memory for a recording made under memory pressure (default: no limit)");
-  if (!parse_snapshot_arguments(args, description, snapshot, kReplayCheckUsage, "replay-check needs a snapshot: allocsim replay-check FILE.pickle", out)) return 0;
-  const std::string& file = snapshot.file;
-  const std::optional<int>& cuda_device = snapshot.cuda_device;
-  const Bytes device_capacity = parse_bytes(capacity);
-  if (device_capacity == 0) throw Error("--capacity must be more than 0 bytes");
-
-  const TorchRecording recording = read_torch_recording(file, cuda_device);
-  const ReplayCheck check = replay_check(recording, device_capacity);
+// What was rebuilt and replayed, where it differs from PyTorch's, and the verdict.
+void print_replay_check(std::ostream& out, const std::string& file, const TorchRecording& recording,
+                        const ReplayCheck& check) {
   out << "replay-check " << file << "\n"
       << "  recording: device " << recording.device << (recording.format.empty() ? "" : ", written by ")
       << recording.format << "\n"
@@ -102,6 +88,26 @@ int replay_check_command(std::span<const std::string> args, std::ostream& out) {
     out << "  final state: " << recording.segments_at_end.size() << " segments, every block as in the snapshot\n";
   }
   out << (check.exact() ? "exact" : "diverged") << '\n';
+}
+
+}  // namespace
+
+int replay_check_command(std::span<const std::string> args, std::ostream& out) {
+  SnapshotArguments snapshot;
+  std::string capacity = "1TiB";  // no limit, and small enough for expandable's page table
+  po::options_description description("Options");
+  description.add_options()("help,h", "this help")(
+      "capacity,c", po::value(&capacity)->value_name("SIZE"),
+      "device memory for a recording made under memory pressure (default: no limit)");
+  if (!parse_snapshot_arguments(args, description, snapshot, kReplayCheckUsage, "replay-check needs a snapshot: allocsim replay-check FILE.pickle", out)) return 0;
+  const std::string& file = snapshot.file;
+  const std::optional<int>& cuda_device = snapshot.cuda_device;
+  const Bytes device_capacity = parse_bytes(capacity);
+  if (device_capacity == 0) throw Error("--capacity must be more than 0 bytes");
+
+  const TorchRecording recording = read_torch_recording(file, cuda_device);
+  const ReplayCheck check = replay_check(recording, device_capacity);
+  print_replay_check(out, file, recording, check);
   return check.exact() ? 0 : 1;
 }
 

@@ -201,9 +201,8 @@ void print_table(std::ostream& out, const WhatIf& what_if, const std::string& fi
   }
 }
 
-}  // namespace
-
-int replay_command(std::span<const std::string> args, std::ostream& out) {
+// What `replay` reads from its command line.
+struct ReplayOptions {
   std::vector<std::string> policy_lists;
   std::string alloc_conf;
   std::optional<std::string> capacity;
@@ -212,53 +211,58 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   std::string csv;
   ExportFiles exports;
   std::string report;
+};
+
+// False when it printed the help.
+bool parse_replay_options(std::span<const std::string> args, ReplayOptions& options, std::ostream& out) {
   po::options_description description("Options");
   description.add_options()("help,h", "this help")(
-      "policy,p", po::value(&policy_lists)->value_name("SPECS")->composing(),
+      "policy,p", po::value(&options.policy_lists)->value_name("SPECS")->composing(),
       "policies to replay, comma-separated (repeatable), or all; default caching,expandable")(
-      "device,d", po::value(&device_name)->value_name("NAME"),
+      "device,d", po::value(&options.device_name)->value_name("NAME"),
       "a device preset: capacity, context overhead, 2 MiB pages (see `allocsim devices`)")(
-      "capacity,c", po::value<std::string>()->value_name("SIZE")->notifier([&](const std::string& s) { capacity = s; }),
+      "capacity,c",
+      po::value<std::string>()->value_name("SIZE")->notifier([&](const std::string& s) { options.capacity = s; }),
       "the device's memory (default: what the recorded run could hold at its OOM, else no limit)")(
-      "csv", po::value(&csv)->value_name("FILE"), "also a CSV row per side (written whole)")(
-      "memory-viz", po::value(&exports.memory_viz)->value_name("FILE"),
+      "csv", po::value(&options.csv)->value_name("FILE"), "also a CSV row per side (written whole)")(
+      "memory-viz", po::value(&options.exports.memory_viz)->value_name("FILE"),
       "the replay through one --policy as a PyTorch memory snapshot for pytorch.org/memory_viz (docs/export.md)")(
-      "chrome-trace", po::value(&exports.chrome_trace)->value_name("FILE.json"),
+      "chrome-trace", po::value(&options.exports.chrome_trace)->value_name("FILE.json"),
       "the same replay as Chrome trace JSON for ui.perfetto.dev (counters in bytes, the 20000 largest "
       "allocations as slices, OOMs)")(
 
-      "report", po::value(&report)->value_name("FILE.html"),
+      "report", po::value(&options.report)->value_name("FILE.html"),
       "the replays as a self-contained HTML page: every policy's bytes over time, memory map, OOMs and peak");
-  add_alloc_conf_option(description, alloc_conf);
-  if (!parse_snapshot_arguments(args, description, snapshot, kReplayUsage, "replay needs a snapshot: allocsim replay FILE.pickle --policy SPECS", out)) return 0;
-  const std::string& file = snapshot.file;
-  const std::optional<int>& cuda_device = snapshot.cuda_device;
-  const bool is_recording = find_reader(file).holds == Holds::allocator_state;
-  if (policy_lists.empty() && alloc_conf.empty()) policy_lists.push_back(is_recording ? "caching,expandable" : "rmm-pool,rmm-arena,rmm-binning,async");
-  append_alloc_conf(policy_lists, alloc_conf, out);
-  std::vector<RecordingPolicy> policies;  // each spec read once, here
-  for (PolicySpec& policy : parse_policy_lists(policy_lists)) policies.emplace_back(std::move(policy));
-  ReplayDevice device;  // none: what the recording (or the default) says
-  if (capacity || !device_name.empty()) {
-    DeviceChoice choice;
-    choice.presets = device_name;
-    choice.capacities = capacity.value_or("");
-    const std::string source = device_name.empty() ? "--capacity"
-                               : capacity          ? "--device " + device_name + " with --capacity"
-                                                   : "--device " + device_name;
-    device = ReplayDevice(chosen_device(choice), source);
-  }
-  OutputPaths paths;
-  paths.input("the snapshot", file);
-  paths.output("--csv", csv);
-  paths.output("--memory-viz", exports.memory_viz);
-  paths.output("--chrome-trace", exports.chrome_trace);
-  paths.output("--report", report);
-  paths.check();
+  add_alloc_conf_option(description, options.alloc_conf);
+  return parse_snapshot_arguments(args, description, options.snapshot, kReplayUsage,
+                                  "replay needs a snapshot: allocsim replay FILE.pickle --policy SPECS", out);
+}
 
-  if (!is_recording) return replay_log_command(file, policy_lists, device, csv, cuda_device, exports, report, out);
-  const TorchRecording recording = read_torch_recording(file, cuda_device);
-  const WhatIf what_if = replay_from_recording(recording, policies, device, exports, !report.empty());
+// --device and --capacity; none: what the recording (or the default) says.
+ReplayDevice replay_device(const ReplayOptions& options) {
+  if (!options.capacity && options.device_name.empty()) return {};
+  DeviceChoice choice;
+  choice.presets = options.device_name;
+  choice.capacities = options.capacity.value_or("");
+  const std::string source = options.device_name.empty() ? "--capacity"
+                             : options.capacity          ? "--device " + options.device_name + " with --capacity"
+                                                         : "--device " + options.device_name;
+  return ReplayDevice(chosen_device(choice), source);
+}
+
+void check_replay_paths(const ReplayOptions& options) {
+  OutputPaths paths;
+  paths.input("the snapshot", options.snapshot.file);
+  paths.output("--csv", options.csv);
+  paths.output("--memory-viz", options.exports.memory_viz);
+  paths.output("--chrome-trace", options.exports.chrome_trace);
+  paths.output("--report", options.report);
+  paths.check();
+}
+
+// What the recording is, on what device it was replayed, and whether `caching` replays it exact.
+void print_recording_header(std::ostream& out, const std::string& file, const TorchRecording& recording,
+                            const WhatIf& what_if) {
   out << "replay " << file << ": every policy from the allocator state the recording began in\n"
       << "  recording: device " << recording.device << (recording.format.empty() ? "" : ", written by ")
       << recording.format << ", " << recording.trace.events.size() << " events, "
@@ -277,9 +281,37 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
         << " blocks from before the recording fit two sizing rules; the first: " << what_if.ambiguous_sizes.front()
         << "\n";
   }
+}
+
+}  // namespace
+
+int replay_command(std::span<const std::string> args, std::ostream& out) {
+  ReplayOptions options;
+  if (!parse_replay_options(args, options, out)) return 0;
+  const std::string& file = options.snapshot.file;
+  const std::optional<int>& cuda_device = options.snapshot.cuda_device;
+  const bool is_recording = find_reader(file).holds == Holds::allocator_state;
+  std::vector<std::string>& policy_lists = options.policy_lists;
+  if (policy_lists.empty() && options.alloc_conf.empty()) {
+    policy_lists.push_back(is_recording ? "caching,expandable" : "rmm-pool,rmm-arena,rmm-binning,async");
+  }
+  append_alloc_conf(policy_lists, options.alloc_conf, out);
+  std::vector<RecordingPolicy> policies;  // each spec read once, here
+  for (PolicySpec& policy : parse_policy_lists(policy_lists)) policies.emplace_back(std::move(policy));
+  const ReplayDevice device = replay_device(options);
+  check_replay_paths(options);
+
+  if (!is_recording) {
+    return replay_log_command(file, policy_lists, device, options.csv, cuda_device, options.exports, options.report, out);
+  }
+  const TorchRecording recording = read_torch_recording(file, cuda_device);
+  const WhatIf what_if = replay_from_recording(recording, policies, device, options.exports, !options.report.empty());
+  print_recording_header(out, file, recording, what_if);
   print_table(out, what_if, file);
-  if (!csv.empty()) write_file_atomically(csv, [&](std::ostream& stream) { write_what_if_csv(stream, what_if, file); });
-  if (!report.empty()) write_replay_report(report, file, what_if.replayed);
+  if (!options.csv.empty()) {
+    write_file_atomically(options.csv, [&](std::ostream& stream) { write_what_if_csv(stream, what_if, file); });
+  }
+  if (!options.report.empty()) write_replay_report(options.report, file, what_if.replayed);
   return what_if.failed.empty() ? 0 : 1;
 }
 
