@@ -10,6 +10,7 @@
 #include <csignal>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -23,12 +24,14 @@
 #include "python/python_policy.hpp"
 #include "sim/error.hpp"
 #include "sim/interrupt.hpp"
+#include "sim/trace.hpp"
 #include "studies/advise.hpp"
 #include "studies/alloc_conf_choice.hpp"
 #include "studies/compare.hpp"
 #include "studies/maxbatch_study.hpp"
 #include "studies/parallel.hpp"
 #include "studies/sweep_run.hpp"
+#include "workloads/catalogue.hpp"
 
 namespace py = pybind11;
 
@@ -147,6 +150,15 @@ std::vector<PolicyMaker> given_policies(const std::map<std::string, py::object>&
   return makers;
 }
 
+// Traces from Python (allocsim.Trace), by the names the options give them, as workloads held in memory.
+using Traces = std::map<std::string, std::shared_ptr<Trace>>;
+
+std::vector<WorkloadSpec> given_workloads(const Traces& traces) {
+  std::vector<WorkloadSpec> workloads;
+  for (const auto& [name, trace] : traces) workloads.push_back(held_workload(name, trace));
+  return workloads;
+}
+
 // What a study returns to Python: the table's columns and rows, the lines it wrote
 // (--alloc-conf's warnings), and why it stopped early ("" when it did not).
 py::tuple answer(const StudyTable& table, const std::string& output, const std::string& stopped) {
@@ -184,7 +196,7 @@ void apply_with_policies(const OptionSetters& setters, const Keywords& keywords,
   given = given_policies(policies);
 }
 
-py::tuple sweep(const Keywords& keywords, const std::map<std::string, py::object>& policies) {
+py::tuple sweep(const Keywords& keywords, const std::map<std::string, py::object>& policies, const Traces& traces) {
   SweepStudy study;
   SweepOptions& s = study.grid;
   std::string alloc_conf;
@@ -196,6 +208,7 @@ py::tuple sweep(const Keywords& keywords, const std::map<std::string, py::object
   for (const ModelAxis& axis : model_axes()) setters.text(axis.name, s.model_axes[axis.name]);
   std::ostringstream output;
   apply_with_policies(setters, keywords, alloc_conf, s.policies, s.given_policies, policies, output);
+  s.given_workloads = given_workloads(traces);
   study.threads = thread_count(threads);
   study.stop = [] { return interrupt_signal() != 0; };
   auto [table, stopped] = run_caught([&]() -> std::pair<StudyTable, std::string> {
@@ -205,7 +218,10 @@ py::tuple sweep(const Keywords& keywords, const std::map<std::string, py::object
   return answer(table, output.str(), stopped);
 }
 
-py::tuple maxbatch(const Keywords& keywords, const std::map<std::string, py::object>& policies) {
+py::tuple maxbatch(const Keywords& keywords, const std::map<std::string, py::object>& policies, const Traces& traces) {
+  if (!traces.empty()) {
+    throw Error("workload " + traces.begin()->first + " is a trace: maxbatch changes a model's batch (or give maxbatch a step_fn)");
+  }
   MaxBatchOptions options;
   std::string alloc_conf;
   OptionSetters setters;
@@ -226,7 +242,7 @@ py::tuple maxbatch(const Keywords& keywords, const std::map<std::string, py::obj
   return answer(table, output.str(), stopped);
 }
 
-py::tuple advise(const Keywords& keywords, const std::map<std::string, py::object>& policies) {
+py::tuple advise(const Keywords& keywords, const std::map<std::string, py::object>& policies, const Traces& traces) {
   if (!policies.empty()) throw Error("--policy: advise changes a built-in policy's settings; a policy written in Python has none it knows");
   AdviseOptions options;
   OptionSetters setters;
@@ -234,13 +250,14 @@ py::tuple advise(const Keywords& keywords, const std::map<std::string, py::objec
   setters.text("alloc_conf", options.alloc_conf).texts("tenant", options.tenants).number("ranks", options.ranks);
   setters.number("threads", options.threads).device(options.device, true);
   setters.apply(keywords);
+  options.given_workloads = given_workloads(traces);
   std::ostringstream output;
   const AdviseStudy study = advise_study(options, output);
   auto [table, stopped] = run_caught([&]() -> std::pair<StudyTable, std::string> { return {advise_table(run_advise(study)), ""}; });
   return answer(table, output.str(), stopped);
 }
 
-py::tuple compare(const Keywords& keywords, const std::map<std::string, py::object>& policies) {
+py::tuple compare(const Keywords& keywords, const std::map<std::string, py::object>& policies, const Traces& traces) {
   CompareOptions options;
   std::string alloc_conf;
   OptionSetters setters;
@@ -248,6 +265,7 @@ py::tuple compare(const Keywords& keywords, const std::map<std::string, py::obje
   setters.text("alloc_conf", alloc_conf).device(options.device, true);
   std::ostringstream output;
   apply_with_policies(setters, keywords, alloc_conf, options.policies, options.given_policies, policies, output);
+  options.given_workloads = given_workloads(traces);
   const CompareStudy study = compare_study(options);
   auto [table, stopped] = run_caught([&]() -> std::pair<StudyTable, std::string> {
     return {compare_table(run_compare(study).runs), ""};
@@ -259,10 +277,11 @@ py::tuple compare(const Keywords& keywords, const std::map<std::string, py::obje
 
 void bind_studies(py::module_& module) {
   const auto policies = std::map<std::string, py::object>();
-  module.def("_sweep", &sweep, py::arg("options"), py::arg("policies") = policies);
-  module.def("_maxbatch", &maxbatch, py::arg("options"), py::arg("policies") = policies);
-  module.def("_advise", &advise, py::arg("options"), py::arg("policies") = policies);
-  module.def("_compare", &compare, py::arg("options"), py::arg("policies") = policies);
+  const auto traces = Traces();
+  module.def("_sweep", &sweep, py::arg("options"), py::arg("policies") = policies, py::arg("traces") = traces);
+  module.def("_maxbatch", &maxbatch, py::arg("options"), py::arg("policies") = policies, py::arg("traces") = traces);
+  module.def("_advise", &advise, py::arg("options"), py::arg("policies") = policies, py::arg("traces") = traces);
+  module.def("_compare", &compare, py::arg("options"), py::arg("policies") = policies, py::arg("traces") = traces);
 }
 
 }  // namespace allocsim::python

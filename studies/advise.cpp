@@ -1072,7 +1072,7 @@ void write_advise_csv(std::ostream& out, const AdviseResults& results) {
 AdviseStudy advise_study(const AdviseOptions& o, std::ostream& warnings) {
   if (o.workload.empty()) throw Error("advise needs --workload (see advise --help)");
   AdviseStudy study;
-  study.workload = parse_workload_spec(o.workload);
+  study.workload = parse_workload_spec(o.workload, o.given_workloads);
   if (o.framework == "tf") {
     study.framework = Framework::tf;
   } else if (o.framework == "torch") {

@@ -47,6 +47,7 @@ struct AdviseStudy {
 // The study as the user asks for it: the command line's options, the Python keywords.
 struct AdviseOptions {
   std::string workload;                // one spec, commas and all, or a trace
+  std::vector<WorkloadSpec> given_workloads;  // made in code (a Python trace): `workload` equal to one's text is it
   std::string framework;               // "tf", "torch" or "" (the workload's token)
   std::string policy;                  // one spec, or "" (the framework's default)
   std::string alloc_conf;              // PYTORCH_CUDA_ALLOC_CONF's text, instead of policy

@@ -39,7 +39,7 @@ Comparison compare_policies(const std::shared_ptr<const Trace>& trace, const Dev
 CompareStudy compare_study(const CompareOptions& options) {
   if (options.workload.empty()) throw Error("compare needs --workload SPEC (see --help)");
   CompareStudy study;
-  study.workload = parse_workload_spec(options.workload);
+  study.workload = parse_workload_spec(options.workload, options.given_workloads);
   if (options.policies.empty()) throw Error("compare needs --policy SPECS, e.g. --policy bfc,growth,caching");
   std::vector<std::string> policies;
   for (const std::string& list : options.policies) {

@@ -29,6 +29,7 @@ struct CompareOptions {
   std::vector<std::string> policies;  // lists, each split as a sweep splits its lists
   // Policies made in code (the Python package's): an item of `policies` equal to one's text is it.
   std::vector<PolicyMaker> given_policies;
+  std::vector<WorkloadSpec> given_workloads;  // made in code (a Python trace): `workload` equal to one's text is it
   DeviceChoice device;                // one device
   std::string on_oom = "stop";
   bool record = false;                // keep the observers a report needs

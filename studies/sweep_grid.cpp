@@ -187,8 +187,8 @@ void refuse_missing_file(const WorkloadSpec& spec) {
   if (file && !std::filesystem::is_regular_file(file->path)) throw Error("workload " + spec.text + ": no such file");
 }
 
-WorkloadSpec checked_workload(const std::string& text) {
-  WorkloadSpec spec = parse_workload_spec(text);
+WorkloadSpec checked_workload(const std::string& text, std::span<const WorkloadSpec> given) {
+  WorkloadSpec spec = parse_workload_spec(text, given);
   refuse_missing_file(spec);
   return spec;
 }
@@ -254,7 +254,7 @@ const std::vector<std::string>& sweep_columns() {
 std::vector<SweepPoint> expand_sweep(const SweepOptions& options) {
   // Each --workload is one spec, its commas its own: several workloads repeat the option.
   std::vector<WorkloadSpec> workloads;
-  for (const std::string& workload : options.workloads) workloads.push_back(checked_workload(workload));
+  for (const std::string& workload : options.workloads) workloads.push_back(checked_workload(workload, options.given_workloads));
   const std::vector<PolicyMaker> policies = policy_makers(options.policies, options.given_policies);
   if (workloads.empty()) throw Error("sweep needs --workload (repeat it for several workloads)");
   // --param KEY=LIST: each generator workload becomes one spec per combination of values.

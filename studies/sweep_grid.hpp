@@ -35,6 +35,9 @@ struct SweepOptions {
   // Policies made in code (the Python package's policies written in Python): an item of
   // `policies` equal to one's text is that policy (policy_makers).
   std::vector<PolicyMaker> given_policies;
+  // Workloads made in code (the Python package's traces): an item of `workloads` equal to
+  // one's text is it.
+  std::vector<WorkloadSpec> given_workloads;
   std::vector<std::string> tenants;    // --tenant WORKLOAD@POLICY: the same co-tenants at every point
   std::vector<std::string> params;     // --param KEY=LIST: a generator workload's option, swept
   DeviceChoice device;                 // presets and capacities are lists

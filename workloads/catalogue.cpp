@@ -242,6 +242,16 @@ WorkloadSpec parse_workload_spec(std::string_view text) {
   throw Error("unknown workload '" + spec.name + "'; valid workloads: " + valid + ", or a path to a .csv trace");
 }
 
+WorkloadSpec parse_workload_spec(std::string_view text, std::span<const WorkloadSpec> given) {
+  const auto found = std::find_if(given.begin(), given.end(), [&](const WorkloadSpec& spec) { return spec.text == text; });
+  return found != given.end() ? *found : parse_workload_spec(text);
+}
+
+WorkloadSpec held_workload(std::string name, std::shared_ptr<const Trace> trace) {
+  if (!trace) throw Error("workload " + name + ": no trace");
+  return {std::move(name), HeldTrace{std::move(trace)}};
+}
+
 WorkloadSpec model_workload(ModelSpec model) {
   std::string text = to_string(model);
   check_model_spec(model, text);
@@ -253,7 +263,7 @@ WorkloadSpec with_param(const WorkloadSpec& generator, const std::string& key, c
   const auto* choice = std::get_if<GeneratorChoice>(&generator.what);
   if (!choice) {
     throw Error(std::string(what) + ": workload " + generator.text + " is " +
-                (generator.model() ? "a model; its options are --batch, --precision, ..." : "a trace file; it has no parameters"));
+                (generator.model() ? "a model; its options are --batch, --precision, ..." : "a trace; it has no parameters"));
   }
   Spec spec = choice->spec;
   set_arg(spec, key, value);
@@ -263,6 +273,7 @@ WorkloadSpec with_param(const WorkloadSpec& generator, const std::string& key, c
 Trace load_workload(const WorkloadSpec& spec, const LoadOptions& options) {
   if (const FileChoice* file = spec.file()) return file->reader->load(file->path, options);
   refuse_cuda_device(options, spec.text);
+  if (const HeldTrace* held = spec.held()) return *held->trace;
   if (const ModelSpec* model = spec.model()) return lower_model(*model, options, spec.text);
   const auto& generator = std::get<GeneratorChoice>(spec.what);
   return generator.row->make(generator.params, spec.text);
@@ -313,7 +324,7 @@ std::shared_ptr<const EventSourceFactory> stream_workload(const WorkloadSpec& sp
     }
     return file->reader->stream(file->path);
   }
-  if (spec.model()) throw Error("workload '" + spec.text + "' cannot stream; what streams: " + streamable);
+  if (spec.model() || spec.held()) throw Error("workload '" + spec.text + "' cannot stream; what streams: " + streamable);
   const auto& generator = std::get<GeneratorChoice>(spec.what);
   if (!generator.row->stream) {
     throw Error("workload " + std::string(generator.row->name) + " cannot stream; what streams: " + streamable);

@@ -65,14 +65,21 @@ struct FileChoice {
   std::string path;
 };
 
+// A trace already in memory (the Python package's allocsim.Trace, a capture's): loading
+// gives a copy of it.
+struct HeldTrace {
+  std::shared_ptr<const Trace> trace;
+};
+
 // A workload spec as a command reads it, parsed once: the text as the user spelled it
 // (shown in outputs, the key of a trace loaded once) and what it names.
 struct WorkloadSpec {
   std::string text;
-  std::variant<ModelSpec, GeneratorChoice, FileChoice> what;
+  std::variant<ModelSpec, GeneratorChoice, FileChoice, HeldTrace> what;
 
   const ModelSpec* model() const { return std::get_if<ModelSpec>(&what); }
   const FileChoice* file() const { return std::get_if<FileChoice>(&what); }
+  const HeldTrace* held() const { return std::get_if<HeldTrace>(&what); }
 };
 
 // A model spec ("resnet50_b64"), a generator spec ("random:n=1000,seed=7") or a trace
@@ -80,6 +87,13 @@ struct WorkloadSpec {
 // generator's unknown parameter, an unknown name (listing the valid ones), a file no reader
 // knows. A file's own load says what is wrong inside it.
 WorkloadSpec parse_workload_spec(std::string_view text);
+
+// The workload of `given` (made in code: held traces) whose text is `text`, else
+// parse_workload_spec's.
+WorkloadSpec parse_workload_spec(std::string_view text, std::span<const WorkloadSpec> given);
+
+// A trace in memory as a workload named `name` (what outputs show).
+WorkloadSpec held_workload(std::string name, std::shared_ptr<const Trace> trace);
 
 // A model spec made or edited in code (a sweep's axes, advise's changes) as a workload:
 // its canonical spelling (to_string) and the spec itself, checked as a spelling is

@@ -6,8 +6,6 @@ The module builds the study's typed options from them (python/study_binding.cpp)
 the study; the DataFrame has the columns and cells of the CSV the command line writes.
 """
 import os
-import re
-import tempfile
 
 from . import _core
 from ._policy import is_python_policy, policy_name
@@ -79,24 +77,25 @@ def _python_policies(options):
     return dict(options, policy=names), policies
 
 
-def _traces_as_files(options, folder):
-    """`workload`'s allocsim.Trace values (a capture's, say) written as .atrace files in
-    `folder`, each replaced by its path: a study reads workloads as specs and files."""
+def _python_traces(options):
+    """`workload`'s allocsim.Trace values (a capture's, say) replaced by their names, and
+    those traces by name: the study reads each as the workload of that name, in memory."""
     from ._trace import Trace
     value = options.get("workload")
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     if not any(isinstance(item, Trace) for item in values):
-        return options
-    paths = []
-    for index, item in enumerate(values):
+        return options, {}
+    traces = {}
+    names = []
+    for item in values:
         if isinstance(item, Trace):
-            stem = re.sub(r"[^A-Za-z0-9_.-]", "_", item.name) or "trace"  # what the rows name it
-            path = os.path.join(folder, str(index), stem + ".atrace")
-            os.makedirs(os.path.dirname(path))
-            item.save(path)
-            item = path
-        paths.append(item)
-    return dict(options, workload=paths if isinstance(value, (list, tuple)) else paths[0])
+            name = item.name or "trace"
+            if traces.get(name, item) is not item:
+                raise ValueError(f"workload: two traces named {name}; give one another name")
+            traces[name] = item
+            item = name
+        names.append(item)
+    return dict(options, workload=names if isinstance(value, (list, tuple)) else names[0]), traces
 
 
 _TRUE = {"True", "true", "TRUE"}
@@ -134,12 +133,12 @@ def _frame(columns, rows):
 
 def _run_study(name, study, options):
     options, policies = _python_policies(options)
-    with tempfile.TemporaryDirectory(prefix="allocsim-") as folder:
-        keywords = _keywords(_traces_as_files(options, folder))
-        try:
-            columns, rows, out, stopped = study(keywords, policies)
-        except _core.Error as error:
-            raise ValueError(f"{name}: {error}") from None
+    options, traces = _python_traces(options)
+    keywords = _keywords(options)
+    try:
+        columns, rows, out, stopped = study(keywords, policies, {label: trace._trace for label, trace in traces.items()})
+    except _core.Error as error:
+        raise ValueError(f"{name}: {error}") from None
     frame = _frame(columns, rows)
     if stopped:
         raise Interrupted(f"{name}: {stopped}", frame)

@@ -446,4 +446,6 @@ def test_the_studies_take_a_captured_trace():
     assert list(rows["policy"]) == ["caching", "expandable"]
     single = allocsim.run(cap.trace, policy="caching", device="a100-40gb").to_dict()
     assert rows["peak_allocated_bytes"].iloc[0] == single["peak_allocated_bytes"]
-    assert len(allocsim.sweep(workload=[cap.trace], policy="caching,bfc", capacity="40GiB")) == 2
+    swept = allocsim.sweep(workload=[cap.trace], policy="caching,bfc", capacity="40GiB")
+    assert len(swept) == 2
+    assert set(swept["workload"]) == {cap.trace.name}  # held in memory under its name, no file written

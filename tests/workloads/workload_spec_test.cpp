@@ -1,7 +1,9 @@
 // A workload spec read once into what it names, and specs made in code (a sweep's axes and
 // --param, advise's changes) checked as a spelling is.
+#include <memory>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -47,6 +49,21 @@ TEST_CASE("workload spec: with_param sets a generator's parameter in place, chec
   CHECK_THROWS_WITH(with_param(random, "nosuch", "1", "--param nosuch"), Catch::Contains("nosuch"));
   CHECK_THROWS_WITH(with_param(parse_workload_spec("resnet50_b8"), "seed", "1", "--param seed"),
                     Catch::Contains("--param seed: workload resnet50_b8 is a model"));
+}
+
+TEST_CASE("workload spec: a trace held in memory is found by its name, loaded as a copy, and never streams",
+          "[workload_spec]") {
+  const auto trace = std::make_shared<Trace>(load_workload("random:n=50,seed=3"));
+  const std::vector<WorkloadSpec> given{held_workload("captured", trace)};
+  const WorkloadSpec found = parse_workload_spec("captured", given);
+  REQUIRE(found.held());
+  CHECK(found.text == "captured");
+  CHECK(load_workload(found).events.size() == trace->events.size());
+  CHECK_THROWS_WITH(stream_workload(found), Catch::Contains("cannot stream"));
+  CHECK_THROWS_WITH(with_param(found, "n", "5", "--param"), Catch::Contains("is a trace; it has no parameters"));
+  // Any other text is parsed as a spec, as without the given ones.
+  CHECK(parse_workload_spec("resnet50_b8", given).model() != nullptr);
+  CHECK_THROWS_AS(held_workload("empty", nullptr), Error);
 }
 
 }  // namespace
