@@ -132,7 +132,7 @@ void check_paths(const RunOptions& options, const std::vector<TenantChoice>& ten
 
 RunChoice run_choice(const RunOptions& options, const std::vector<TenantChoice>& tenants, OnOom on_oom, bool batch) {
   RunChoice choice;
-  for (const auto& [workload, policy, start] : tenants) choice.tenants.push_back(RunTenant{workload, nullptr, policy.maker(), start});
+  for (const auto& [workload, policy, start] : tenants) choice.tenants.push_back(RunTenant{workload, policy.maker(), start});
   choice.device = options.device;
   choice.on_oom = on_oom;
   choice.check = options.check;

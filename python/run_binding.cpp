@@ -64,7 +64,8 @@ std::shared_ptr<RunHandle> make_run(const std::vector<TenantArgument>& tenants, 
         throw Error("workload: " + std::string(error.what()));
       }
     } else {
-      chosen.trace = tenant.workload.cast<std::shared_ptr<Trace>>();
+      const auto trace = tenant.workload.cast<std::shared_ptr<Trace>>();
+      chosen.workload = held_workload(trace->info.name, trace);
     }
     if (py::isinstance<py::str>(tenant.policy)) {
       chosen.policy = policy_maker(tenant.policy.cast<std::string>());

@@ -59,7 +59,7 @@ CompareStudy compare_study(const CompareOptions& options) {
 }
 
 Comparison run_compare(const CompareStudy& study) {
-  const auto trace = std::make_shared<const Trace>(load_workload(study.workload, LoadOptions{std::nullopt, study.device.compute_capability}));
+  const auto trace = load_shared_workload(study.workload, LoadOptions{std::nullopt, study.device.compute_capability});
   return compare_policies(trace, study.device, study.policies, study.on_oom, study.record);
 }
 

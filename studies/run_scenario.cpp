@@ -14,7 +14,7 @@ namespace allocsim {
 std::string recorded_device(const RunChoice& choice, DeviceSpec& device,
                             std::map<std::string, std::shared_ptr<const Trace>>& traces) {
   if (!choice.recorded_card || !choice.device.presets.empty() || !choice.device.capacities.empty() ||
-      choice.tenants.size() != 1 || choice.tenants.front().trace) {
+      choice.tenants.size() != 1) {
     return {};
   }
   const WorkloadSpec& workload = choice.tenants.front().workload;
@@ -48,11 +48,11 @@ RunSetup run_scenario(const RunChoice& choice) {
   setup.device_note = recorded_device(choice, scenario.device, traces);
   std::map<std::string, std::shared_ptr<const BackgroundTrace>> loading;
   for (const RunTenant& tenant : choice.tenants) {
-    if (tenant.trace) {
-      scenario.tenants.push_back(TenantSpec{tenant.trace, tenant.policy, tenant.start});
+    const WorkloadSpec& workload = tenant.workload;
+    if (workload.held()) {  // as it is: no --batch, no stream, no copy
+      scenario.tenants.push_back(TenantSpec{load_shared_workload(workload), tenant.policy, tenant.start});
       continue;
     }
-    const WorkloadSpec& workload = tenant.workload;
     std::optional<ModelSpec> batched;  // the model workload at --batch
     if (choice.batch) {
       if (*choice.batch < 1 || !workload.model()) throw Error("--batch needs a batch of 1 or more and a model workload");

@@ -18,8 +18,7 @@
 namespace allocsim {
 
 struct RunTenant {
-  WorkloadSpec workload;               // what to load, unless `trace` is given
-  std::shared_ptr<const Trace> trace;  // a trace made in code (the Python package's), or null
+  WorkloadSpec workload;  // a spec, a file, or a trace held in memory (the Python package's)
   PolicyMaker policy;
   Nanos start = 0;
 };

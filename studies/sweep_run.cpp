@@ -29,7 +29,7 @@ std::shared_ptr<const Trace> TraceCache::get(const WorkloadSpec& spec, int compu
   std::call_once(entry->once, [&] {
     LoadOptions options;
     options.compute_capability = compute_capability;
-    entry->trace = std::make_shared<const Trace>(load_workload(spec, options));
+    entry->trace = load_shared_workload(spec, options);
   });
   return entry->trace;
 }

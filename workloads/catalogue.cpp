@@ -279,6 +279,14 @@ Trace load_workload(const WorkloadSpec& spec, const LoadOptions& options) {
   return generator.row->make(generator.params, spec.text);
 }
 
+std::shared_ptr<const Trace> load_shared_workload(const WorkloadSpec& spec, const LoadOptions& options) {
+  if (const HeldTrace* held = spec.held()) {
+    refuse_cuda_device(options, spec.text);
+    return held->trace;
+  }
+  return std::make_shared<const Trace>(load_workload(spec, options));
+}
+
 Trace load_workload(std::string_view spec_text, const LoadOptions& options) {
   return load_workload(parse_workload_spec(spec_text), options);
 }

@@ -109,6 +109,9 @@ WorkloadSpec with_param(const WorkloadSpec& generator, const std::string& key, c
 // Its trace. `options` go to a file's reader; a model or generator refuses a CUDA device.
 Trace load_workload(const WorkloadSpec& spec, const LoadOptions& options = {});
 
+// The same, shared: a held trace itself (no copy), any other a new load.
+std::shared_ptr<const Trace> load_shared_workload(const WorkloadSpec& spec, const LoadOptions& options = {});
+
 // The same for a spec's text: parse_workload_spec, then load.
 Trace load_workload(std::string_view spec, const LoadOptions& options = {});
 
