@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       continue;
     }
     allocsim::SimDevice idle{allocsim::DeviceSpec{}};
-    spec->build(idle);
+    spec->make(idle);
     // Read again from its Spec, as a study reads the specs it derives (advise): the same row.
     try {
       if (allocsim::policy_spec(spec->spec).row != spec->row) std::abort();
