@@ -53,21 +53,9 @@ TEST_CASE("a recording's layers: one name per block in trace info, run's breakdo
   CHECK_THAT(run.out, !Contains("thread48.o"));
 }
 
-// A fragmentation OOM with 30 MiB free on the device: the run could hold 40 + 30 = 70 MiB.
-constexpr const char* kOom = R"py(
-M = 1 << 20
-X = 0x7f0000000000
-trace = [e("segment_alloc", X, 40 * M), e("alloc", X, 40 * M), e("free_requested", X, 40 * M),
-         e("free_completed", X, 40 * M), e("alloc", X, 4 * M),
-         {"action": "oom", "size": 40 * M, "device_free": 30 * M, "stream": 0}]
-snapshot = {"segments": [seg(X, 40 * M, [b(4 * M, "active_allocated", address=X, requested_size=4 * M),
-                                         b(36 * M, "inactive", address=X + 4 * M)])],
-            "device_traces": [trace]}
-)py";
-
 TEST_CASE("replay takes --device: the preset's capacity and context, --capacity over it", "[cli][recordings]") {
   const test::TempDir dir;
-  const std::string path = test::write_snapshot(dir, "oom.pickle", kOom);
+  const std::string path = test::write_snapshot(dir, "oom.pickle", test::kFragmentationOom);
   // rtx-a6000: 47.54 GiB as PyTorch prints it, 48680 MiB; the 500 MiB context estimate.
   const test::Outcome a6000 = test::cli({"replay", path, "--policy", "caching", "--device", "rtx-a6000"});
   INFO(a6000.err);
@@ -101,7 +89,7 @@ TEST_CASE("replay takes --device: the preset's capacity and context, --capacity 
 
 TEST_CASE("run on a recording: the card it ran on where it says, else which device it used", "[cli][recordings]") {
   const test::TempDir dir;
-  const std::string oom = test::write_snapshot(dir, "oom.pickle", kOom);
+  const std::string oom = test::write_snapshot(dir, "oom.pickle", test::kFragmentationOom);
   const test::Outcome recorded = test::cli({"run", "--workload", oom, "--policy", "caching"});
   INFO(recorded.err);
   REQUIRE(recorded.status == 0);

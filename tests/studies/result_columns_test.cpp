@@ -58,24 +58,12 @@ std::vector<std::string> table_cells(const std::string& out, const std::string& 
   return {};
 }
 
-// 40 MiB allocated in its own segment and freed, 4 MiB splits it, 40 MiB more fails with
-// 30 MiB free: the recorded run reserved 40 MiB at the most, in 1 segment, with 1 OOM.
-// caching:max_split_size=20MiB takes a 20 MiB segment for the 4 MiB and reuses the 40 MiB
-// block whole: 60 MiB reserved in 2 segments, 44 MiB allocated, no OOM.
-constexpr const char* kSnapshot = R"(
-M = 1 << 20
-X = 0x7f0000000000
-trace = [e("segment_alloc", X, 40 * M), e("alloc", X, 40 * M), e("free_requested", X, 40 * M),
-         e("free_completed", X, 40 * M), e("alloc", X, 4 * M),
-         {"action": "oom", "size": 40 * M, "device_free": 30 * M, "stream": 0}]
-snapshot = {"segments": [seg(X, 40 * M, [b(4 * M, "active_allocated", address=X, requested_size=4 * M),
-                                         b(36 * M, "inactive", address=X + 4 * M)])],
-            "device_traces": [trace]}
-)";
-
+// Replaying test::kFragmentationOom, caching:max_split_size=20MiB takes a 20 MiB segment for
+// the 4 MiB and reuses the 40 MiB block whole: 60 MiB reserved in 2 segments, 44 MiB
+// allocated, no OOM.
 TEST_CASE("the what-if's fields: one name each in the CSV, the page's JSON and the terminal's table", "[columns][replay]") {
   const test::TempDir dir;
-  const std::string path = test::write_snapshot(dir, "oom.pickle", kSnapshot);
+  const std::string path = test::write_snapshot(dir, "oom.pickle", test::kFragmentationOom);
   const std::vector<std::string> policies{"caching", "caching:max_split_size=20MiB"};
   const WhatIf what_if = replay_from_recording(read_torch_recording(path), policies, {});
 

@@ -39,4 +39,18 @@ inline std::string write_snapshot(const TempDir& dir, const std::string& name, c
   return pickle;
 }
 
+// A fragmentation OOM: 40 MiB allocated in its own segment and freed, 4 MiB splits it, 40 MiB
+// more fails with 30 MiB free on the device. The recorded run reserved 40 MiB at the most, in
+// 1 segment, with 1 OOM, and could hold 40 + 30 = 70 MiB.
+inline constexpr const char* kFragmentationOom = R"py(
+M = 1 << 20
+X = 0x7f0000000000
+trace = [e("segment_alloc", X, 40 * M), e("alloc", X, 40 * M), e("free_requested", X, 40 * M),
+         e("free_completed", X, 40 * M), e("alloc", X, 4 * M),
+         {"action": "oom", "size": 40 * M, "device_free": 30 * M, "stream": 0}]
+snapshot = {"segments": [seg(X, 40 * M, [b(4 * M, "active_allocated", address=X, requested_size=4 * M),
+                                         b(36 * M, "inactive", address=X + 4 * M)])],
+            "device_traces": [trace]}
+)py";
+
 }  // namespace allocsim::test
