@@ -15,12 +15,8 @@
 namespace allocsim {
 namespace {
 
-// What a key of PyTorch's CUDA allocator config sets here.
-enum class Sets : std::uint8_t {
-  parameter,  // a parameter of `caching`, whose native spelling (or key) the key is
-  policy,     // the policy: expandable_segments:True is `expandable`, backend:cudaMallocAsync `torch-async`
-  nothing,    // nothing a single-threaded replay of device memory allocates
-};
+// What a key of PyTorch's CUDA allocator config sets here (AllocConfSetting::Kind).
+using Sets = AllocConfSetting::Kind;
 
 // The values PyTorch's config parser accepts for a key.
 enum class Takes : std::uint8_t {
@@ -156,21 +152,20 @@ AllocConfSetting read_alloc_conf_entry(const std::string& key, const std::string
     throw Error(std::string(origin).append(": '").append(key).append("' has no value; PyTorch takes key:value (").append(key).append(":...)"));
   }
   check_value(*row, value, origin);
-  using Kind = AllocConfSetting::Kind;
   switch (row->sets) {
     case Sets::parameter: {
       const ParamInfo& param = parameter_of(key);
-      return {Kind::parameter, std::string(param.key), value + std::string(param.native_unit), row->native_only};
+      return {Sets::parameter, std::string(param.key), value + std::string(param.native_unit), row->native_only};
     }
     case Sets::policy:
-      if (value == "True") return {Kind::policy, "expandable", "", row->native_only};
-      if (value == "cudaMallocAsync") return {Kind::policy, "torch-async", "", row->native_only};
-      if (value == "False") return {Kind::policy, "caching", "", row->native_only};
+      if (value == "True") return {Sets::policy, "expandable", "", row->native_only};
+      if (value == "cudaMallocAsync") return {Sets::policy, "torch-async", "", row->native_only};
+      if (value == "False") return {Sets::policy, "caching", "", row->native_only};
       break;  // backend:native: PyTorch's own allocator, as without it
     case Sets::nothing:
       break;
   }
-  return {Kind::nothing, "", "", row->native_only};
+  return {Sets::nothing, "", "", row->native_only};
 }
 
 AllocConfPolicy alloc_conf_policy(std::string_view conf) {
