@@ -14,6 +14,7 @@
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "sim/slot_numbers.hpp"
+#include "workloads/csv_plain_row.hpp"
 #include "workloads/id_renumbering.hpp"
 #include "workloads/mapped_file.hpp"
 #include "workloads/text_lines.hpp"
@@ -64,6 +65,23 @@ class Reader {
       seen_header_ = true;
     }
   }
+  // The line at `at` when it is a row of our writer's plain shape under our own header
+  // (csv_plain_row.hpp): where the next line starts. nullptr leaves it to line(), which
+  // reads it the same way and says what is wrong.
+  const char* plain_row(const char* at, const char* end) {
+    PlainRow row;
+    const char* const next = plain_ ? read_plain_row(at, end, row) : nullptr;
+    if (!next) return nullptr;
+    if (row.alloc) {
+      const std::optional<Tag> tag = tag_named(row.tag);
+      if (!tag) return nullptr;
+      open(row.time, row.id, *row.bytes, row.stream, *tag);
+    } else {
+      close(row.time, row.id, ids_.take(row.id), row.bytes);
+    }
+    return next;
+  }
+
   bool seen_header() const { return seen_header_; }
   Sink& sink() { return sink_; }
   const Sink& sink() const { return sink_; }
@@ -93,6 +111,7 @@ class Reader {
       }
     }
     field_count_ = fields.size();
+    plain_ = std::equal(fields.begin(), fields.end(), kColumnNames.begin(), kColumnNames.end());
     // One slot past the row's fields stays empty: a column the header lacks reads it.
     fields_.assign(field_count_ + 1, std::string_view{});
     for (int& position : position_) {
@@ -163,22 +182,41 @@ class Reader {
     if (id.empty()) throw Error("alloc without an id");
     const Bytes bytes = number(bytes_text, "bytes");
     const Stream stream = stream_number(stream_text);
-    const auto tag = tag_text.empty() ? std::optional<Tag>(Tag::other) : tag_from_name(tag_text);
+    const std::optional<Tag> tag = tag_named(tag_text);
     if (!tag) {
       throw Error("unknown tag '" + std::string(tag_text) + "' (" + tag_names() + ")");
     }
+    open(time, id, bytes, stream, *tag);
+  }
+
+  // An empty field is other. Rows mostly name the tag the row before them named: that one
+  // is compared first.
+  std::optional<Tag> tag_named(std::string_view text) {
+    if (text.empty()) return Tag::other;
+    if (text == last_tag_name_) return last_tag_;
+    const std::optional<Tag> tag = tag_from_name(text);
+    if (tag) {
+      last_tag_name_ = name_of(*tag);
+      last_tag_ = *tag;
+    }
+    return tag;
+  }
+
+  void open(Nanos time, std::string_view id, Bytes bytes, Stream stream, Tag tag) {
     const std::string_view kept(home_ + (id.data() - copy_), id.size());
-    ids_.open_as(id, kept, [&] { return sink_.alloc(time, bytes, stream, *tag); });
+    ids_.open_as(id, kept, [&] { return sink_.alloc(time, bytes, stream, tag); });
   }
 
   void free(Nanos time, std::string_view id, std::string_view bytes_text) {
-    const AllocId dense = ids_.take(id);
-    if (!bytes_text.empty()) {
-      const Bytes bytes = number(bytes_text, "bytes");
-      if (bytes != sink_.bytes_of(dense)) {
-        throw Error("free of id " + std::string(id) + " says " + std::to_string(bytes) + " bytes, its alloc said " +
-                    std::to_string(sink_.bytes_of(dense)));
-      }
+    const AllocId dense = ids_.take(id);  // an id not live is said before a bad size
+    close(time, id, dense, bytes_text.empty() ? std::nullopt : std::optional<Bytes>(number(bytes_text, "bytes")));
+  }
+
+  // The free of `id`, renumbered `dense`; `bytes`: what the row says it was, when it says.
+  void close(Nanos time, std::string_view id, AllocId dense, std::optional<Bytes> bytes) {
+    if (bytes && *bytes != sink_.bytes_of(dense)) {
+      throw Error("free of id " + std::string(id) + " says " + std::to_string(*bytes) + " bytes, its alloc said " +
+                  std::to_string(sink_.bytes_of(dense)));
     }
     sink_.free(time, dense);
   }
@@ -187,6 +225,9 @@ class Reader {
   const char* copy_ = nullptr;  // what lines are read from (read_copy)
   const char* home_ = nullptr;  // where copy_ is in the text
   bool seen_header_ = false;
+  bool plain_ = false;  // the header is ours, in our order: rows may take the plain path
+  std::string_view last_tag_name_;  // tag_named's last answer, spelled as name_of() spells it
+  Tag last_tag_ = Tag::other;
   std::array<int, kColumnCount> position_{-1, -1, -1, -1, -1, -1};
   std::size_t field_count_ = 0;
   std::vector<std::string_view> fields_;  // of the current row, and the empty one after them
@@ -281,7 +322,8 @@ Trace parse(std::string_view text, const std::string& name, const MappedFile* fi
   PagesBehind behind(file);
   while (windows.next()) {
     reader.read_copy(windows.copy(), windows.home());
-    windows.lines().read_while([] { return true; }, [&](std::string_view line, std::size_t) { reader.line(line); });
+    windows.lines().read_while([] { return true; }, [&](const char* at, const char* end) { return reader.plain_row(at, end); },
+                               [&](std::string_view line, std::size_t) { reader.line(line); });
     behind.read_to(windows.offset());
   }
   if (!reader.seen_header()) throw Error(name + ": empty trace: no header and no events");
@@ -381,6 +423,7 @@ class CsvStream final : public EventSource {
         reader_.read_copy(windows_.copy(), windows_.home());
       }
       windows_.lines().read_while([&] { return !window.full(); },
+                                  [&](const char* at, const char* end) { return reader_.plain_row(at, end); },
                                   [&](std::string_view line, std::size_t) { reader_.line(line); });
     }
     behind_.read_to(windows_.offset());

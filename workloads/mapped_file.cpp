@@ -21,6 +21,22 @@ std::size_t page_size() {
   return page;
 }
 
+// How often `byte` occurs in [at, at + size). Matches are summed in a byte, 255 bytes at a
+// time before it could wrap: a loop the compiler turns into wide compares and adds, where
+// std::count widens each match to a 64-bit count first.
+std::size_t count_byte(const char* at, std::size_t size, char byte) {
+  std::size_t count = 0;
+  while (size > 0) {
+    const std::size_t part = std::min<std::size_t>(size, 255);
+    unsigned char matches = 0;
+    for (std::size_t i = 0; i < part; ++i) matches = static_cast<unsigned char>(matches + (at[i] == byte));
+    count += matches;
+    at += part;
+    size -= part;
+  }
+  return count;
+}
+
 struct Descriptor {
   int fd;
   ~Descriptor() { ::close(fd); }
@@ -89,12 +105,12 @@ std::size_t MappedFile::copy(std::size_t offset, std::span<char> into) const {
 }
 
 std::size_t MappedFile::count(char byte) const {
-  if (mapping_ == nullptr) return static_cast<std::size_t>(std::count(data_, data_ + size_, byte));
+  if (mapping_ == nullptr) return count_byte(data_, size_, byte);
   std::vector<char> buffer(kCopyWindow);
   std::size_t count = 0;
   for (std::size_t at = 0; at < size_;) {
     const std::size_t got = copy(at, buffer);
-    count += static_cast<std::size_t>(std::count(buffer.data(), buffer.data() + got, byte));
+    count += count_byte(buffer.data(), got, byte);
     at += got;
   }
   return count;

@@ -38,13 +38,14 @@ inline std::string_view trim_line(std::string_view text) {
 // from on_line comes back as "name:LINE: message".
 class TextLines {
  public:
-  TextLines(std::string_view text, std::string name) : rest_(text), name_(std::move(name)) {
+  TextLines(std::string_view text, std::string name)
+      : rest_(text), name_(std::move(name)), newlines_end_(after_last_newline(text)) {
     if (rest_.starts_with(kUtf8Bom)) rest_.remove_prefix(kUtf8Bom.size());
   }
   // A later part of a text, from a line's start, after `lines_before` lines: its first line
   // is number lines_before + 1, and it has no byte order mark (only a text's start has one).
   TextLines(std::string_view part, std::string name, std::size_t lines_before)
-      : rest_(part), line_number_(lines_before), name_(std::move(name)) {}
+      : rest_(part), line_number_(lines_before), name_(std::move(name)), newlines_end_(after_last_newline(part)) {}
 
   bool done() const { return rest_.empty(); }
   const char* position() const { return rest_.data(); }  // where the next line starts
@@ -53,11 +54,26 @@ class TextLines {
   // Lines while more() says so and some are left.
   template <class More, class OnLine>
   void read_while(More more, OnLine on_line) {
+    read_while(more, [](const char*, const char*) -> const char* { return nullptr; }, on_line);
+  }
+
+  // The same, each line that ends with a newline first offered untrimmed to on_row(first
+  // byte, end), for a reader that reads a line of its usual shape in one pass: `end` is one
+  // past the text's last newline (so a loop over the line's bytes stops at its newline,
+  // never at `end`). on_row returns where the next line starts, or nullptr to have the line
+  // found, trimmed and handed to on_line.
+  template <class More, class OnRow, class OnLine>
+  void read_while(More more, OnRow on_row, OnLine on_line) {
     std::string_view text = rest_;  // a local, so that the loop keeps it in registers
     std::size_t line_number = line_number_;
     try {
       while (!text.empty() && more()) {
         ++line_number;
+        const char* const next = text.data() < newlines_end_ ? on_row(text.data(), newlines_end_) : nullptr;
+        if (next) {
+          text.remove_prefix(static_cast<std::size_t>(next - text.data()));
+          continue;
+        }
         const void* const newline = std::memchr(text.data(), '\n', text.size());
         const std::size_t length =
             newline ? static_cast<std::size_t>(static_cast<const char*>(newline) - text.data()) : text.size();
@@ -73,9 +89,15 @@ class TextLines {
   }
 
  private:
+  static const char* after_last_newline(std::string_view text) {
+    const std::size_t last = text.rfind('\n');
+    return text.data() + (last == std::string_view::npos ? 0 : last + 1);
+  }
+
   std::string_view rest_;
   std::size_t line_number_ = 0;
   std::string name_;
+  const char* newlines_end_;  // one past the text's last newline (its start without one)
 };
 
 // Every line of `text`, as TextLines hands them out.

@@ -108,6 +108,8 @@ TEST_CASE("a malformed CSV trace is one error naming file and line", "[csv]") {
   CHECK_THROWS_WITH(read(header + "0,alloc,a,5,0,weights\n"), Catch::StartsWith("t.csv:2: unknown tag 'weights'"));
   CHECK_THROWS_WITH(read(header + "0,alloc,a,5,70000,other\n"), "t.csv:2: stream 70000 is over 65535");
   CHECK_THROWS_WITH(read(header + "0,alloc,a,5,,\n1,free,77,,,\n"), "t.csv:3: free of id 77, which is not live");
+  // An id not live is said before a bad size on its row.
+  CHECK_THROWS_WITH(read(header + "0,alloc,a,5,,\n1,free,77,x,,\n"), "t.csv:3: free of id 77, which is not live");
   CHECK_THROWS_WITH(read(header + "0,alloc,a,5,,\n1,free,a,,,\n2,free,a,,,\n"),
                     "t.csv:4: free of id a, which is not live");
   CHECK_THROWS_WITH(read(header + "0,alloc,a,5,,\n1,alloc,a,5,,\n"), "t.csv:3: alloc of id a, which is already live");
