@@ -121,7 +121,9 @@ void write_grid(std::ostream& out, const std::vector<std::vector<std::string>>& 
 
 // A field of a line as the terminal shows it: its column's text (studies/advise.cpp), after
 // its label where a sentence names it.
-std::string cell(const AdviseRow& row, std::string_view name) { return column_text(find_column(advise_columns(), name), row); }
+std::string cell(const AdviseRow& row, std::string_view name) {
+  return column_text(find_column(advise_columns(), name), row);
+}
 
 std::string labelled(const AdviseRow& row, std::string_view name) {
   const Column<AdviseRow>& column = find_column(advise_columns(), name);

@@ -70,7 +70,9 @@ std::vector<std::string> spaced_cells(const std::string& line) {
   static const std::regex gap("  +");
   std::vector<std::string> cells;
   const std::string trimmed = line.substr(std::min(line.find_first_not_of(' '), line.size()));
-  for (std::sregex_token_iterator it(trimmed.begin(), trimmed.end(), gap, -1), end; it != end; ++it) cells.push_back(*it);
+  for (std::sregex_token_iterator it(trimmed.begin(), trimmed.end(), gap, -1), end; it != end; ++it) {
+    cells.push_back(*it);
+  }
   return cells;
 }
 
@@ -272,7 +274,8 @@ TEST_CASE("advise's fields: one name each in the CSV, Python's table and the ter
   // column's text; the change under it.
   const std::vector<Column<AdviseRow>> columns = advise_table_columns();
   const std::vector<std::string> out = test::lines(shown.out);
-  const auto header = std::find_if(out.begin(), out.end(), [](const std::string& line) { return line.rfind("rank  ", 0) == 0; });
+  const auto header =
+      std::find_if(out.begin(), out.end(), [](const std::string& line) { return line.rfind("rank  ", 0) == 0; });
   REQUIRE(header != out.end());
   CHECK(spaced_cells(*header) ==
         std::vector<std::string>{"rank", "peak allocated", "peak reserved", "headroom", "allocator time", "eff. batch",
