@@ -1,6 +1,8 @@
 // `allocsim advise`: what to change so that a workload fits, each answer a run.
 #include <algorithm>
 #include <optional>
+#include <span>
+#include <string_view>
 #include <thread>
 
 #include <boost/program_options.hpp>
@@ -11,6 +13,7 @@
 #include "app/parse_options.hpp"
 #include "policies/registry.hpp"
 #include "sim/atomic_file.hpp"
+#include "sim/csv_columns.hpp"
 #include "sim/error.hpp"
 #include "sim/metrics.hpp"
 #include "sim/output_paths.hpp"
@@ -116,11 +119,15 @@ void write_grid(std::ostream& out, const std::vector<std::vector<std::string>>& 
   }
 }
 
-std::vector<std::string> figures(const AdviseLine& line) {
-  const AdviseCandidate& c = line.candidate;
-  return {format_bytes(line.peak_allocated), format_bytes(line.peak_reserved), format_bytes(line.headroom),
-          format_human(std::uint64_t{line.allocator_time}, Unit::nanos),
-          c.effective_batch > 0 ? std::to_string(c.effective_batch) : "-"};
+// A field of a line as the terminal shows it: its column's text (studies/advise.cpp), after
+// its label where a sentence names it.
+std::string cell(const AdviseRow& row, std::string_view name) {
+  return column_text(find_column(advise_columns(), name), row);
+}
+
+std::string labelled(const AdviseRow& row, std::string_view name) {
+  const Column<AdviseRow>& column = find_column(advise_columns(), name);
+  return std::string(column_label(column)) + " " + column_text(column, row);
 }
 
 // A group's heading: what the changes under it do to the job.
@@ -155,53 +162,58 @@ po::options_description advise_options(AdviseCliOptions& c) {
 }
 
 void print_as_is(std::ostream& out, const AdviseResults& results, std::size_t tenants) {
-  const DeviceSpec& device = results.device;
-  out << "advise " << results.workload << " on " << device.name << " (" << format_bytes(device.capacity) << ", context "
-      << format_bytes(device.context_overhead) << "), "
+  const AdviseRow as_is{&results, &results.as_is, 0};
+  out << "advise " << results.workload << " on " << cell(as_is, "device") << " (" << cell(as_is, "capacity_bytes")
+      << ", context " << format_bytes(results.device.context_overhead) << "), "
       << (results.framework == Framework::tf ? "TensorFlow" : "PyTorch") << " settings";
   if (tenants > 0) out << ", tenants after it: " << tenants;
   out << '\n';
-  const AdviseLine& as_is = results.as_is;
-  out << "as it is (" << as_run(as_is.candidate) << "): ";
-  if (as_is.fits) {
-    out << "fits; peak allocated " << format_bytes(as_is.peak_allocated) << ", headroom " << format_bytes(as_is.headroom)
-        << '\n';
+  out << "as it is (" << as_run(as_is.line->candidate) << "): ";
+  if (as_is.line->fits) {
+    out << "fits; " << labelled(as_is, "peak_allocated_bytes") << ", " << labelled(as_is, "headroom_bytes") << '\n';
   } else {
-    out << "does not fit\n  " << as_is.verdict << '\n';
+    out << "does not fit\n  " << cell(as_is, "verdict") << '\n';
   }
 }
 
-// The lines that fit, ranked and grouped (a heading per group); the others apart.
+// The lines that fit, ranked and grouped (a heading per group), a column each of the
+// table's (advise_table_columns), the change and the run under `what`; the others apart.
 struct AdviseGrid {
-  std::vector<std::vector<std::string>> rows{
-      {"rank", "peak allocated", "peak reserved", "headroom", "allocator time", "eff. batch", "what changes"}};
-  std::vector<const AdviseLine*> misses;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<AdviseRow> misses;
   std::size_t pairs_missed = 0;  // pairs that do not fit are in the CSV, not in the terminal
   std::size_t fitting = 0;
 };
 
 AdviseGrid advise_grid(const AdviseResults& results) {
+  const std::vector<Column<AdviseRow>> columns = advise_table_columns();
   AdviseGrid grid;
+  grid.rows.push_back(column_labels<AdviseRow>(columns));
+  const auto under_last = [&](std::string text) {
+    std::vector<std::string> row(columns.size() - 1);
+    row.push_back(std::move(text));
+    grid.rows.push_back(std::move(row));
+  };
   std::optional<Group> group;  // of the fitting line before
-  for (const AdviseLine& line : results.lines) {
+  const std::vector<AdviseRow> rows = advise_rows(results);
+  for (const AdviseRow& row : std::span(rows).subspan(1)) {  // the ranked lines, after the program as it is
+    const AdviseLine& line = *row.line;
     if (!line.fits) {
       if (line.candidate.changes > 1) {
         ++grid.pairs_missed;
       } else {
-        grid.misses.push_back(&line);
+        grid.misses.push_back(row);
       }
       continue;
     }
+    ++grid.fitting;  // what fits ranks first: its rank counts the lines that fit
     if (group_of(line.candidate.impact) != group) {
       group = group_of(line.candidate.impact);
       grid.rows.push_back({heading(*group, results.training)});
     }
-    std::vector<std::string> row{std::to_string(++grid.fitting)};
-    for (std::string& cell : figures(line)) row.push_back(std::move(cell));
-    row.push_back(line.candidate.what);
-    grid.rows.push_back(std::move(row));
-    grid.rows.push_back({"", "", "", "", "", "", "  " + line.candidate.change});
-    grid.rows.push_back({"", "", "", "", "", "", "  as run: " + as_run(line.candidate)});
+    grid.rows.push_back(column_texts<AdviseRow>(columns, row));
+    under_last("  " + cell(row, "change"));
+    under_last("  as run: " + as_run(line.candidate));
   }
   return grid;
 }
@@ -223,8 +235,8 @@ void print_advice(std::ostream& out, const AdviseResults& results) {
   }
   if (!grid.misses.empty()) {
     out << "\nWhat does not fit:\n";
-    for (const AdviseLine* line : grid.misses) {
-      out << "  " << line->candidate.what << " (" << as_run(line->candidate) << "): " << line->verdict << '\n';
+    for (const AdviseRow& row : grid.misses) {
+      out << "  " << cell(row, "what") << " (" << as_run(row.line->candidate) << "): " << cell(row, "verdict") << '\n';
     }
   }
   if (grid.pairs_missed > 0) out << "  and " << grid.pairs_missed << " pairs of changes (in --csv, each with its verdict)\n";

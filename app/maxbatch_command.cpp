@@ -1,9 +1,9 @@
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include <boost/program_options.hpp>
@@ -14,6 +14,7 @@
 #include "app/parse_options.hpp"
 #include "policies/registry.hpp"
 #include "sim/atomic_file.hpp"
+#include "sim/csv_columns.hpp"
 #include "sim/error.hpp"
 #include "sim/interrupt.hpp"
 #include "sim/metrics.hpp"
@@ -64,22 +65,26 @@ struct MaxBatchCliOptions {
   bool resume = false;
 };
 
-std::string mib(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024.0));
-  return text;
+// A field of a search as the terminal shows it: its column's text (studies/maxbatch_study.cpp),
+// and its label where the sentence names it.
+std::string cell(const MaxBatchRow& row, std::string_view name) {
+  return column_text(find_column(maxbatch_columns(), name), row);
 }
 
-void describe(std::ostream& out, const std::string& policy, const MaxBatch& found, const DeviceSpec& device,
-              std::int64_t limit) {
-  out << "policy " << policy << ": ";
+std::string label(std::string_view name) { return std::string(column_label(find_column(maxbatch_columns(), name))); }
+
+std::string labelled(const MaxBatchRow& row, std::string_view name) { return label(name) + " " + cell(row, name); }
+
+void describe(std::ostream& out, const MaxBatchRow& row, std::int64_t limit) {
+  const MaxBatch& found = row.found;
+  out << "policy " << cell(row, "policy") << ": ";
   if (!found.largest) {
     out << "not even batch 1 fits";
     if (!found.probes.empty()) out << " (" << found.probes.front().failure << ")";
     out << '\n';
     return;
   }
-  out << "largest batch " << *found.largest;
+  out << labelled(row, "largest_batch");
   if (found.capped) {
     out << " (the search limit; raise --limit)";
   } else {
@@ -88,12 +93,13 @@ void describe(std::ostream& out, const std::string& policy, const MaxBatch& foun
     }
   }
   out << '\n';
-  const BatchProbe& at = *found.at_largest();
-  out << "  at batch " << at.batch << ": peak reserved " << format_bytes(at.peak_reserved) << ", peak allocated "
-      << format_bytes(at.peak_allocated) << ", fragmentation at peak " << format_human(at.fragmentation, Unit::ratio) << '\n';
+  out << "  at batch " << cell(row, "largest_batch") << ": " << labelled(row, "peak_reserved_bytes") << ", "
+      << labelled(row, "peak_allocated_bytes") << ", " << labelled(row, "fragmentation_at_peak") << '\n';
   if (const auto fit = fit_peak(found.probes, &BatchProbe::peak_allocated)) {
-    out << "  fit over " << fit->points << " batches that ran: peak allocated = " << mib(fit->intercept) << " + "
-        << mib(fit->slope) << " x batch, rms residual " << mib(fit->rms_residual);
+    out << "  fit over " << fit->points << " batches that ran: " << label("peak_allocated_bytes") << " = "
+        << cell(row, "fit_intercept_bytes") << " + " << cell(row, "fit_slope_bytes") << " x batch, "
+        << labelled(row, "fit_rms_residual_bytes");
+    const DeviceSpec& device = row.device;
     const double usable = static_cast<double>(device.capacity - std::min(device.capacity, device.context_overhead));
     if (fit->slope > 0) {
       out << "; the line reaches " << format_bytes(static_cast<Bytes>(usable)) << " at batch "
@@ -101,8 +107,8 @@ void describe(std::ostream& out, const std::string& policy, const MaxBatch& foun
     }
     out << '\n';
   }
-  out << "  " << (found.monotone ? "monotone around the answer" : "NOT monotone: " + found.evidence) << " ("
-      << found.probes.size() << " batches tried, up to " << limit << ")\n";
+  out << "  " << (found.monotone ? "monotone around the answer" : "NOT monotone: " + cell(row, "not_monotone_because"))
+      << " (" << cell(row, "batches_tried") << " " << label("batches_tried") << ", up to " << limit << ")\n";
 }
 
 // A search kept by --resume: its answer as the CSV gives it (the probes are not there).
@@ -168,7 +174,7 @@ void describe_variants(std::ostream& out, const MaxBatchResults& results, std::s
   for (std::size_t v = 1; v < results.variants.size(); ++v) {
     const MaxBatchRow& row = results.rows[first + v];
     const MaxBatch& result = row.found;
-    out << "  " << row.variant.label << ": ";
+    out << "  with " << cell(row, "variant") << ": ";
     if (!row.kept.empty()) {
       out << kept_from(row, csv) << '\n';
       continue;
@@ -177,11 +183,9 @@ void describe_variants(std::ostream& out, const MaxBatchResults& results, std::s
       out << "not even batch 1 fits\n";
       continue;
     }
-    out << "largest batch " << *result.largest << (result.capped ? "+" : "");
-    if (row.variant.per_step > 1) {
-      out << " per micro-batch, " << *result.largest * row.variant.per_step << " per optimizer step";
-    }
-    if (!result.monotone) out << " (not monotone: " << result.evidence << ")";
+    out << labelled(row, "largest_batch") << (result.capped ? "+" : "");
+    if (row.variant.per_step > 1) out << " per micro-batch, " << cell(row, "batch_per_step") << " per optimizer step";
+    if (!result.monotone) out << " (not monotone: " << cell(row, "not_monotone_because") << ")";
     out << '\n';
   }
 }
@@ -191,14 +195,13 @@ void print_results(std::ostream& out, const MaxBatchResults& results, std::size_
   for (std::size_t first = 0; first < results.rows.size(); first += variants) {
     const MaxBatchRow& as_given = results.rows[first];
     if (first % (variants * policies) == 0) {
-      const DeviceSpec& device = as_given.device;
-      out << (first > 0 ? "\n" : "") << "workload " << o.study.workload << " on " << device.name << " ("
-          << format_bytes(device.capacity) << ", context " << format_bytes(device.context_overhead) << ")\n";
+      out << (first > 0 ? "\n" : "") << "workload " << cell(as_given, "workload") << " on " << cell(as_given, "device")
+          << " (" << cell(as_given, "capacity_bytes") << ", " << labelled(as_given, "context_bytes") << ")\n";
     }
     if (as_given.kept.empty()) {
-      describe(out, as_given.policy.text, as_given.found, as_given.device, o.study.limit);
+      describe(out, as_given, o.study.limit);
     } else {
-      out << "policy " << as_given.policy.text << ": " << kept_from(as_given, o.csv) << '\n';
+      out << "policy " << cell(as_given, "policy") << ": " << kept_from(as_given, o.csv) << '\n';
     }
     describe_variants(out, results, first, o.csv);
   }

@@ -16,7 +16,6 @@
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "sim/report.hpp"
-#include "sim/verdict.hpp"
 #include "sim/output_paths.hpp"
 #include "sim/version.hpp"
 #include "studies/report_page.hpp"
@@ -99,45 +98,9 @@ void print_rows(std::ostream& out, const std::vector<std::vector<std::string>>& 
   }
 }
 
-std::string percent(double ratio) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(2) << ratio * 100 << " %";
-  return text.str();
-}
-
-// The two names of an OOM (sim/oom.hpp), a row each: the run verdict ("fits" without an
-// OOM) and the OOMs by their kind at the request.
-std::string run_verdict(const RunResult& run) {
-  if (run.tenants.empty()) return "-";
-  return std::string(verdict_word(verdict_of(run, run.tenants.front())));
-}
-
-std::string at_the_request(const RunResult& run) {
-  return run.tenants.empty() ? std::string("-") : describe_request_kinds(run.tenants.front());
-}
-
+// A row per field of the log's column table (studies/replay_log.hpp), a column per policy.
 void print_log_table(std::ostream& out, const LogReplay& replay) {
-  std::vector<std::vector<std::string>> rows;
-  const auto row = [&](std::string label, auto cell) {
-    std::vector<std::string> cells{std::move(label)};
-    for (const LogReplayOutcome& outcome : replay.outcomes) cells.push_back(cell(outcome, outcome.run.tenants.front()));
-    rows.push_back(std::move(cells));
-  };
-  row("policy", [](const LogReplayOutcome& o, const TenantResult&) { return o.policy; });
-  row("peak reserved", [](const LogReplayOutcome&, const TenantResult& t) { return format_bytes_exact(t.peak_reserved); });
-  row("peak allocated", [](const LogReplayOutcome&, const TenantResult& t) { return format_bytes_exact(t.peak_allocated); });
-  row("fragmentation at peak", [](const LogReplayOutcome&, const TenantResult& t) { return percent(t.fragmentation_at_peak()); });
-  row("OOMs", [](const LogReplayOutcome&, const TenantResult& t) { return std::to_string(t.oom_count); });
-  row(std::string(kRunVerdict), [](const LogReplayOutcome& o, const TenantResult&) { return run_verdict(o.run); });
-  row("OOMs " + std::string(kAtRequest), [](const LogReplayOutcome& o, const TenantResult&) { return at_the_request(o.run); });
-  row("log's failures failed too", [&](const LogReplayOutcome& o, const TenantResult&) {
-    return replay.failures == 0 ? std::string("no failure logged")
-                                : std::to_string(o.failures_reproduced) + " of " + std::to_string(replay.failures);
-  });
-  row("OOMs where the log succeeded", [](const LogReplayOutcome& o, const TenantResult&) { return std::to_string(o.ooms_elsewhere); });
-  row("allocator time", [](const LogReplayOutcome&, const TenantResult& t) { return format_nanos(t.allocator_time); });
-  row("device mallocs", [](const LogReplayOutcome&, const TenantResult& t) { return std::to_string(t.device_mallocs); });
-  print_rows(out, rows);
+  print_rows(out, log_replay_table(replay));
   for (const LogReplayOutcome& outcome : replay.outcomes) {
     const TenantResult& tenant = outcome.run.tenants.front();
     if (!tenant.ooms.empty()) out << "  first OOM, " << outcome.policy << ": " << describe_oom(tenant.ooms.front()) << '\n';

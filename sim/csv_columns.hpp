@@ -7,8 +7,10 @@
 // declares its table the same way.
 #pragma once
 
+#include <algorithm>
 #include <ostream>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,6 +124,45 @@ std::vector<std::vector<std::string>> column_table(std::span<const Column<Row>> 
     table.push_back(std::move(cells));
   }
   return table;
+}
+
+// The column named `name`: a caller's own table, so none is a mistake in the code (logic_error).
+template <typename Row>
+const Column<Row>& find_column(std::span<const Column<Row>> columns, std::string_view name) {
+  const auto found = std::find_if(columns.begin(), columns.end(), [&](const Column<Row>& c) { return c.name == name; });
+  if (found == columns.end()) throw std::logic_error("no column " + std::string(name));
+  return *found;
+}
+
+// The columns of a terminal table with a row per result, in the order `names` gives them
+// (a table that reads in another order than the CSV). They are the columns in the table
+// (in_table), each named once: logic_error otherwise, so the table and the flags agree.
+template <typename Row>
+std::vector<Column<Row>> table_columns(std::span<const Column<Row>> columns, std::span<const std::string_view> names) {
+  std::vector<Column<Row>> picked;
+  for (const std::string_view name : names) {
+    const Column<Row>& column = find_column(columns, name);
+    if (!column.in_table) throw std::logic_error("column " + std::string(name) + " is not in the table");
+    picked.push_back(column);
+  }
+  const auto in_table = std::count_if(columns.begin(), columns.end(), [](const Column<Row>& c) { return c.in_table; });
+  if (static_cast<std::size_t>(in_table) != picked.size()) throw std::logic_error("a column in the table is not named");
+  return picked;
+}
+
+// Such a table's header (each column's label) and a row's cells (each column's text).
+template <typename Row>
+std::vector<std::string> column_labels(std::span<const Column<Row>> columns) {
+  std::vector<std::string> labels;
+  for (const Column<Row>& column : columns) labels.emplace_back(column_label(column));
+  return labels;
+}
+
+template <typename Row>
+std::vector<std::string> column_texts(std::span<const Column<Row>> columns, const Row& row) {
+  std::vector<std::string> texts;
+  for (const Column<Row>& column : columns) texts.push_back(column_text(column, row));
+  return texts;
 }
 
 }  // namespace allocsim

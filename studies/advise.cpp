@@ -861,59 +861,72 @@ std::string tenants_text(const std::vector<TenantChoice>& tenants) {
   return text;
 }
 
-struct CsvRow {
-  const AdviseResults* results;
-  const AdviseLine* line;
-  std::size_t rank;  // 0 for the program as it is
-};
-
+using Row = AdviseRow;
 MetricValue text(std::string value) { return value; }
 
-const std::array<Column<CsvRow>, 20> kColumns{{
-    {"rank", Unit::count, "1 for the best line; empty for the program as it is",
-     [](const CsvRow& r) -> MetricValue {
+// In the CSV's order; the terminal's table shows those in_table, in kTableOrder's order
+// (where it puts `what` last, with the change and the run under it).
+const std::array<Column<Row>, 20> kColumns{{
+    {.name = "rank", .unit = Unit::count, .help = "1 for the best line; empty for the program as it is",
+     .get = [](const Row& r) -> MetricValue {
        if (r.rank == 0) return {};
        return std::uint64_t{r.rank};
      }},
-    {"fits", Unit::text, "yes: every tenant ran its whole trace",
-     [](const CsvRow& r) { return text(r.line->fits ? "yes" : "no"); }},
-    {"group", Unit::text, "keeps_training (the same model, numerics and global batch) or changes_training",
-     [](const CsvRow& r) { return text(std::string(name_of(group_of(r.line->candidate.impact)))); }},
-    {"impact", Unit::text,
-     "what the change asks: none, setting, implementation, loop, sharding, offload, precision, optimizer, adapters, "
-     "quantized, batch, inference",
-     [](const CsvRow& r) { return text(std::string(name_of(r.line->candidate.impact))); }},
-    {"changes", Unit::count, "how many changes the line makes: 0 (as it is), 1, or 2 when no single one fits",
-     [](const CsvRow& r) -> MetricValue { return static_cast<std::uint64_t>(r.line->candidate.changes); }},
-    {"what", Unit::text, "the change in a few words", [](const CsvRow& r) { return text(r.line->candidate.what); }},
-    {"change", Unit::text, "exactly what the user changes", [](const CsvRow& r) { return text(r.line->candidate.change); }},
-    {"workload", Unit::text, "the advised tenant's workload spec, as run",
-     [](const CsvRow& r) { return text(r.line->candidate.workload.text); }},
-    {"policy", Unit::text, "its policy spec, as run", [](const CsvRow& r) { return text(r.line->candidate.policy.text); }},
-    {"tenants", Unit::text, "the other tenants as run, WORKLOAD@POLICY[@start=TIME] separated by spaces",
-     [](const CsvRow& r) { return text(tenants_text(r.line->candidate.tenants)); }},
-    {"device", Unit::text, "the device preset or 'sim'", [](const CsvRow& r) { return text(r.results->device.name); }},
-    {"capacity_bytes", Unit::bytes, "device memory in total",
-     [](const CsvRow& r) -> MetricValue { return r.results->device.capacity; }},
-    {"effective_batch", Unit::count, "batch x accumulation steps; empty for a trace",
-     [](const CsvRow& r) -> MetricValue {
+    {.name = "fits", .unit = Unit::text, .help = "yes: every tenant ran its whole trace",
+     .get = [](const Row& r) { return text(r.line->fits ? "yes" : "no"); }, .in_table = false},
+    {.name = "group", .unit = Unit::text,
+     .help = "keeps_training (the same model, numerics and global batch) or changes_training",
+     .get = [](const Row& r) { return text(std::string(name_of(group_of(r.line->candidate.impact)))); },
+     .in_table = false},
+    {.name = "impact", .unit = Unit::text,
+     .help = "what the change asks: none, setting, implementation, loop, sharding, offload, precision, optimizer, "
+             "adapters, quantized, batch, inference",
+     .get = [](const Row& r) { return text(std::string(name_of(r.line->candidate.impact))); }, .in_table = false},
+    {.name = "changes", .unit = Unit::count,
+     .help = "how many changes the line makes: 0 (as it is), 1, or 2 when no single one fits",
+     .get = [](const Row& r) -> MetricValue { return static_cast<std::uint64_t>(r.line->candidate.changes); },
+     .in_table = false},
+    {.name = "what", .unit = Unit::text, .help = "the change in a few words",
+     .get = [](const Row& r) { return text(r.line->candidate.what); }, .label = "what changes"},
+    {.name = "change", .unit = Unit::text, .help = "exactly what the user changes (the terminal: under `what`)",
+     .get = [](const Row& r) { return text(r.line->candidate.change); }, .in_table = false},
+    {.name = "workload", .unit = Unit::text, .help = "the advised tenant's workload spec, as run",
+     .get = [](const Row& r) { return text(r.line->candidate.workload.text); }, .in_table = false},
+    {.name = "policy", .unit = Unit::text, .help = "its policy spec, as run",
+     .get = [](const Row& r) { return text(r.line->candidate.policy.text); }, .in_table = false},
+    {.name = "tenants", .unit = Unit::text,
+     .help = "the other tenants as run, WORKLOAD@POLICY[@start=TIME] separated by spaces",
+     .get = [](const Row& r) { return text(tenants_text(r.line->candidate.tenants)); }, .in_table = false},
+    {.name = "device", .unit = Unit::text, .help = "the device preset or 'sim'",
+     .get = [](const Row& r) { return text(r.results->device.name); }, .in_table = false},
+    {.name = "capacity_bytes", .unit = Unit::bytes, .help = "device memory in total",
+     .get = [](const Row& r) -> MetricValue { return r.results->device.capacity; }, .in_table = false},
+    {.name = "effective_batch", .unit = Unit::count, .help = "batch x accumulation steps; empty for a trace",
+     .get = [](const Row& r) -> MetricValue {
        if (r.line->candidate.effective_batch == 0) return {};
        return static_cast<std::uint64_t>(r.line->candidate.effective_batch);
-     }},
-    {"peak_allocated_bytes", Unit::bytes, "the advised tenant's",
-     [](const CsvRow& r) -> MetricValue { return r.line->peak_allocated; }},
-    {"peak_reserved_bytes", Unit::bytes, "the advised tenant's",
-     [](const CsvRow& r) -> MetricValue { return r.line->peak_reserved; }},
-    {"peak_device_bytes", Unit::bytes, "the device at its fullest, every tenant and context",
-     [](const CsvRow& r) -> MetricValue { return r.line->peak_device; }},
-    {"headroom_bytes", Unit::bytes, "capacity - peak_device_bytes",
-     [](const CsvRow& r) -> MetricValue { return r.line->headroom; }},
-    {"allocator_time_ns", Unit::nanos, "the advised tenant's simulated allocator time",
-     [](const CsvRow& r) -> MetricValue { return std::uint64_t{r.line->allocator_time}; }},
-    {"framework", Unit::text, "whose settings the changes spell: tf or torch",
-     [](const CsvRow& r) { return text(std::string(framework_word(r.results->framework))); }},
-    {"verdict", Unit::text, "why it does not fit; empty when it fits", [](const CsvRow& r) { return text(r.line->verdict); }},
+     },
+     .label = "eff. batch"},
+    {.name = "peak_allocated_bytes", .unit = Unit::bytes, .help = "the advised tenant's",
+     .get = [](const Row& r) -> MetricValue { return r.line->peak_allocated; }, .label = "peak allocated"},
+    {.name = "peak_reserved_bytes", .unit = Unit::bytes, .help = "the advised tenant's",
+     .get = [](const Row& r) -> MetricValue { return r.line->peak_reserved; }, .label = "peak reserved"},
+    {.name = "peak_device_bytes", .unit = Unit::bytes, .help = "the device at its fullest, every tenant and context",
+     .get = [](const Row& r) -> MetricValue { return r.line->peak_device; }, .in_table = false},
+    {.name = "headroom_bytes", .unit = Unit::bytes, .help = "capacity - peak_device_bytes",
+     .get = [](const Row& r) -> MetricValue { return r.line->headroom; }, .label = "headroom"},
+    {.name = "allocator_time_ns", .unit = Unit::nanos, .help = "the advised tenant's simulated allocator time",
+     .get = [](const Row& r) -> MetricValue { return std::uint64_t{r.line->allocator_time}; },
+     .label = "allocator time"},
+    {.name = "framework", .unit = Unit::text, .help = "whose settings the changes spell: tf or torch",
+     .get = [](const Row& r) { return text(std::string(framework_word(r.results->framework))); }, .in_table = false},
+    {.name = "verdict", .unit = Unit::text, .help = "why it does not fit; empty when it fits",
+     .get = [](const Row& r) { return text(r.line->verdict); }, .in_table = false},
 }};
+
+constexpr std::array<std::string_view, 7> kTableOrder{"rank",           "peak_allocated_bytes", "peak_reserved_bytes",
+                                                      "headroom_bytes", "allocator_time_ns",    "effective_batch",
+                                                      "what"};
 
 }  // namespace
 
@@ -1047,26 +1060,31 @@ AdviseResults run_advise(const AdviseStudy& study) {
   return results;
 }
 
+std::span<const Column<AdviseRow>> advise_columns() { return kColumns; }
+
+std::vector<Column<AdviseRow>> advise_table_columns() { return table_columns<AdviseRow>(kColumns, kTableOrder); }
+
+std::vector<AdviseRow> advise_rows(const AdviseResults& results) {
+  std::vector<AdviseRow> rows{{&results, &results.as_is, 0}};
+  for (std::size_t i = 0; i < results.lines.size(); ++i) rows.push_back({&results, &results.lines[i], i + 1});
+  return rows;
+}
+
 std::vector<std::string_view> advise_column_names() {
   std::vector<std::string_view> names;
-  for (const Column<CsvRow>& column : kColumns) names.push_back(column.name);
+  for (const Column<Row>& column : kColumns) names.push_back(column.name);
   return names;
 }
 
 StudyTable advise_table(const AdviseResults& results) {
   StudyTable table;
-  for (const Column<CsvRow>& column : kColumns) table.columns.emplace_back(column.name);
-  table.rows.push_back(table_cells<CsvRow>(kColumns, CsvRow{&results, &results.as_is, 0}));
-  for (std::size_t i = 0; i < results.lines.size(); ++i) {
-    table.rows.push_back(table_cells<CsvRow>(kColumns, CsvRow{&results, &results.lines[i], i + 1}));
-  }
+  for (const Column<Row>& column : kColumns) table.columns.emplace_back(column.name);
+  for (const AdviseRow& row : advise_rows(results)) table.rows.push_back(table_cells<Row>(kColumns, row));
   return table;
 }
 
 void write_advise_csv(std::ostream& out, const AdviseResults& results) {
-  std::vector<CsvRow> rows{{&results, &results.as_is, 0}};
-  for (std::size_t i = 0; i < results.lines.size(); ++i) rows.push_back({&results, &results.lines[i], i + 1});
-  write_csv_columns<CsvRow>(out, kColumns, rows);
+  write_csv_columns<Row>(out, kColumns, advise_rows(results));
 }
 
 AdviseStudy advise_study(const AdviseOptions& o, std::ostream& warnings) {

@@ -20,10 +20,12 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/csv_columns.hpp"
 #include "sim/device.hpp"
 #include "studies/scenario_choice.hpp"
 #include "studies/study_table.hpp"
@@ -132,6 +134,20 @@ void rank_lines(std::vector<AdviseLine>& lines);
 // given, --framework contradicts the workload's own token, the policy is not one of the
 // framework's allocators, or ranks is below 1.
 AdviseResults run_advise(const AdviseStudy& study);
+
+// A line of the results with its rank (0 for the program as it is): a row of the column table.
+struct AdviseRow {
+  const AdviseResults* results;
+  const AdviseLine* line;
+  std::size_t rank;
+};
+
+// Every field of a line, declared once: the CSV, the Python DataFrame and the terminal's table.
+std::span<const Column<AdviseRow>> advise_columns();
+// The terminal's table: the columns in_table, in the order it shows them.
+std::vector<Column<AdviseRow>> advise_table_columns();
+// as_is (rank 0), then the ranked lines.
+std::vector<AdviseRow> advise_rows(const AdviseResults& results);
 
 // One row per line, as_is first, then the ranked lines (columns: advise_column_names()).
 StudyTable advise_table(const AdviseResults& results);

@@ -1,6 +1,7 @@
 #include "studies/maxbatch_study.hpp"
 
 #include <array>
+#include <cstdio>
 #include <map>
 #include <span>
 
@@ -45,45 +46,72 @@ MetricValue fit(const Row& row, double LinearFit::*field) {
   return (*line).*field;
 }
 
+// For people, a line's bytes in MiB to a tenth (an intercept may be negative).
+std::string mib(const MetricValue& value) {
+  const double* bytes = std::get_if<double>(&value);
+  if (!bytes) return format_human(value, Unit::bytes);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", *bytes / (1024.0 * 1024.0));
+  return text;
+}
+
+// In the CSV's order. The terminal writes sentences, each figure its column's text and, where
+// the sentence names it, its label; in_table false: the terminal says it in other words.
 const std::array<Column<Row>, 18> kColumns{{
-    {"workload", Unit::text, "the model workload as given", [](const Row& r) -> MetricValue { return r.workload; }},
-    {"device", Unit::text, "the device preset or 'sim'", [](const Row& r) -> MetricValue { return r.device.name; }},
-    {"capacity_bytes", Unit::bytes, "device memory in total", [](const Row& r) -> MetricValue { return r.device.capacity; }},
-    {"context_bytes", Unit::bytes, "the CUDA context's share",
-     [](const Row& r) -> MetricValue { return r.device.context_overhead; }},
-    {"policy", Unit::text, "the policy spec", [](const Row& r) -> MetricValue { return r.policy.text; }},
-    {"variant", Unit::text, "as given, or the token added (amp, accN)",
-     [](const Row& r) -> MetricValue { return r.variant.name(); }},
-    {"largest_batch", Unit::count, "the largest batch (per micro-batch) that ran; empty when not even 1 did",
-     [](const Row& r) -> MetricValue {
+    {.name = "workload", .unit = Unit::text, .help = "the model workload as given",
+     .get = [](const Row& r) -> MetricValue { return r.workload; }},
+    {.name = "device", .unit = Unit::text, .help = "the device preset or 'sim'",
+     .get = [](const Row& r) -> MetricValue { return r.device.name; }},
+    {.name = "capacity_bytes", .unit = Unit::bytes, .help = "device memory in total",
+     .get = [](const Row& r) -> MetricValue { return r.device.capacity; }},
+    {.name = "context_bytes", .unit = Unit::bytes, .help = "the CUDA context's share",
+     .get = [](const Row& r) -> MetricValue { return r.device.context_overhead; }, .label = "context"},
+    {.name = "policy", .unit = Unit::text, .help = "the policy spec",
+     .get = [](const Row& r) -> MetricValue { return r.policy.text; }},
+    {.name = "variant", .unit = Unit::text, .help = "as given, or the token added (amp, accN)",
+     .get = [](const Row& r) -> MetricValue { return r.variant.name(); }},
+    {.name = "largest_batch", .unit = Unit::count,
+     .help = "the largest batch (per micro-batch) that ran; empty when not even 1 did",
+     .get = [](const Row& r) -> MetricValue {
        if (!r.found.largest) return {};
        return static_cast<std::uint64_t>(*r.found.largest);
-     }},
-    {"batch_per_step", Unit::count, "largest_batch x micro-batches per optimizer step",
-     [](const Row& r) -> MetricValue {
+     },
+     .label = "largest batch"},
+    {.name = "batch_per_step", .unit = Unit::count, .help = "largest_batch x micro-batches per optimizer step",
+     .get = [](const Row& r) -> MetricValue {
        if (!r.found.largest) return {};
        return static_cast<std::uint64_t>(*r.found.largest * r.variant.per_step);
      }},
-    {"capped", Unit::text, "yes: the search limit itself fits", [](const Row& r) { return yes_no(r.found.capped); }},
-    {"monotone", Unit::text, "no: a batch below fails or one above fits", [](const Row& r) { return yes_no(r.found.monotone); }},
-    {"not_monotone_because", Unit::text, "the evidence", [](const Row& r) -> MetricValue { return r.found.evidence; }},
-    {"peak_reserved_bytes", Unit::bytes, "at the largest batch",
-     [](const Row& r) { return at_largest(r, &BatchProbe::peak_reserved); }},
-    {"peak_allocated_bytes", Unit::bytes, "at the largest batch",
-     [](const Row& r) { return at_largest(r, &BatchProbe::peak_allocated); }},
-    {"fragmentation_at_peak", Unit::ratio, "at the largest batch",
-     [](const Row& r) -> MetricValue {
+    {.name = "capped", .unit = Unit::text, .help = "yes: the search limit itself fits",
+     .get = [](const Row& r) { return yes_no(r.found.capped); }, .in_table = false},
+    {.name = "monotone", .unit = Unit::text, .help = "no: a batch below fails or one above fits",
+     .get = [](const Row& r) { return yes_no(r.found.monotone); }, .in_table = false},
+    {.name = "not_monotone_because", .unit = Unit::text, .help = "the evidence",
+     .get = [](const Row& r) -> MetricValue { return r.found.evidence; }},
+    {.name = "peak_reserved_bytes", .unit = Unit::bytes, .help = "at the largest batch",
+     .get = [](const Row& r) { return at_largest(r, &BatchProbe::peak_reserved); }, .label = "peak reserved"},
+    {.name = "peak_allocated_bytes", .unit = Unit::bytes, .help = "at the largest batch",
+     .get = [](const Row& r) { return at_largest(r, &BatchProbe::peak_allocated); }, .label = "peak allocated"},
+    {.name = "fragmentation_at_peak", .unit = Unit::ratio, .help = "at the largest batch",
+     .get = [](const Row& r) -> MetricValue {
        const BatchProbe* at = r.found.at_largest();
        if (!at) return {};
        return at->fragmentation;
-     }},
-    {"fit_intercept_bytes", Unit::bytes, "peak allocated = intercept + slope x batch, least squares over the batches that ran",
-     [](const Row& r) { return fit(r, &LinearFit::intercept); }},
-    {"fit_slope_bytes", Unit::bytes, "bytes per sample", [](const Row& r) { return fit(r, &LinearFit::slope); }},
-    {"fit_rms_residual_bytes", Unit::bytes, "how far the peaks lie from the line",
-     [](const Row& r) { return fit(r, &LinearFit::rms_residual); }},
-    {"batches_tried", Unit::count, "batches the search ran",
-     [](const Row& r) -> MetricValue { return std::uint64_t{r.found.probes.size()}; }},
+     },
+     .label = "fragmentation at peak"},
+    {.name = "fit_intercept_bytes", .unit = Unit::bytes,
+     .help = "peak allocated = intercept + slope x batch, least squares over the batches that ran",
+     .get = [](const Row& r) { return fit(r, &LinearFit::intercept); },
+     .shown = [](const Row& r) { return mib(fit(r, &LinearFit::intercept)); }},
+    {.name = "fit_slope_bytes", .unit = Unit::bytes, .help = "bytes per sample",
+     .get = [](const Row& r) { return fit(r, &LinearFit::slope); },
+     .shown = [](const Row& r) { return mib(fit(r, &LinearFit::slope)); }},
+    {.name = "fit_rms_residual_bytes", .unit = Unit::bytes, .help = "how far the peaks lie from the line",
+     .get = [](const Row& r) { return fit(r, &LinearFit::rms_residual); },
+     .shown = [](const Row& r) { return mib(fit(r, &LinearFit::rms_residual)); }, .label = "rms residual"},
+    {.name = "batches_tried", .unit = Unit::count, .help = "batches the search ran",
+     .get = [](const Row& r) -> MetricValue { return std::uint64_t{r.found.probes.size()}; },
+     .label = "batches tried"},
 }};
 
 // The columns that name a search rather than its answer.
@@ -195,6 +223,8 @@ MaxBatchStudy maxbatch_study(const MaxBatchOptions& o) {
   study.threads = thread_count(o.threads);
   return study;
 }
+
+std::span<const Column<MaxBatchRow>> maxbatch_columns() { return kColumns; }
 
 std::size_t maxbatch_column(std::string_view name) {
   for (std::size_t c = 0; c < kColumns.size(); ++c) {

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/csv_columns.hpp"
 #include "sim/device.hpp"
 #include "sim/made_policy.hpp"
 #include "studies/maxbatch.hpp"
@@ -85,6 +87,10 @@ void search_maxbatch(const MaxBatchStudy& study, MaxBatchResults& results);
 
 // plan_maxbatch, then search_maxbatch.
 MaxBatchResults run_maxbatch(const MaxBatchStudy& study);
+
+// Every field of a search, declared once: the CSV (and --resume's reading of it), the Python
+// DataFrame, and each figure of the terminal's sentences.
+std::span<const Column<MaxBatchRow>> maxbatch_columns();
 
 // The header, then each row that is done: a kept one as it was read, the others from their search.
 StudyTable maxbatch_table(const MaxBatchResults& results);

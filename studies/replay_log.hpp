@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/csv_columns.hpp"
 #include "sim/device.hpp"
 #include "sim/made_policy.hpp"
 #include "sim/result.hpp"
@@ -52,5 +53,18 @@ LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_ev
 LogReplay replay_log_file(const std::string& path, std::span<const PolicyMaker> policies, const DeviceSpec& device,
                           const LoadOptions& options = {}, const ExportFiles& exports = {},
                           bool record = false);
+
+// A policy's replay of the log: a row of its column table.
+struct LogReplayRow {
+  const LogReplay* replay;
+  const LogReplayOutcome* outcome;
+};
+
+// Every field the terminal shows of a replay, declared once: those in_csv under the name and
+// with the value of the run metric in --csv (write_csv of the runs), the log's own beside them.
+std::span<const Column<LogReplayRow>> log_replay_columns();
+std::vector<LogReplayRow> log_replay_rows(const LogReplay& replay);
+// The terminal's table: a row per column (its label, then a cell per policy).
+std::vector<std::vector<std::string>> log_replay_table(const LogReplay& replay);
 
 }  // namespace allocsim

@@ -1,9 +1,11 @@
 """One name per result field (docs/outputs.md): every column of the command line's CSV is a field
-of Python's Result (a run) or of replay_details' side dicts (a recording's what-if), under the
-same name and with the same value."""
+of Python's Result (a run), of replay_details' side dicts (a recording's what-if) or of a
+study's DataFrame (advise, maxbatch), under the same name and with the same value."""
 import csv
 import io
 import subprocess
+
+import pytest
 
 import allocsim
 
@@ -61,3 +63,21 @@ def test_every_what_if_column_is_a_side_field(binary, snapshot_path, tmp_path):
         result = details.results[side["policy"]]
         assert side["verdict"] == result.verdict
         assert side["oom_count"] == result.oom_count
+
+
+@pytest.mark.parametrize("study, args, options", [
+    ("advise", ["--workload", "random:n=500,live=2GiB", "--framework", "torch", "--capacity", "1GiB"],
+     dict(workload="random:n=500,live=2GiB", framework="torch", capacity="1GiB")),
+    ("maxbatch", ["--workload", "seed_cnn", "--policy", "direct,caching", "--capacity", "256MiB"],
+     dict(workload="seed_cnn", policy="direct,caching", capacity="256MiB")),
+])
+def test_every_study_column_is_a_frame_column(binary, tmp_path, study, args, options):
+    """advise's and maxbatch's DataFrame: the CSV's columns, in its order, with its cells."""
+    import pandas
+    out = tmp_path / f"{study}.csv"
+    subprocess.run([str(binary), study, *args, "--csv", str(out)], check=True, stdout=subprocess.DEVNULL)
+    expected = pandas.read_csv(out, keep_default_na=False, na_values=[""])
+    frame = getattr(allocsim, study)(**options)
+    assert list(frame.columns) == list(expected.columns)
+    assert len(frame) == len(expected) > 1
+    pandas.testing.assert_frame_equal(frame, expected, check_dtype=False)

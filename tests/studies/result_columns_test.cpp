@@ -1,8 +1,11 @@
 // One column table for every output: each field of a result walked through each output that
-// shows it (CSV header and row, --json, the page's JSON, the terminal's table), which must
-// carry it under its one name with the same value. The names are the CSV's, written out
+// shows it (CSV header and row, --json, the page's JSON, the Python package's table, the
+// terminal's table or sentences), which must carry it under its one name with the same
+// value, and in the terminal with its column's text. The names are the CSV's, written out
 // here: a field renamed or dropped in any output fails.
 #include <algorithm>
+#include <cstdio>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,9 +14,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_driver.hpp"
+#include "policies/registry.hpp"
 #include "sim/csv_columns.hpp"
 #include "sim/metrics.hpp"
+#include "studies/advise.hpp"
+#include "studies/maxbatch_study.hpp"
 #include "studies/replay_from_recording.hpp"
+#include "studies/replay_log.hpp"
 #include "studies/synthetic_snapshot.hpp"
 #include "workloads/torch_recording.hpp"
 
@@ -56,6 +63,46 @@ std::vector<std::string> table_cells(const std::string& out, const std::string& 
     return cells;
   }
   return {};
+}
+
+// The cells of a line of a table whose columns are two spaces or more apart, without the indent.
+std::vector<std::string> spaced_cells(const std::string& line) {
+  static const std::regex gap("  +");
+  std::vector<std::string> cells;
+  const std::string trimmed = line.substr(std::min(line.find_first_not_of(' '), line.size()));
+  for (std::sregex_token_iterator it(trimmed.begin(), trimmed.end(), gap, -1), end; it != end; ++it) {
+    cells.push_back(*it);
+  }
+  return cells;
+}
+
+template <typename Row>
+std::vector<std::string> declared_names(std::span<const Column<Row>> columns) {
+  std::vector<std::string> names;
+  for (const Column<Row>& column : columns) names.emplace_back(column.name);
+  return names;
+}
+
+// Each row of the CSV at `path` (header first) holds each column's format_plain, and the table
+// the Python package makes its DataFrame of is the same cells.
+template <typename Row>
+void check_csv_and_table(std::span<const Column<Row>> columns, const std::vector<Row>& rows, const std::string& path,
+                         const StudyTable& table) {
+  const std::vector<std::string> csv_lines = test::lines(test::read_file(path));
+  REQUIRE(csv_lines.size() == rows.size() + 1);
+  CHECK(csv_cells(csv_lines[0]) == declared_names(columns));
+  CHECK(table.columns == declared_names(columns));
+  REQUIRE(table.rows.size() == rows.size());
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    INFO("row " << r);
+    const std::vector<std::string> cells = csv_cells(csv_lines[r + 1]);
+    REQUIRE(cells.size() == columns.size());
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      INFO("field " << columns[c].name);
+      CHECK(cells[c] == format_plain(columns[c].get(rows[r])));
+    }
+    CHECK(table.rows[r] == cells);
+  }
 }
 
 // Replaying test::kFragmentationOom, caching:max_split_size=20MiB takes a 20 MiB segment for
@@ -186,6 +233,214 @@ TEST_CASE("a run's metrics: one name each in the CSV, --json and the terminal's 
   // A run out of memory has its first OOM in every output.
   CHECK(tenant["oom_count"].get<std::uint64_t>() > 0);
   CHECK(tenant["first_oom_bytes"].is_number_unsigned());
+}
+
+// ResNet-50 at batch 256 under TensorFlow on a V100 16 GB: lines that fit (accumulation, amp,
+// half the batch, inference) in both groups, and lines that do not (advise_test.cpp).
+TEST_CASE("advise's fields: one name each in the CSV, Python's table and the terminal's", "[columns][advise]") {
+  const std::vector<std::string> names{"rank", "fits", "group", "impact", "changes", "what", "change", "workload",
+                                       "policy", "tenants", "device", "capacity_bytes", "effective_batch",
+                                       "peak_allocated_bytes", "peak_reserved_bytes", "peak_device_bytes",
+                                       "headroom_bytes", "allocator_time_ns", "framework", "verdict"};
+  CHECK(declared_names(advise_columns()) == names);
+  // The terminal's table, in its order: each of them in_table, and no other.
+  std::vector<std::string> in_table;
+  for (const Column<AdviseRow>& column : advise_table_columns()) in_table.emplace_back(column.name);
+  CHECK(in_table == std::vector<std::string>{"rank", "peak_allocated_bytes", "peak_reserved_bytes", "headroom_bytes",
+                                             "allocator_time_ns", "effective_batch", "what"});
+  for (const Column<AdviseRow>& column : advise_columns()) {
+    CHECK(column.in_table == (std::find(in_table.begin(), in_table.end(), column.name) != in_table.end()));
+  }
+
+  AdviseOptions options;
+  options.workload = "resnet50_b256";
+  options.framework = "tf";
+  options.device.presets = "v100-16gb";
+  options.threads = 1;
+  std::ostringstream warnings;
+  const AdviseResults results = run_advise(advise_study(options, warnings));
+  const std::vector<AdviseRow> rows = advise_rows(results);
+  REQUIRE(rows.size() == results.lines.size() + 1);
+
+  const test::TempDir dir;
+  const std::string csv = dir.file("advise.csv");
+  const test::Outcome shown = test::cli({"advise", "--workload", "resnet50_b256", "--framework", "tf", "--device",
+                                         "v100-16gb", "--threads", "1", "--csv", csv});
+  INFO(shown.out << shown.err);
+  REQUIRE(shown.status == 0);
+  check_csv_and_table<AdviseRow>(advise_columns(), rows, csv, advise_table(results));
+
+  // The terminal's table: a header of the labels, then a line per line that fits, each cell its
+  // column's text; the change under it.
+  const std::vector<Column<AdviseRow>> columns = advise_table_columns();
+  const std::vector<std::string> out = test::lines(shown.out);
+  const auto header =
+      std::find_if(out.begin(), out.end(), [](const std::string& line) { return line.rfind("rank  ", 0) == 0; });
+  REQUIRE(header != out.end());
+  CHECK(spaced_cells(*header) ==
+        std::vector<std::string>{"rank", "peak allocated", "peak reserved", "headroom", "allocator time", "eff. batch",
+                                 "what changes"});
+  CHECK(spaced_cells(*header) == column_labels<AdviseRow>(columns));
+  std::size_t fitting = 0;
+  for (const AdviseRow& row : rows) {
+    if (row.rank == 0 || !row.line->fits) continue;
+    INFO("line " << row.line->candidate.what);
+    ++fitting;
+    CHECK(row.rank == fitting);  // what fits ranks first
+    const std::vector<std::string> expected = column_texts<AdviseRow>(columns, row);
+    const auto line = std::find_if(header, out.end(), [&](const std::string& l) { return spaced_cells(l) == expected; });
+    REQUIRE(line != out.end());
+    REQUIRE(line + 1 != out.end());
+    CHECK(spaced_cells(line[1]) == std::vector<std::string>{column_text(find_column(advise_columns(), "change"), row)});
+  }
+  CHECK(fitting >= 4);
+  // Worked from the rules: accumulation keeps the effective batch (128 x 2), half the batch halves it,
+  // a line's headroom is the capacity less the device at its fullest.
+  for (const AdviseRow& row : rows) {
+    const std::string what = column_text(find_column(advise_columns(), "what"), row);
+    const std::string batch = column_text(find_column(advise_columns(), "effective_batch"), row);
+    if (what == "batch 128 x 2 accumulation steps") CHECK(batch == "256");
+    if (what == "half the batch") CHECK(batch == "128");
+    CHECK(row.line->headroom == results.device.capacity - row.line->peak_device);
+  }
+  // A line that does not fit: its words and verdict, from the same columns.
+  for (const AdviseRow& row : rows) {
+    if (row.rank == 0 || row.line->fits || row.line->candidate.changes > 1) continue;
+    const std::string what = column_text(find_column(advise_columns(), "what"), row);
+    const std::string verdict = column_text(find_column(advise_columns(), "verdict"), row);
+    CHECK_FALSE(verdict.empty());
+    CHECK_THAT(shown.out, Catch::Contains("  " + what + " (") && Catch::Contains("): " + verdict + "\n"));
+  }
+}
+
+// seed_cnn on 256 MiB under direct and caching: six searches (as given, amp, acc4 each).
+TEST_CASE("maxbatch's fields: one name each in the CSV, Python's table and the terminal's sentences", "[columns][maxbatch]") {
+  const std::vector<std::string> names{"workload", "device", "capacity_bytes", "context_bytes", "policy", "variant",
+                                       "largest_batch", "batch_per_step", "capped", "monotone", "not_monotone_because",
+                                       "peak_reserved_bytes", "peak_allocated_bytes", "fragmentation_at_peak",
+                                       "fit_intercept_bytes", "fit_slope_bytes", "fit_rms_residual_bytes",
+                                       "batches_tried"};
+  CHECK(declared_names(maxbatch_columns()) == names);
+
+  MaxBatchOptions options;
+  options.workload = "seed_cnn";
+  options.policies = {"direct,caching"};
+  options.device.capacities = "256MiB";
+  options.threads = 1;
+  const MaxBatchResults results = run_maxbatch(maxbatch_study(options));
+  REQUIRE(results.rows.size() == 6);
+
+  const test::TempDir dir;
+  const std::string csv = dir.file("maxbatch.csv");
+  const test::Outcome shown = test::cli({"maxbatch", "--workload", "seed_cnn", "--policy", "direct,caching",
+                                         "--capacity", "256MiB", "--threads", "1", "--csv", csv});
+  INFO(shown.out << shown.err);
+  REQUIRE(shown.status == 0);
+  check_csv_and_table<MaxBatchRow>(maxbatch_columns(), results.rows, csv, maxbatch_table(results));
+
+  // Each search's sentences: the device's line and its policy's lines for the search as given,
+  // its own line ("  with amp: ...") for a variant.
+  const std::vector<std::string> out = test::lines(shown.out);
+  REQUIRE(!out.empty());
+  const auto text = [](const MaxBatchRow& row, std::string_view name) {
+    return column_text(find_column(maxbatch_columns(), name), row);
+  };
+  for (const MaxBatchRow& row : results.rows) {
+    const bool as_given = row.variant.token == nullptr;
+    INFO("policy " << row.policy.text << ", variant " << row.variant.name());
+    std::string said;
+    if (as_given) {
+      auto line = std::find_if(out.begin(), out.end(), [&](const std::string& l) {
+        return l.rfind("policy " + text(row, "policy") + ": ", 0) == 0;
+      });
+      REQUIRE(line != out.end());
+      said = out.front() + "\n";  // one device: its line heads the output
+      for (; line != out.end() && line->rfind("  with ", 0) != 0; ++line) said += *line + "\n";
+    } else {
+      // The variant's line under its policy's.
+      auto policy = std::find_if(out.begin(), out.end(), [&](const std::string& l) {
+        return l.rfind("policy " + text(row, "policy") + ": ", 0) == 0;
+      });
+      REQUIRE(policy != out.end());
+      const auto line = std::find_if(policy, out.end(), [&](const std::string& l) {
+        return l.rfind("  with " + text(row, "variant") + ": ", 0) == 0;
+      });
+      REQUIRE(line != out.end());
+      said = *line + "\n";
+    }
+    INFO(said);
+    for (const Column<MaxBatchRow>& column : maxbatch_columns()) {
+      if (!column.in_table) continue;
+      const std::string name(column.name);
+      // A variant's line tells its answer; the search as given tells the rest (its variant is no word).
+      const bool told = as_given ? name != "variant" && name != "batch_per_step"
+                                 : name == "variant" || name == "largest_batch" ||
+                                       (name == "batch_per_step" && row.variant.per_step > 1) ||
+                                       name == "not_monotone_because";
+      if (!told) continue;
+      INFO("field " << name);
+      const std::string shown_text = column_text(column, row);
+      CHECK_THAT(said, Catch::Contains(shown_text));
+      if (column.label) {  // beside its label, before it ("peak reserved 240 MiB") or after ("11 batches tried")
+        const std::string label(column.label);
+        CHECK_THAT(said, Catch::Contains(label + " " + shown_text) || Catch::Contains(shown_text + " " + label));
+      }
+    }
+  }
+  // Worked from the rules: accumulation's batch per step is its largest batch x 4, and the fit's
+  // figures are in MiB to a tenth.
+  for (const MaxBatchRow& row : results.rows) {
+    if (!row.found.largest) continue;
+    CHECK(text(row, "batch_per_step") == std::to_string(*row.found.largest * row.variant.per_step));
+    const auto line = fit_peak(row.found.probes, &BatchProbe::peak_allocated);
+    REQUIRE(line);
+    char mib[32];
+    std::snprintf(mib, sizeof mib, "%.1f MiB", line->slope / 1048576.0);
+    CHECK(text(row, "fit_slope_bytes") == mib);
+  }
+}
+
+// The RMM log of tests/data/rmm_pool_oom.dev0.csv asks 512, 256, 600 (logged as failed) and
+// 400 MiB; on 64 MiB every request fails: 4 OOMs, the log's one failure among them, 3 where
+// the log succeeded, nothing allocated.
+TEST_CASE("replay of a log: each field of its table under the run metric's name in --csv", "[columns][replay]") {
+  const test::TempDir dir;
+  const std::string csv = dir.file("log.csv");
+  const std::string log = std::string(ALLOCSIM_TEST_DATA) + "/rmm_pool_oom.dev0.csv";
+  const test::Outcome shown = test::cli({"replay", log, "--capacity", "64MiB", "--policy", "rmm-pool,bfc", "--csv", csv});
+  INFO(shown.out << shown.err);
+  REQUIRE(shown.status == 0);
+  const LogReplay replay = replay_log_file(log, std::vector<PolicyMaker>{policy_maker("rmm-pool"), policy_maker("bfc")},
+                                           [] {
+                                             DeviceSpec device;
+                                             device.capacity = 64_MiB;
+                                             return device;
+                                           }());
+  const std::vector<LogReplayRow> rows = log_replay_rows(replay);
+  REQUIRE(rows.size() == 2);
+  const std::vector<std::string> csv_lines = test::lines(test::read_file(csv));
+  REQUIRE(csv_lines.size() == 3);
+  const std::vector<std::string> header = csv_cells(csv_lines[0]);
+  for (const Column<LogReplayRow>& column : log_replay_columns()) {
+    const std::string name(column.name);
+    INFO("field " << name);
+    const auto at = std::find(header.begin(), header.end(), name);
+    CHECK((at != header.end()) == column.in_csv);
+    std::vector<std::string> expected;
+    for (std::size_t side = 0; side < rows.size(); ++side) {
+      if (column.in_csv && at != header.end()) {
+        CHECK(csv_cells(csv_lines[side + 1]).at(static_cast<std::size_t>(at - header.begin())) ==
+              format_plain(column.get(rows[side])));
+      }
+      expected.push_back(column_text(column, rows[side]));
+    }
+    REQUIRE(column.in_table);
+    CHECK(table_cells(shown.out, std::string(column_label(column))) == expected);
+  }
+  CHECK(table_cells(shown.out, "OOMs") == std::vector<std::string>{"4", "4"});
+  CHECK(table_cells(shown.out, "log's failures failed too") == std::vector<std::string>{"1 of 1", "1 of 1"});
+  CHECK(table_cells(shown.out, "OOMs where the log succeeded") == std::vector<std::string>{"3", "3"});
+  CHECK(table_cells(shown.out, "peak allocated") == std::vector<std::string>{"0 B", "0 B"});
 }
 
 }  // namespace
