@@ -83,6 +83,7 @@ std::string verdict(const MetricComparison& row) {
 
 Validation validate(DeviceApi& api, std::shared_ptr<const Trace> trace, const ValidationOptions& options) {
   if (!trace) throw Error("validation needs a trace");
+  if (!options.policy.make) throw Error("validation needs a policy");
   CudaDevice device(api, options.device);
   Validation validation;
   validation.workload = trace->info.name;

@@ -37,7 +37,7 @@ struct Validation {
   std::vector<DeviceCall> calls;  // the measured run's device calls, in order
 };
 
-// Throws Error on a missing trace and on device failures other than OOM.
+// Throws Error on a missing trace or policy and on device failures other than OOM.
 Validation validate(DeviceApi& api, std::shared_ptr<const Trace> trace, const ValidationOptions& options);
 
 enum class Target : std::uint8_t {

@@ -231,6 +231,12 @@ TEST_CASE("validation: rows equal by construction are not informative; what coul
   }
 }
 
+TEST_CASE("validation: options without a policy read are an error before the device is touched", "[real_gpu]") {
+  HostDeviceApi api(card(true));
+  CHECK_THROWS_WITH(validate(api, hand_trace(), ValidationOptions{}), "validation needs a policy");
+  CHECK(api.live_allocations() == 0);
+}
+
 TEST_CASE("validation: which policies place blocks by address", "[real_gpu]") {
   const auto places_by_address = [](const char* spec) { return parse_policy_spec(spec).segments.places_by_address; };
   for (const char* spec : {"caching", "torch", "caching:max_split_size=256MiB", "expandable", "growth", "jax-growth",
