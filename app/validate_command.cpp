@@ -143,7 +143,8 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
   std::string out_dir = o.out_dir;
   if (out_dir.empty()) out_dir = o.backend.backend == "host" ? make_temporary_folder("allocsim-validate-") : "results/validation";
   std::filesystem::create_directories(out_dir);
-  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(o.workload, options.policy.text, o.cap, o.segments, o.backend.backend);
+  const std::filesystem::path stem =
+      std::filesystem::path(out_dir) / file_stem(o.workload, options.policy.text, o.cap, o.segments, o.backend.backend);
   const std::string table = stem.string() + ".csv";
   const std::string calls = stem.string() + ".calls.csv";
   const WorkloadSpec spec = parse_workload_spec(o.workload);

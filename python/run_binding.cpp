@@ -83,7 +83,8 @@ std::shared_ptr<RunHandle> make_run(const std::vector<TenantArgument>& tenants, 
   std::map<std::string, py::object> python_policies;
   for (const TenantArgument& tenant : tenants) {
     choice.tenants.push_back(RunTenant{tenant.workload, tenant.policy, tenant.start});
-    if (tenant.python_policy) python_policies.emplace(tenant.policy.text, tenant.python_policy);  // made by the RunHandle
+    // A Python policy: the RunHandle makes it.
+    if (tenant.python_policy) python_policies.emplace(tenant.policy.text, tenant.python_policy);
   }
   RunSetup setup;
   {

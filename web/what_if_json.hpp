@@ -23,7 +23,7 @@ namespace allocsim {
 //   policy that could not replay and why, and the --csv file's text.
 // - throws Error as the command line does (a recording it cannot rebuild); `policies` were read
 //   where the page asked for them.
-nlohmann::json what_if_json(const TorchRecording& recording, const std::string& name, std::span<const RecordingPolicy> policies,
-                            std::optional<Bytes> capacity);
+nlohmann::json what_if_json(const TorchRecording& recording, const std::string& name,
+                            std::span<const RecordingPolicy> policies, std::optional<Bytes> capacity);
 
 }  // namespace allocsim

@@ -9,8 +9,8 @@
 
 namespace allocsim {
 
-std::string what_if_report(const TorchRecording& recording, const std::string& name, std::span<const RecordingPolicy> policies,
-                           std::optional<Bytes> capacity) {
+std::string what_if_report(const TorchRecording& recording, const std::string& name,
+                           std::span<const RecordingPolicy> policies, std::optional<Bytes> capacity) {
   const WhatIf what_if = replay_from_recording(recording, policies, capacity, {}, true);
   std::vector<ReportedRun> reported;
   for (const WhatIfOutcome& outcome : what_if.replayed) {
