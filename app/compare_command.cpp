@@ -90,7 +90,7 @@ int compare_command(std::span<const std::string> args, std::ostream& out) {
     out << kCompareUsage << '\n' << description << '\n';
     return 0;
   }
-  append_alloc_conf(o.compare.policies, o.alloc_conf, out);
+  append_alloc_conf(o.compare.policies, o.compare.given_policies, o.alloc_conf, out);
   o.compare.record = !o.report.empty();
   const CompareStudy study = compare_study(o.compare);
   OutputPaths paths;

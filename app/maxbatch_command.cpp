@@ -217,7 +217,7 @@ int maxbatch_command(std::span<const std::string> args, std::ostream& out) {
     out << kMaxBatchUsage << '\n' << description << '\n';
     return 0;
   }
-  append_alloc_conf(o.study.policies, o.alloc_conf, out);
+  append_alloc_conf(o.study.policies, o.study.given_policies, o.alloc_conf, out);
   MaxBatchStudy study = maxbatch_study(o.study);
   if (o.resume && o.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
   OutputPaths paths;  // the --resume file is the output itself, read first

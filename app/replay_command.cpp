@@ -3,8 +3,10 @@
 #include <iomanip>
 #include <iostream>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -119,13 +121,13 @@ void write_replay_report(const std::string& report, const std::string& file, con
   write_report_page(report, title, run_report_data(title, command_text(command_line()), reported));
 }
 
-int replay_log_command(const std::string& file, const std::vector<std::string>& policy_lists,
+int replay_log_command(const std::string& file, std::span<const RecordingPolicy> read,
                        const ReplayDevice& chosen, const std::string& csv, std::optional<int> cuda_device,
                        const ExportFiles& exports,
                        const std::string& report,
                        std::ostream& out) {
   std::vector<PolicyMaker> policies;
-  for (const PolicySpec& policy : parse_policy_lists(policy_lists)) policies.push_back(policy.maker());
+  for (const RecordingPolicy& policy : read) policies.push_back(policy.maker);
   const DeviceSpec device = chosen.device.value_or(DeviceSpec{});
   LoadOptions options;
   options.cuda_device = cuda_device;
@@ -258,14 +260,15 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   if (policy_lists.empty() && options.alloc_conf.empty()) {
     policy_lists.push_back(is_recording ? "caching,expandable" : "rmm-pool,rmm-arena,rmm-binning,async");
   }
-  append_alloc_conf(policy_lists, options.alloc_conf, out);
-  std::vector<RecordingPolicy> policies;  // each spec read once, here
+  std::optional<PolicySpec> conf = alloc_conf_spec(options.alloc_conf, out);
+  std::vector<RecordingPolicy> policies;  // each spec read once, here: the lists', then --alloc-conf's
   for (PolicySpec& policy : parse_policy_lists(policy_lists)) policies.emplace_back(std::move(policy));
+  if (conf) policies.emplace_back(std::move(*conf));
   const ReplayDevice device = replay_device(options);
   check_replay_paths(options);
 
   if (!is_recording) {
-    return replay_log_command(file, policy_lists, device, options.csv, cuda_device, options.exports, options.report, out);
+    return replay_log_command(file, policies, device, options.csv, cuda_device, options.exports, options.report, out);
   }
   const TorchRecording recording = read_torch_recording(file, cuda_device);
   const WhatIf what_if = replay_from_recording(recording, policies, device, options.exports, !options.report.empty());

@@ -100,13 +100,13 @@ po::options_description run_options(RunOptions& options) {
   return description;
 }
 
-std::vector<TenantChoice> tenant_specs(const RunOptions& options) {
+// `policy`: --policy or --alloc-conf, read (policy_or_alloc_conf).
+std::vector<TenantChoice> tenant_specs(const RunOptions& options, std::optional<PolicySpec> policy) {
   std::vector<TenantChoice> tenants;
-  if (!options.workload.empty() || !options.policy.empty()) {
+  if (!options.workload.empty() || policy) {
     if (options.workload.empty()) throw Error("--policy needs a --workload to replay");
-    if (options.policy.empty()) throw Error("--workload needs a --policy (see `allocsim policies`)");
-    PolicySpec policy = parse_policy_spec(options.policy);
-    tenants.push_back(TenantChoice{parse_workload_spec(options.workload), std::move(policy)});
+    if (!policy) throw Error("--workload needs a --policy (see `allocsim policies`)");
+    tenants.push_back(TenantChoice{parse_workload_spec(options.workload), std::move(*policy)});
   }
   for (const std::string& tenant : options.tenants) tenants.push_back(parse_tenant(tenant));
   if (tenants.empty()) throw Error("nothing to run: give --workload and --policy, or --tenant (see --help)");
@@ -206,8 +206,8 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
     return 0;
   }
   const OnOom on_oom = parse_on_oom(options.on_oom);
-  options.policy = policy_or_alloc_conf(options.policy, options.alloc_conf, out);
-  const std::vector<TenantChoice> tenants = tenant_specs(options);
+  const std::vector<TenantChoice> tenants =
+      tenant_specs(options, policy_or_alloc_conf(options.policy, options.alloc_conf, out));
   check_paths(options, tenants);
   const RunSetup setup = run_scenario(run_choice(options, tenants, on_oom, values.count("batch") > 0));
   if (!options.save_trace.empty()) save_trace(setup.scenario, options.save_trace);

@@ -261,7 +261,7 @@ int sweep_command(std::span<const std::string> args, std::ostream& out, std::ost
         << '\n' << description << '\n';
     return 0;
   }
-  append_alloc_conf(options.sweep.policies, options.alloc_conf, out);
+  append_alloc_conf(options.sweep.policies, options.sweep.given_policies, options.alloc_conf, out);
   if (options.resume && options.csv.empty()) throw Error("--resume needs --csv FILE to resume from");
   if (!(options.save_every >= 0)) throw Error("--save-every must be 0 seconds or more");
   unsigned threads = threads_option(options.threads);

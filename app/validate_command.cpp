@@ -3,7 +3,9 @@
 #include <stdlib.h>  // mkdtemp
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include <boost/program_options.hpp>
 
@@ -105,9 +107,10 @@ po::options_description validate_options(ValidateCliOptions& o) {
 }
 
 // The options checked and read, cheap input first: a typo fails before the GPU is opened
-// or a model is lowered.
-ValidationOptions validation_options(ValidateCliOptions& o) {
-  if (o.workload.empty() || o.policy.empty()) throw Error("validate needs --workload and --policy (see validate --help)");
+// or a model is lowered. The policy is --policy or --alloc-conf's, read once here.
+ValidationOptions validation_options(ValidateCliOptions& o, std::ostream& out) {
+  std::optional<PolicySpec> policy = policy_or_alloc_conf(o.policy, o.alloc_conf, out);
+  if (o.workload.empty() || !policy) throw Error("validate needs --workload and --policy (see validate --help)");
   refuse_workload_list(o.workload);
   if (o.on_oom != "stop" && o.on_oom != "continue") throw Error("--on-oom " + o.on_oom + " is not stop or continue");
   if (o.segments != "malloc" && o.segments != "vmm") throw Error("--segments " + o.segments + " is not malloc or vmm");
@@ -115,7 +118,7 @@ ValidationOptions validation_options(ValidateCliOptions& o) {
     throw Error("--backend " + o.backend.backend + " is not cuda or host");
   }
   ValidationOptions options;
-  options.policy = o.policy;
+  options.policy = std::move(*policy);
   options.on_oom = o.on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
   options.device.cap = o.cap.empty() ? 0 : parse_bytes(o.cap);
   if (!o.cap.empty() && options.device.cap == 0) throw Error("--cap must be more than 0 bytes");
@@ -123,7 +126,6 @@ ValidationOptions validation_options(ValidateCliOptions& o) {
   options.device.source = o.segments == "vmm" ? SegmentSource::vmm : SegmentSource::malloc;
   if (!o.profile.empty()) options.cost = load_cost_profile(o.profile).cost;
   o.backend.host_memory = parse_bytes(o.host_memory);
-  parse_policy_spec(o.policy);
   return options;
 }
 
@@ -137,12 +139,12 @@ int validate_command(std::span<const std::string> args, std::ostream& out, const
     out << kValidateUsage << '\n' << description << '\n';
     return 0;
   }
-  o.policy = policy_or_alloc_conf(o.policy, o.alloc_conf, out);
-  const ValidationOptions options = validation_options(o);
+  const ValidationOptions options = validation_options(o, out);
   std::string out_dir = o.out_dir;
   if (out_dir.empty()) out_dir = o.backend.backend == "host" ? make_temporary_folder("allocsim-validate-") : "results/validation";
   std::filesystem::create_directories(out_dir);
-  const std::filesystem::path stem = std::filesystem::path(out_dir) / file_stem(o.workload, o.policy, o.cap, o.segments, o.backend.backend);
+  const std::filesystem::path stem =
+      std::filesystem::path(out_dir) / file_stem(o.workload, options.policy.text, o.cap, o.segments, o.backend.backend);
   const std::string table = stem.string() + ".csv";
   const std::string calls = stem.string() + ".calls.csv";
   const WorkloadSpec spec = parse_workload_spec(o.workload);

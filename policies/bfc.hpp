@@ -85,6 +85,8 @@ class BfcPolicy final : public Policy {
     Version version;
   };
   static Settings settings(const Params& params);  // throws Error naming a bad value
+  // Within its one region BFC breaks ties by address; between regions only once it grows them.
+  static SegmentTraits segment_traits(const Settings& settings) { return {.places_by_address = settings.growth}; }
 
   BfcPolicy(const Settings& settings, Device& device);
   ~BfcPolicy() override;

@@ -95,6 +95,10 @@ class CachingPolicy final : public Policy {
 
   using Settings = CachingSettings;
   static Settings settings(const Params& params) { return caching_settings(params); }
+  // Free blocks of every segment in one pool, picked by size then address.
+  static SegmentTraits segment_traits(const Settings& settings) {
+    return {.places_by_address = true, .page_mapped = settings.expandable};
+  }
 
   CachingPolicy(const Settings& settings, Device& device);
   ~CachingPolicy() override;

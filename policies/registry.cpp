@@ -35,34 +35,48 @@ MadePolicy made(Args&&... args) {
   return MadePolicy(std::make_unique<P>(std::forward<Args>(args)...), &direct_loop<P>);
 }
 
+// What a policy's settings make of its segments: its own segment_traits, where it has one.
+template <typename P, typename Settings>
+SegmentTraits segment_traits(const Settings& settings) {
+  if constexpr (requires { P::segment_traits(settings); }) {
+    return P::segment_traits(settings);
+  } else {
+    return {};
+  }
+}
+
 // A row's read: the policy's settings read once, where the spec is read; the policy made
 // from them on each device it is asked for.
 template <typename P>
-MakePolicy read(const Params& params) {
-  return [settings = P::settings(params)](Device& device) { return made<P>(settings, device); };
+ReadPolicy read(const Params& params) {
+  auto settings = P::settings(params);
+  const SegmentTraits segments = segment_traits<P>(settings);
+  return {[settings = std::move(settings)](Device& device) { return made<P>(settings, device); }, segments};
 }
 
 // An RMM resource over the upstream its spec names (`upstream=`), or over the device.
 template <typename P>
-MakePolicy read_over_upstream(const Params& params) {
+ReadPolicy read_over_upstream(const Params& params) {
   MakePolicy upstream = read_upstream(params.text("upstream"));
   if (!upstream) return read<P>(params);
-  return [upstream = std::move(upstream), settings = P::settings(params)](Device& device) {
-    return made<LayeredPolicy>(std::move(upstream(device).policy), device,
-                               [&](Device& over) { return std::make_unique<P>(settings, over); });
-  };
+  return {[upstream = std::move(upstream), settings = P::settings(params)](Device& device) {
+            return made<LayeredPolicy>(std::move(upstream(device).policy), device,
+                                       [&](Device& over) { return std::make_unique<P>(settings, over); });
+          },
+          {}};
 }
 
 // Best and worst fit search by size only, so they take the pool without an address index.
 template <Fit fit>
-MakePolicy read_placement(const Params& params) {
-  return [settings = placement_settings(params)](Device& device) {
-    if constexpr (searches_by_address(fit)) {
-      return made<AddressFitPolicy>(fit, settings, device);
-    } else {
-      return made<SizeFitPolicy>(fit, settings, device);
-    }
-  };
+ReadPolicy read_placement(const Params& params) {
+  return {[settings = placement_settings(params)](Device& device) {
+            if constexpr (searches_by_address(fit)) {
+              return made<AddressFitPolicy>(fit, settings, device);
+            } else {
+              return made<SizeFitPolicy>(fit, settings, device);
+            }
+          },
+          {}};
 }
 
 const std::array kPolicies{
@@ -213,8 +227,8 @@ namespace {
 
 PolicySpec read_policy_spec(Spec spec, std::string text) {
   const PolicyInfo& info = find_policy(spec.name);
-  MakePolicy make = info.read(Params(spec, info.params, "policy " + std::string(info.name)));
-  return PolicySpec{&info, std::move(text), std::move(spec), std::move(make)};
+  ReadPolicy read = info.read(Params(spec, info.params, "policy " + std::string(info.name)));
+  return PolicySpec{&info, std::move(text), std::move(spec), std::move(read.make), read.segments};
 }
 
 }  // namespace

@@ -19,6 +19,13 @@
 
 namespace allocsim {
 
+// What a row reads from a spec's values, once: how to make the policy from its typed
+// settings, and what those settings say of its use of the device's segments.
+struct ReadPolicy {
+  MakePolicy make;
+  SegmentTraits segments;
+};
+
 struct PolicyInfo {
   std::string_view name;
   std::string_view alias;    // another name users type for it, or empty
@@ -30,8 +37,9 @@ struct PolicyInfo {
   std::span<const ParamInfo> params;
   // A spec's values read once, without a device, into the policy's typed settings (every
   // key's type and range, and the keys' agreement: throws Error naming a bad value); what
-  // it returns makes the policy from them, with the direct loop of its type.
-  MakePolicy (*read)(const Params& params);
+  // it returns makes the policy from them, with the direct loop of its type, and says what
+  // they make of its segments.
+  ReadPolicy (*read)(const Params& params);
   // A policy this row made can start where a PyTorch recording began, and shows its layout
   // (policies/recording_adoption.hpp): the view over it; null for every other row.
   std::unique_ptr<RecordingAdoption> (*adoption)(Policy& policy) = nullptr;
@@ -50,6 +58,7 @@ struct PolicySpec {
   std::string text;
   Spec spec;  // the keys as written, in order: what a study changes one of (advise)
   MakePolicy make;  // from the settings read: make(device) is the policy on a device
+  SegmentTraits segments;  // what the settings read make of the device's segments
 
   // What a tenant carries (sim/engine.hpp): this spec, made when the tenant starts.
   PolicyMaker maker() const { return PolicyMaker{text, make}; }

@@ -203,8 +203,7 @@ AllocConfPolicy alloc_conf_policy(std::string_view conf) {
                             "PyTorch collects cached blocks only under set_per_process_memory_fraction (add "
                             "per_process_memory_fraction:F)");
   }
-  made.spec = to_string(spec);
-  parse_policy_spec(made.spec);
+  made.policy = policy_spec(std::move(spec));
   return made;
 }
 

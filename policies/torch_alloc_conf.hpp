@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "policies/registry.hpp"
 #include "sim/spec.hpp"
 
 namespace allocsim {
@@ -48,7 +49,7 @@ struct AllocConfSetting {
 AllocConfSetting read_alloc_conf_entry(const std::string& key, const std::string& value, std::string_view origin);
 
 struct AllocConfPolicy {
-  std::string spec;  // `caching:...`, `expandable:...` or `torch-async:...`, checked
+  PolicySpec policy;  // `caching:...`, `expandable:...` or `torch-async:...`, read and checked
   std::vector<std::string> warnings;  // settings PyTorch accepts that have no effect here, and why
 };
 

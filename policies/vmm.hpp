@@ -47,6 +47,7 @@ class VmmPolicy final : public Policy {
     bool cache;
   };
   static Settings settings(const Params& params);  // throws Error naming a bad value
+  static SegmentTraits segment_traits(const Settings&) { return {.page_mapped = true}; }
 
   VmmPolicy(const Settings& settings, Device& device);
   ~VmmPolicy() override;

@@ -35,45 +35,56 @@ using namespace pybind11::literals;
 namespace allocsim::python {
 namespace {
 
-// One tenant as the Python layer passes it: a spec or path (str) or a Trace; a policy spec
-// (str) or a Python policy (an allocsim.Policy subclass or instance) named `policy_name`.
+// One tenant as the Python layer passes it, each spec read once, where it arrives: the
+// workload (a spec or path read here, or a Trace held), the policy (a PolicySpec that
+// _check_policy or _parse_tenant read; or a Python policy, an allocsim.Policy subclass or
+// instance, that the RunHandle makes: `policy` its name alone), the start.
 struct TenantArgument {
-  py::object workload;
-  py::object policy;
-  std::string policy_name;
+  WorkloadSpec workload;
+  PolicyMaker policy;
+  py::object python_policy;  // null for a registry policy
   Nanos start = 0;
 };
+
+WorkloadSpec workload_argument(const py::object& workload) {
+  if (!py::isinstance<py::str>(workload)) {
+    const auto trace = workload.cast<std::shared_ptr<Trace>>();
+    return held_workload(trace->info.name, trace);
+  }
+  const std::string spec = workload.cast<std::string>();
+  refuse_workload_list(spec);
+  try {
+    return parse_workload_spec(spec);
+  } catch (const Error& error) {
+    throw Error("workload: " + std::string(error.what()));
+  }
+}
+
+// `policy`: a PolicySpec (_check_policy's), or a Python policy named `name`.
+TenantArgument tenant_argument(const py::object& workload, const py::object& policy, std::string name, Nanos start) {
+  TenantArgument tenant{workload_argument(workload), {}, {}, start};
+  if (py::isinstance<PolicySpec>(policy)) {
+    tenant.policy = policy.cast<const PolicySpec&>().maker();
+  } else {
+    tenant.policy.text = std::move(name);
+    tenant.python_policy = policy;
+  }
+  return tenant;
+}
 
 std::shared_ptr<RunHandle> make_run(const std::vector<TenantArgument>& tenants, const DeviceChoice& device,
                                     const std::string& on_oom, bool check) {
   RunChoice choice;
   choice.device = device;
-  chosen_device(device);  // a bad device is named before any workload
+  chosen_device(device);  // a bad device is named before any workload is loaded
   if (on_oom != "stop" && on_oom != "continue") throw Error("on_oom is 'stop' or 'continue', not '" + on_oom + "'");
   choice.on_oom = on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
   choice.check = check;
   std::map<std::string, py::object> python_policies;
   for (const TenantArgument& tenant : tenants) {
-    RunTenant& chosen = choice.tenants.emplace_back();
-    if (py::isinstance<py::str>(tenant.workload)) {
-      const std::string spec = tenant.workload.cast<std::string>();
-      refuse_workload_list(spec);
-      try {
-        chosen.workload = parse_workload_spec(spec);
-      } catch (const Error& error) {
-        throw Error("workload: " + std::string(error.what()));
-      }
-    } else {
-      const auto trace = tenant.workload.cast<std::shared_ptr<Trace>>();
-      chosen.workload = held_workload(trace->info.name, trace);
-    }
-    if (py::isinstance<py::str>(tenant.policy)) {
-      chosen.policy = policy_maker(tenant.policy.cast<std::string>());
-    } else {
-      chosen.policy.text = tenant.policy_name;  // made by the RunHandle
-      python_policies.emplace(chosen.policy.text, tenant.policy);
-    }
-    chosen.start = tenant.start;
+    choice.tenants.push_back(RunTenant{tenant.workload, tenant.policy, tenant.start});
+    // A Python policy: the RunHandle makes it.
+    if (tenant.python_policy) python_policies.emplace(tenant.policy.text, tenant.python_policy);
   }
   RunSetup setup;
   {
@@ -256,10 +267,11 @@ py::dict check_recording(const TorchRecording& recording, const std::string& cap
 }  // namespace
 
 void bind_run(py::module_& module) {
-  py::class_<TenantArgument>(module, "_Tenant")
-      .def(py::init([](py::object workload, py::object policy, std::string name, Nanos start) {
-        return TenantArgument{std::move(workload), std::move(policy), std::move(name), start};
-      }));
+  // A policy spec read once (_check_policy, _parse_tenant): what a tenant takes.
+  py::class_<PolicySpec>(module, "_PolicySpec").def_property_readonly("text", [](const PolicySpec& spec) {
+    return spec.text;
+  });
+  py::class_<TenantArgument>(module, "_Tenant").def(py::init(&tenant_argument));
   py::class_<RunHandle, std::shared_ptr<RunHandle>>(module, "Run")
       .def("json", [](const RunHandle& run) { return result_json(run.result()); })
       .def("breakdown", [](const RunHandle& run, std::size_t tenant) { return breakdown(run.result(), tenant); })
@@ -281,12 +293,12 @@ void bind_run(py::module_& module) {
   });
   module.def("_replay_path", &replay_path);
   module.def("_parse_tenant", [](const std::string& text) {
-    const TenantChoice tenant = parse_tenant(text);
-    return py::make_tuple(tenant.workload.text, tenant.policy.text, tenant.start);
+    TenantChoice tenant = parse_tenant(text);
+    return TenantArgument{std::move(tenant.workload), tenant.policy.maker(), {}, tenant.start};
   });
   module.def("_parse_nanos", [](const std::string& text) { return parse_nanos(text); });
   module.def("_parse_bytes", [](const std::string& text) { return parse_bytes(text); });
-  module.def("_check_policy", [](const std::string& spec) { return parse_policy_spec(spec).text; });
+  module.def("_check_policy", [](const std::string& spec) { return parse_policy_spec(spec); });
   module.def("_check_device", [](const std::string& device, const std::string& capacity) {
     DeviceChoice choice;
     choice.presets = device;

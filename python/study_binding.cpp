@@ -192,8 +192,8 @@ void apply_with_policies(const OptionSetters& setters, const Keywords& keywords,
                          std::vector<std::string>& lists, std::vector<PolicyMaker>& given,
                          const std::map<std::string, py::object>& policies, std::ostream& output) {
   setters.apply(keywords);
-  append_alloc_conf(lists, alloc_conf, output);
   given = given_policies(policies);
+  append_alloc_conf(lists, given, alloc_conf, output);
 }
 
 py::tuple sweep(const Keywords& keywords, const std::map<std::string, py::object>& policies, const Traces& traces) {

@@ -83,37 +83,22 @@ std::string verdict(const MetricComparison& row) {
 
 Validation validate(DeviceApi& api, std::shared_ptr<const Trace> trace, const ValidationOptions& options) {
   if (!trace) throw Error("validation needs a trace");
-  find_policy(parse_spec(options.policy).name);  // a bad spec fails before the device is touched
+  if (!options.policy.make) throw Error("validation needs a policy");
   CudaDevice device(api, options.device);
   Validation validation;
   validation.workload = trace->info.name;
-  validation.policy = options.policy;
+  validation.policy = options.policy.text;
   validation.backend = api.backend();
   validation.device = device.mirror(options.cost);
   validation.ballast = device.ballast();
   validation.capped = options.device.cap != 0;
-  const PolicySpec policy = parse_policy_spec(options.policy);
-  const std::string_view name = policy.row->name;
-  validation.page_mapped = options.device.source == SegmentSource::vmm || name == "vmm" || name == "expandable";
-  const Scenario scenario = scenario_for(trace, options, policy, validation.device);
+  validation.page_mapped = options.device.source == SegmentSource::vmm || options.policy.segments.page_mapped;
+  validation.places_by_address = options.policy.segments.places_by_address;
+  const Scenario scenario = scenario_for(trace, options, options.policy, validation.device);
   validation.simulated = run(scenario);
   validation.measured = run_on(device, scenario);
   validation.calls = device.calls();
   return validation;
-}
-
-bool places_by_address(std::string_view policy_spec) {
-  // PyTorch's caching allocator (plain or expandable) picks among free blocks of several
-  // segments by address. BFC does within its one region, and chooses between segments only
-  // once it grows regions (growth, jax-growth, bfc:growth=true). The others use one region
-  // (bestfit, buddy) or never choose between segments (direct, vmm's page pool).
-  const Spec spec = parse_spec(policy_spec);
-  const PolicyInfo& info = find_policy(spec.name);
-  if (info.name == "caching" || info.name == "expandable") return true;
-  for (const ParamInfo& param : info.params) {
-    if (param.key == "growth") return Params(spec, info.params, "policy " + spec.name).boolean("growth");
-  }
-  return false;
 }
 
 bool MetricComparison::agrees() const {
@@ -130,7 +115,7 @@ std::vector<MetricComparison> compare(const Validation& validation) {
   // change the policy's choices (placement by address) or the real driver sizes the pages.
   const bool capped = validation.capped;
   const bool segments_can_differ =
-      capped || validation.page_mapped || places_by_address(validation.policy);
+      capped || validation.page_mapped || validation.places_by_address;
   std::vector<MetricComparison> rows;
   const auto exact = [&rows](const char* metric, std::optional<double> simulated, std::optional<double> measured,
                              bool could_differ) {

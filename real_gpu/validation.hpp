@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "policies/registry.hpp"
 #include "real_gpu/cuda_device.hpp"
 #include "sim/engine.hpp"
 
 namespace allocsim {
 
 struct ValidationOptions {
-  std::string policy;
+  PolicySpec policy;  // read where the command took it; its text is what outputs show
   CudaDeviceOptions device;
   CostModel cost;  // the simulation's
   OnOom on_oom = OnOom::stop;
@@ -30,12 +31,13 @@ struct Validation {
   Bytes ballast = 0;
   bool capped = false;         // --cap: the card behaves like a smaller one, so OOMs can happen
   bool page_mapped = false;    // segments are VMM pages of the real driver's granularity
+  bool places_by_address = false;  // the policy's choices can depend on the device's addresses (SegmentTraits)
   RunResult simulated;
   RunResult measured;
   std::vector<DeviceCall> calls;  // the measured run's device calls, in order
 };
 
-// Throws Error on bad input (an unknown policy) and on device failures other than OOM.
+// Throws Error on a missing trace or policy and on device failures other than OOM.
 Validation validate(DeviceApi& api, std::shared_ptr<const Trace> trace, const ValidationOptions& options);
 
 enum class Target : std::uint8_t {
@@ -55,10 +57,6 @@ struct MetricComparison {
 
   bool agrees() const;  // exact: equal (both absent counts); ratio: always
 };
-
-// Whether the policy's reserved bytes can depend on the addresses the device hands out:
-// it breaks ties between equal free blocks across segments by address (caching, growth).
-bool places_by_address(std::string_view policy_spec);
 
 std::vector<MetricComparison> compare(const Validation& validation);
 

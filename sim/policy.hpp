@@ -97,6 +97,17 @@ struct ReplaySetup {
   bool streamed = false;          // the trace exists but streams (no trace()): a planner must refuse
 };
 
+// How a policy, as its settings configure it, uses the device's segments: what decides
+// which of a replay's figures a real device can change (real_gpu/validation). A policy
+// says it with `static SegmentTraits segment_traits(const Settings&)`; without one, neither.
+struct SegmentTraits {
+  // It picks among equal free blocks of several segments by address, so what it reserves
+  // can depend on where the device puts segments (caching, BFC growing regions).
+  bool places_by_address = false;
+  // Its segments are VMM pages of the driver's granularity mapped into address ranges.
+  bool page_mapped = false;
+};
+
 // What a request got: a block, or nothing (an OOM). `hang` is set, with no block, when
 // the real allocator would never have returned (an endless loop in its code): the engine
 // stops the tenant there and reports why. It stays valid until the policy's next call.

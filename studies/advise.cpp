@@ -1098,8 +1098,7 @@ AdviseStudy advise_study(const AdviseOptions& o, std::ostream& warnings) {
   } else if (!o.framework.empty()) {
     throw Error("--framework " + o.framework + " is not tf or torch");
   }
-  const std::string policy = policy_or_alloc_conf(o.policy, o.alloc_conf, warnings);
-  if (!policy.empty()) study.policy = parse_policy_spec(policy);
+  study.policy = policy_or_alloc_conf(o.policy, o.alloc_conf, warnings);
   for (const std::string& tenant : o.tenants) study.tenants.push_back(parse_tenant(tenant));
   study.ranks = o.ranks;
   study.device = chosen_device(o.device);

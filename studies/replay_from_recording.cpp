@@ -358,13 +358,6 @@ std::optional<Bytes> recorded_capacity(const TorchRecording& recording) {
   return capacity;
 }
 
-WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
-                             const ReplayDevice& device, const ExportFiles& exports, bool record) {
-  std::vector<RecordingPolicy> read;
-  for (const std::string& policy : policies) read.emplace_back(parse_policy_spec(policy));
-  return replay_from_recording(recording, read, device, exports, record);
-}
-
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const RecordingPolicy> policies,
                              const ReplayDevice& device, const ExportFiles& exports, bool record) {
   refuse_unrebuildable(recording, "replay");

@@ -116,9 +116,8 @@ struct RecordingPolicy {
 //   recorded OOM requests appear as blocks freed at once; no OOM entries).
 // - `record`: each replayed side keeps the observers a report needs (studies/run_report);
 //   the report's run has the trace's blocks and OOMs, not the recorded OOM requests served.
-// - throws Error on a bad spec, a recording it cannot rebuild (see replay_check).
-WhatIf replay_from_recording(const TorchRecording& recording, std::span<const std::string> policies,
-                             const ReplayDevice& device, const ExportFiles& exports = {}, bool record = false);
+// - throws Error on a recording it cannot rebuild (see replay_check); the specs were read where
+//   the user typed them.
 WhatIf replay_from_recording(const TorchRecording& recording, std::span<const RecordingPolicy> policies,
                              const ReplayDevice& device, const ExportFiles& exports = {}, bool record = false);
 

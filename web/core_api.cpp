@@ -15,6 +15,7 @@
 #include "sim/error.hpp"
 #include "sim/units.hpp"
 #include "studies/oom_explanation.hpp"
+#include "studies/replay_from_recording.hpp"
 #include "web/what_if_json.hpp"
 #include "web/what_if_report.hpp"
 #include "workloads/torch_recording.hpp"
@@ -71,7 +72,7 @@ const TorchRecording& recording_of(std::string_view bytes, const std::string& na
 // Request: {"name": FILE, "policies": [SPEC...] or "a,b", "capacity": SIZE or null}.
 struct PageRequest {
   std::string name;
-  std::vector<std::string> policies;
+  std::vector<RecordingPolicy> policies;  // each spec read once, here
   std::optional<Bytes> capacity;
 };
 
@@ -86,7 +87,7 @@ PageRequest request_of(const char* text) {
   } else {
     for (const json& policy : policies) lists.push_back(policy.get<std::string>());
   }
-  for (const PolicySpec& policy : parse_policy_lists(lists)) out.policies.push_back(policy.text);
+  for (PolicySpec& policy : parse_policy_lists(lists)) out.policies.emplace_back(std::move(policy));
   if (request.contains("capacity") && !request.at("capacity").is_null()) {
     out.capacity = parse_bytes(request.at("capacity").get<std::string>());
     if (*out.capacity == 0) throw Error("--capacity must be more than 0 bytes");

@@ -8,7 +8,7 @@ namespace allocsim {
 
 using nlohmann::json;
 
-json what_if_json(const TorchRecording& recording, const std::string& name, std::span<const std::string> policies,
+json what_if_json(const TorchRecording& recording, const std::string& name, std::span<const RecordingPolicy> policies,
                   std::optional<Bytes> capacity) {
   const WhatIf what_if = replay_from_recording(recording, policies, capacity);
   json answer{{"recording",

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/units.hpp"
+#include "studies/replay_from_recording.hpp"
 #include "workloads/torch_recording.hpp"
 
 namespace allocsim {
@@ -20,8 +21,9 @@ namespace allocsim {
 //   the capacity and why, replay-check's verdict, one object per side (the recorded run
 //   first) with its peaks, segments reserved, OOM count, first OOM and its kind, each
 //   policy that could not replay and why, and the --csv file's text.
-// - throws Error as the command line does (a bad spec, a recording it cannot rebuild).
-nlohmann::json what_if_json(const TorchRecording& recording, const std::string& name, std::span<const std::string> policies,
-                            std::optional<Bytes> capacity);
+// - throws Error as the command line does (a recording it cannot rebuild); `policies` were read
+//   where the page asked for them.
+nlohmann::json what_if_json(const TorchRecording& recording, const std::string& name,
+                            std::span<const RecordingPolicy> policies, std::optional<Bytes> capacity);
 
 }  // namespace allocsim

@@ -9,8 +9,8 @@
 
 namespace allocsim {
 
-std::string what_if_report(const TorchRecording& recording, const std::string& name, std::span<const std::string> policies,
-                           std::optional<Bytes> capacity) {
+std::string what_if_report(const TorchRecording& recording, const std::string& name,
+                           std::span<const RecordingPolicy> policies, std::optional<Bytes> capacity) {
   const WhatIf what_if = replay_from_recording(recording, policies, capacity, {}, true);
   std::vector<ReportedRun> reported;
   for (const WhatIfOutcome& outcome : what_if.replayed) {
@@ -19,7 +19,7 @@ std::string what_if_report(const TorchRecording& recording, const std::string& n
   // What a user types for the same page (app/replay_command.cpp's title, its command line).
   const std::string file = std::filesystem::path(name).filename().string();
   std::string command = "replay " + file + " --policy ";
-  for (std::size_t i = 0; i < policies.size(); ++i) command += (i == 0 ? "" : ",") + policies[i];
+  for (std::size_t i = 0; i < policies.size(); ++i) command += (i == 0 ? "" : ",") + policies[i].text();
   if (capacity) command += " --capacity " + std::to_string(*capacity);  // bytes: exact, no space to quote
   command += " --report " + std::filesystem::path(file).stem().string() + ".html";
   const std::string title = "allocsim replay: " + file;

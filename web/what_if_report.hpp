@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/units.hpp"
+#include "studies/replay_from_recording.hpp"
 #include "workloads/torch_recording.hpp"
 
 namespace allocsim {
@@ -17,7 +18,7 @@ namespace allocsim {
 //   document that command's page carries (run_report_data): the same title, lanes, timelines,
 //   memory maps and OOMs; `command` is the command line that page would show.
 // - throws Error as the command line does.
-std::string what_if_report(const TorchRecording& recording, const std::string& name, std::span<const std::string> policies,
-                           std::optional<Bytes> capacity);
+std::string what_if_report(const TorchRecording& recording, const std::string& name,
+                           std::span<const RecordingPolicy> policies, std::optional<Bytes> capacity);
 
 }  // namespace allocsim

@@ -39,12 +39,13 @@ def _workload(value, argument):
 
 
 def _policy(value, argument):
-    """(policy object for C++, name): a spec string checked now, or a Python policy."""
+    """(policy object for C++, name): a spec string read now, once, or a Python policy."""
     if isinstance(value, str):
         try:
-            return value, _core._check_policy(value)
+            spec = _core._check_policy(value)
         except _core.Error as error:
             raise ValueError(f"{argument}: {error}") from None
+        return spec, spec.text
     if is_python_policy(value):
         return value, policy_name(value)
     raise TypeError(f"{argument}: a policy spec (str) or an allocsim.Policy subclass, not {type(value).__name__}")
@@ -67,10 +68,9 @@ def _tenant(value, index):
     argument = f"tenants[{index}]"
     if isinstance(value, str):
         try:
-            workload, policy, start = _core._parse_tenant(value)
+            return _core._parse_tenant(value)  # the tenant, its workload and policy read once
         except _core.Error as error:
             raise ValueError(f"{argument}: {error}") from None
-        value = (workload, policy, start)
     if not isinstance(value, (tuple, list)) or len(value) not in (2, 3):
         raise TypeError(f"{argument}: 'WORKLOAD@POLICY[@start=T]' or a tuple (workload, policy[, start])")
     workload = _workload(value[0], argument + "[0]")

@@ -76,6 +76,9 @@ def test_a_replay_is_deterministic():
     (dict(workload="random", on_oom="later"), ValueError, "on_oom"),
     (dict(workload="nosuch_model_b8"), ValueError, "workload"),
     (dict(workload="random", tenants=[5]), TypeError, "tenants[0]"),
+    (dict(workload="random", tenants=["random@nosuch"]), ValueError, "tenants[0]: unknown policy 'nosuch'"),
+    (dict(workload="random", tenants=["random@bfc", ("random", "bfc:nokey=1")]), ValueError, "tenants[1][1]"),
+    (dict(workload=None, tenants=[("nosuch_model_b8", "bfc")]), ValueError, "workload"),
 ])
 def test_bad_input_names_the_argument(kwargs, error, naming):
     with pytest.raises(error, match=naming.replace("[", r"\[").replace("]", r"\]")):

@@ -15,23 +15,23 @@ using Catch::Contains;
 TEST_CASE("alloc-conf: PyTorch's settings become the caching family's spec", "[alloc-conf]") {
   const AllocConfPolicy all = alloc_conf_policy(
       "expandable_segments:True,max_split_size_mb:128,garbage_collection_threshold:0.8,roundup_power2_divisions:4");
-  CHECK(all.spec == "expandable:max_split_size=128MiB,gc_threshold=0.8,roundup_power2_divisions=4");
+  CHECK(all.policy.text == "expandable:max_split_size=128MiB,gc_threshold=0.8,roundup_power2_divisions=4");
   REQUIRE(all.warnings.size() == 1);  // no fraction: PyTorch never collects
   CHECK_THAT(all.warnings[0], Contains("garbage_collection_threshold has no effect without a memory fraction"));
 
   const AllocConfPolicy capped = alloc_conf_policy("garbage_collection_threshold:0.6, per_process_memory_fraction:0.9");
-  CHECK(capped.spec == "caching:gc_threshold=0.6,fraction=0.9");
+  CHECK(capped.policy.text == "caching:gc_threshold=0.6,fraction=0.9");
   CHECK(capped.warnings.empty());
 
   // A list keeps its commas; keys without effect on device memory are accepted.
-  CHECK(alloc_conf_policy("roundup_power2_divisions:[256:1,512:2,>:4],release_lock_on_cudamalloc:True").spec ==
+  CHECK(alloc_conf_policy("roundup_power2_divisions:[256:1,512:2,>:4],release_lock_on_cudamalloc:True").policy.text ==
         "caching:roundup_power2_divisions=[256:1,512:2,>:4]");
-  CHECK(alloc_conf_policy("expandable_segments:False,backend:native").spec == "caching");
-  CHECK(alloc_conf_policy("").spec == "caching");
+  CHECK(alloc_conf_policy("expandable_segments:False,backend:native").policy.text == "caching");
+  CHECK(alloc_conf_policy("").policy.text == "caching");
 
   // cudaMallocAsync reads the fraction alone; PyTorch warns that it ignores the rest.
   const AllocConfPolicy async = alloc_conf_policy("backend:cudaMallocAsync,max_split_size_mb:64,per_process_memory_fraction:0.5");
-  CHECK(async.spec == "torch-async:fraction=0.5");
+  CHECK(async.policy.text == "torch-async:fraction=0.5");
   REQUIRE(async.warnings.size() == 1);
   CHECK_THAT(async.warnings[0], Contains("max_split_size_mb:64 has no effect under backend:cudaMallocAsync"));
 }
@@ -43,7 +43,7 @@ TEST_CASE("alloc-conf: the table reads both ways: a spec back to what a user set
                                  "expandable_segments:True", "backend:cudaMallocAsync",
                                  "expandable_segments:True,max_split_size_mb:64"}) {
     INFO(conf);
-    const std::optional<std::string> line = alloc_conf_line(parse_spec(alloc_conf_policy(conf).spec), "");
+    const std::optional<std::string> line = alloc_conf_line(alloc_conf_policy(conf).policy.spec, "");
     REQUIRE(line);
     CHECK(*line == "PYTORCH_CUDA_ALLOC_CONF=" + conf);
   }

@@ -6,6 +6,7 @@
 
 #include "real_gpu/host_api.hpp"
 #include "real_gpu/host_card.hpp"
+#include "policies/registry.hpp"
 #include "real_gpu/validation.hpp"
 #include "workloads/catalogue.hpp"
 
@@ -44,7 +45,7 @@ std::shared_ptr<const Trace> hand_trace() {
 TEST_CASE("validation: a hand-worked trace under direct, in simulation and on the stand-in", "[real_gpu]") {
   HostDeviceApi api(card(true));
   ValidationOptions options;
-  options.policy = "direct";
+  options.policy = parse_policy_spec("direct");
   const Validation validation = validate(api, hand_trace(), options);
   const std::vector<MetricComparison> rows = compare(validation);
   require_exact_agreement(rows);
@@ -69,7 +70,7 @@ TEST_CASE("validation: reserved bytes are exactly the simulation's for bfc, cach
   const auto trace = std::make_shared<const Trace>(
       load_workload("random:n=1500,min=256,max=3MiB,live=48MiB,seed=" + std::to_string(seed)));
   ValidationOptions options;
-  options.policy = policy;
+  options.policy = parse_policy_spec(policy);
   const Validation validation = validate(api, trace, options);
   const std::vector<MetricComparison> rows = compare(validation);
   if (!backed) {
@@ -107,7 +108,7 @@ TEST_CASE("validation: page-mapped segments reserve what the simulation does", "
   HostDeviceApi api(card(true));
   const auto trace = std::make_shared<const Trace>(load_workload("random:n=1500,min=256,max=3MiB,live=48MiB,seed=9"));
   ValidationOptions options;
-  options.policy = policy;
+  options.policy = parse_policy_spec(policy);
   options.device.source = SegmentSource::vmm;
   const Validation validation = validate(api, trace, options);
   const std::vector<MetricComparison> rows = compare(validation);
@@ -124,7 +125,7 @@ TEST_CASE("validation: vmm and expandable map through the device's VMM calls and
   HostDeviceApi api(card(false));
   const auto trace = std::make_shared<const Trace>(load_workload("random:n=1500,min=256,max=3MiB,live=48MiB,seed=9"));
   ValidationOptions options;
-  options.policy = policy;
+  options.policy = parse_policy_spec(policy);
   const Validation validation = validate(api, trace, options);
   require_exact_agreement(compare(validation));
   CHECK(api.counters().mallocs == 0);  // every page is physical memory, never a cudaMalloc
@@ -143,7 +144,7 @@ TEST_CASE("validation: an OOM under a cap happens at the same request on both si
   builder.alloc(2, 6_MiB);  // 18 MiB > the 16 MiB the cap leaves
   const auto trace = std::make_shared<const Trace>(std::move(builder).finish());
   ValidationOptions options;
-  options.policy = "direct";
+  options.policy = parse_policy_spec("direct");
   options.device.cap = 80_MiB;
   const Validation validation = validate(api, trace, options);
   const std::vector<MetricComparison> rows = compare(validation);
@@ -161,7 +162,7 @@ TEST_CASE("validation: an OOM under a cap happens at the same request on both si
 TEST_CASE("validation: the table and the CSV files name every metric", "[real_gpu]") {
   HostDeviceApi api(card(false));
   ValidationOptions options;
-  options.policy = "caching";
+  options.policy = parse_policy_spec("caching");
   options.cost.malloc_fixed_ns = 1000;
   const Validation validation = validate(api, hand_trace(), options);
   const std::vector<MetricComparison> rows = compare(validation);
@@ -196,7 +197,7 @@ TEST_CASE("validation: rows equal by construction are not informative; what coul
     return row(rows, metric).informative;
   };
   SECTION("uncapped direct: one trace, one policy, segments it never tells apart") {
-    options.policy = "direct";
+    options.policy = parse_policy_spec("direct");
     const std::vector<MetricComparison> rows = compare(validate(api, hand_trace(), options));
     CHECK(informative(rows, "device_used_peak_bytes"));  // the driver's own count
     for (const char* metric : {"events_replayed", "peak_allocated_bytes", "peak_reserved_bytes", "device_mallocs",
@@ -206,14 +207,14 @@ TEST_CASE("validation: rows equal by construction are not informative; what coul
     }
   }
   SECTION("uncapped caching: placement by address can change what it reserves") {
-    options.policy = "caching";
+    options.policy = parse_policy_spec("caching");
     const std::vector<MetricComparison> rows = compare(validate(api, hand_trace(), options));
     CHECK(informative(rows, "peak_reserved_bytes"));
     CHECK(informative(rows, "device_mallocs"));
     CHECK_FALSE(informative(rows, "oom_count"));
   }
   SECTION("capped: the OOM is a real comparison") {
-    options.policy = "direct";
+    options.policy = parse_policy_spec("direct");
     options.device.cap = 128_MiB;
     TraceBuilder builder(TraceInfo{"oom", "test"});
     builder.alloc(0, 3_MiB);
@@ -230,7 +231,14 @@ TEST_CASE("validation: rows equal by construction are not informative; what coul
   }
 }
 
+TEST_CASE("validation: options without a policy read are an error before the device is touched", "[real_gpu]") {
+  HostDeviceApi api(card(true));
+  CHECK_THROWS_WITH(validate(api, hand_trace(), ValidationOptions{}), "validation needs a policy");
+  CHECK(api.live_allocations() == 0);
+}
+
 TEST_CASE("validation: which policies place blocks by address", "[real_gpu]") {
+  const auto places_by_address = [](const char* spec) { return parse_policy_spec(spec).segments.places_by_address; };
   for (const char* spec : {"caching", "torch", "caching:max_split_size=256MiB", "expandable", "growth", "jax-growth",
                            "bfc:growth=true"}) {
     INFO(spec);
@@ -239,6 +247,19 @@ TEST_CASE("validation: which policies place blocks by address", "[real_gpu]") {
   for (const char* spec : {"bfc", "jax", "direct", "vmm", "buddy", "bestfit:region=1GiB", "bfc:growth=false", "growth:growth=false"}) {
     INFO(spec);
     CHECK_FALSE(places_by_address(spec));
+  }
+}
+
+TEST_CASE("validation: which policies map pages, as their settings say", "[real_gpu]") {
+  const auto page_mapped = [](const char* spec) { return parse_policy_spec(spec).segments.page_mapped; };
+  for (const char* spec : {"vmm", "vmm:page=4MiB", "expandable", "caching:expandable_segments=true",
+                           "caching:conf=expandable_segments:True"}) {
+    INFO(spec);
+    CHECK(page_mapped(spec));
+  }
+  for (const char* spec : {"caching", "torch", "expandable:expandable_segments=false", "growth", "direct", "bestfit"}) {
+    INFO(spec);
+    CHECK_FALSE(page_mapped(spec));
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "cli_driver.hpp"
 #include "policies/registry.hpp"
+#include "recording_policies.hpp"
 #include "shared_traces.hpp"
 #include "sim/engine.hpp"
 #include "sim/report.hpp"
@@ -132,7 +133,7 @@ TEST_CASE("the shared recordings replayed on smaller cards: replay's table names
     const auto path = test::shared_trace(name);
     if (!path) continue;
     const TorchRecording recording = read_torch_recording(*path);
-    const std::vector<std::string> policies{"caching", "expandable", "bestfit"};
+    const std::vector<RecordingPolicy> policies = test::recording_policies({"caching", "expandable", "bestfit"});
     const Bytes peak = replay_from_recording(recording, policies, {}).recorded.peak_reserved;
     for (const double factor : {0.5, 0.75}) {
       const auto capacity = static_cast<Bytes>(factor * static_cast<double>(peak));

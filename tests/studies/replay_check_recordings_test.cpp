@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "cli_driver.hpp"
+#include "recording_policies.hpp"
 #include "sim/error.hpp"
 #include "studies/replay_check.hpp"
 #include "studies/replay_from_recording.hpp"
@@ -309,7 +310,7 @@ TEST_CASE("replay-check rule 8: a partial release inside a failed cudaMalloc rep
   // The what-if leaves that release to each policy: on a device without limit, caching's
   // cudaMalloc(64 MiB) does not fail, so it frees nothing (72 + 64 MiB reserved).
   const WhatIf what_if = replay_from_recording(read_torch_recording(write("partial.pickle", partial, true)),
-                                               std::vector<std::string>{"caching"}, {});
+                                               test::recording_policies({"caching"}), {});
   CHECK(what_if.releases_in_allocs == 1);
   CHECK_FALSE(what_if.replay_check_divergence);
   CHECK(what_if.recorded.peak_reserved == 72_MiB);
@@ -472,7 +473,7 @@ TEST_CASE("replay-check rule 6: expandable segments replay through `expandable`,
     CHECK(check.recorded_peak_reserved == 40_MiB);
     CHECK(check.simulated_peak_reserved == 40_MiB);
     // The what-if from it: `expandable` is the recording; native `caching` holds 12 + 20 MiB.
-    const WhatIf what_if = replay_from_recording(recording, std::vector<std::string>{"expandable", "caching"}, {});
+    const WhatIf what_if = replay_from_recording(recording, test::recording_policies({"expandable", "caching"}), {});
     CHECK(what_if.recorded.policy == "expandable");
     CHECK(what_if.replayed[0].peak_reserved == 40_MiB);
     CHECK(what_if.replayed[0].device_allocs == what_if.recorded.device_allocs);
@@ -525,7 +526,7 @@ TEST_CASE("replay-check rule 6: expandable segments mapped before the recording 
   CHECK(check.simulated_peak_reserved == 40_MiB);
   CHECK_THAT(test::cli({"replay-check", path}).out, Contains("exact"));
   // The what-if adopts the range too: `expandable` is the recording; native `caching` places P.
-  const WhatIf what_if = replay_from_recording(recording, std::vector<std::string>{"expandable", "caching"}, {});
+  const WhatIf what_if = replay_from_recording(recording, test::recording_policies({"expandable", "caching"}), {});
   CHECK_FALSE(what_if.replay_check_divergence);
   CHECK(what_if.replayed[0].start == "recorded segments adopted");
   CHECK(what_if.replayed[0].peak_reserved == 40_MiB);

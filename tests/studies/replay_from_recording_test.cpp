@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "cli_driver.hpp"
+#include "recording_policies.hpp"
 #include "shared_traces.hpp"
 #include "studies/replay_check.hpp"
 #include "studies/replay_from_recording.hpp"
@@ -58,7 +59,8 @@ TEST_CASE("replay: expandable and max_split_size avoid a fragmentation OOM that 
     INFO(check.divergence.value_or("") << check.final_state.value_or(""));
     CHECK(check.exact());  // the recording is what `caching` does
   }
-  const std::vector<std::string> policies{"caching", "caching:max_split_size=20MiB", "expandable", "direct"};
+  const std::vector<RecordingPolicy> policies =
+      test::recording_policies({"caching", "caching:max_split_size=20MiB", "expandable", "direct"});
   const WhatIf what_if = replay_from_recording(recording, policies, {});
   CHECK(what_if.capacity == 70_MiB);
   CHECK(what_if.recorded.peak_reserved == 40_MiB);
@@ -125,7 +127,7 @@ TEST_CASE("replay: expandable and max_split_size avoid a fragmentation OOM that 
   REQUIRE(check.divergence);
   CHECK_THAT(*check.divergence, Catch::StartsWith("segment event 1: expected none, got segment_alloc at ") &&
                                     Catch::EndsWith("of 40 MiB (41943040 B) at trace event 3"));
-  const WhatIf twin_what_if = replay_from_recording(twin, std::vector<std::string>{"caching"}, {});
+  const WhatIf twin_what_if = replay_from_recording(twin, test::recording_policies({"caching"}), {});
   CHECK(twin_what_if.capacity == 90_MiB);
   CHECK(twin_what_if.replayed[0].ooms == 0);
 }
@@ -134,7 +136,7 @@ TEST_CASE("replay: each replayed side is a run a report draws, its OOM told at i
   const test::TempDir dir;
   const TorchRecording recording =
       read_torch_recording(test::write_snapshot(dir, "oom.pickle", replace_all(kFragmentedOom, "FREE", "30")));
-  const std::vector<std::string> policies{"caching", "expandable"};
+  const std::vector<RecordingPolicy> policies = test::recording_policies({"caching", "expandable"});
   const WhatIf what_if = replay_from_recording(recording, policies, {}, {}, true);
   REQUIRE(what_if.replayed.size() == 2);
   const WhatIfOutcome& caching = what_if.replayed[0];
@@ -200,7 +202,8 @@ snapshot = {"segments": [], "device_traces": [[e("segment_alloc", X, 2 << 20), e
 
   const auto vae = test::shared_trace("vae_decode_loop.snapshot.pickle");
   if (!vae) return;
-  const WhatIf what_if = replay_from_recording(read_torch_recording(*vae), std::vector<std::string>{"caching", "expandable"}, {});
+  const WhatIf what_if =
+      replay_from_recording(read_torch_recording(*vae), test::recording_policies({"caching", "expandable"}), {});
   REQUIRE(what_if.replayed.size() == 2);
   CHECK(what_if.replayed[0].peak_reserved == what_if.recorded.peak_reserved);
   CHECK(what_if.replayed[0].device_allocs == what_if.recorded.device_allocs);
@@ -217,7 +220,8 @@ TEST_CASE("replay: PyTorch's allocator by its alias `torch` starts from the reco
           "[replay][recordings]") {
   const test::TempDir dir;
   const std::string path = test::write_snapshot(dir, "oom.pickle", replace_all(kFragmentedOom, "FREE", "30"));
-  const WhatIf what_if = replay_from_recording(read_torch_recording(path), std::vector<std::string>{"caching", "torch"}, {});
+  const WhatIf what_if =
+      replay_from_recording(read_torch_recording(path), test::recording_policies({"caching", "torch"}), {});
   REQUIRE(what_if.replayed.size() == 2);
   const WhatIfOutcome& torch = what_if.replayed[1];
   CHECK(torch.start == "recorded segments adopted");
@@ -241,7 +245,7 @@ snapshot = {"segments": [seg(X, 40 * M, [b(4 * M, "active_allocated", address=X,
 
 TEST_CASE("replay on a smaller card: every policy runs to a verdict from the recorded start", "[replay][recordings]") {
   const test::TempDir dir;
-  const std::vector<std::string> policies{"caching", "expandable"};
+  const std::vector<RecordingPolicy> policies = test::recording_policies({"caching", "expandable"});
   {
     // 50 MiB: the 40 MiB segment with its live block fits, the cached free 20 MiB one does
     // not; PyTorch's OOM path gives it back, and the run goes on.
@@ -307,7 +311,7 @@ snapshot = {"segments": [seg(X, 200 * M, [b(100 * M, "inactive", address=X),
 TEST_CASE("replay under max_split_size from a start cut without it: an OOM, never a failed replay", "[replay][recordings]") {
   const test::TempDir dir;
   const std::string path = test::write_snapshot(dir, "split.pickle", kSplitStart);
-  const std::vector<std::string> policies{"caching", "caching:max_split_size=64MiB"};
+  const std::vector<RecordingPolicy> policies = test::recording_policies({"caching", "caching:max_split_size=64MiB"});
   const WhatIf what_if = replay_from_recording(read_torch_recording(path), policies, 256_MiB);
   for (const WhatIf::Failed& failed : what_if.failed) FAIL_CHECK(failed.policy << ": " << failed.error);
   REQUIRE(what_if.replayed.size() == 2);
@@ -329,13 +333,14 @@ TEST_CASE("replay under max_split_size from a start cut without it: an OOM, neve
 // one replays from the recorded start to a verdict, none fails, none holds more than the card.
 TEST_CASE("replay on a smaller card: each shared recording under each setting at 0.3x to 0.9x of its reserved peak",
           "[replay][shared]") {
-  const std::vector<std::string> settings{"caching", "expandable", "caching:max_split_size=64MiB",
-                                          "caching:max_split_size=256MiB", "caching:gc_threshold=0.8,fraction=0.95"};
+  const std::vector<RecordingPolicy> settings =
+      test::recording_policies({"caching", "expandable", "caching:max_split_size=64MiB", "caching:max_split_size=256MiB",
+                                "caching:gc_threshold=0.8,fraction=0.95"});
   for (const char* name : {"lm_medium_ctx128_train.snapshot.pickle", "vae_decode_loop.snapshot.pickle"}) {
     const auto path = test::shared_trace(name);
     if (!path) continue;
     const TorchRecording recording = read_torch_recording(*path);
-    const Bytes peak = replay_from_recording(recording, std::vector<std::string>{"caching"}, {}).recorded.peak_reserved;
+    const Bytes peak = replay_from_recording(recording, test::recording_policies({"caching"}), {}).recorded.peak_reserved;
     for (const double factor : {0.3, 0.5, 0.75, 0.9}) {
       const auto capacity = static_cast<Bytes>(factor * static_cast<double>(peak));
       INFO(name << " at " << factor << "x: " << format_bytes(capacity));

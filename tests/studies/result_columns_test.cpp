@@ -15,6 +15,7 @@
 
 #include "cli_driver.hpp"
 #include "policies/registry.hpp"
+#include "recording_policies.hpp"
 #include "sim/csv_columns.hpp"
 #include "sim/metrics.hpp"
 #include "studies/advise.hpp"
@@ -111,7 +112,7 @@ void check_csv_and_table(std::span<const Column<Row>> columns, const std::vector
 TEST_CASE("the what-if's fields: one name each in the CSV, the page's JSON and the terminal's table", "[columns][replay]") {
   const test::TempDir dir;
   const std::string path = test::write_snapshot(dir, "oom.pickle", test::kFragmentationOom);
-  const std::vector<std::string> policies{"caching", "caching:max_split_size=20MiB"};
+  const std::vector<RecordingPolicy> policies = test::recording_policies({"caching", "caching:max_split_size=20MiB"});
   const WhatIf what_if = replay_from_recording(read_torch_recording(path), policies, {});
 
   // Today's CSV, in its order; then the fields only people and the page have had.
