@@ -3,8 +3,9 @@
 // each field is cut and its number read as the bytes go by, where the general path finds
 // the line's end, then its commas, then reads each field again.
 // A line of any other shape (a comment, a space, a CR, an id with a byte at or below ',',
-// a field of 20 digits, a release or sync row, a seventh field) is refused, not judged: the reader's general path then reads
-// it, so every value and every error message is that path's.
+// a field of 20 digits, a release or sync row, a seventh field) is refused, not judged: the
+// reader's general path then reads it, so every value and every error message is that
+// path's.
 #pragma once
 
 #include <cstddef>

@@ -189,17 +189,9 @@ class Reader {
     open(time, id, bytes, stream, *tag);
   }
 
-  // An empty field is other. Rows mostly name the tag the row before them named: that one
-  // is compared first.
-  std::optional<Tag> tag_named(std::string_view text) {
-    if (text.empty()) return Tag::other;
-    if (text == last_tag_name_) return last_tag_;
-    const std::optional<Tag> tag = tag_from_name(text);
-    if (tag) {
-      last_tag_name_ = name_of(*tag);
-      last_tag_ = *tag;
-    }
-    return tag;
+  // An empty field is other.
+  static std::optional<Tag> tag_named(std::string_view text) {
+    return text.empty() ? std::optional<Tag>(Tag::other) : tag_from_name(text);
   }
 
   void open(Nanos time, std::string_view id, Bytes bytes, Stream stream, Tag tag) {
@@ -226,8 +218,6 @@ class Reader {
   const char* home_ = nullptr;  // where copy_ is in the text
   bool seen_header_ = false;
   bool plain_ = false;  // the header is ours, in our order: rows may take the plain path
-  std::string_view last_tag_name_;  // tag_named's last answer, spelled as name_of() spells it
-  Tag last_tag_ = Tag::other;
   std::array<int, kColumnCount> position_{-1, -1, -1, -1, -1, -1};
   std::size_t field_count_ = 0;
   std::vector<std::string_view> fields_;  // of the current row, and the empty one after them
@@ -322,8 +312,9 @@ Trace parse(std::string_view text, const std::string& name, const MappedFile* fi
   PagesBehind behind(file);
   while (windows.next()) {
     reader.read_copy(windows.copy(), windows.home());
-    windows.lines().read_while([] { return true; }, [&](const char* at, const char* end) { return reader.plain_row(at, end); },
-                               [&](std::string_view line, std::size_t) { reader.line(line); });
+    windows.lines().read_while(
+        [] { return true; }, [&](const char* at, const char* end) { return reader.plain_row(at, end); },
+        [&](std::string_view line, std::size_t) { reader.line(line); });
     behind.read_to(windows.offset());
   }
   if (!reader.seen_header()) throw Error(name + ": empty trace: no header and no events");
