@@ -73,6 +73,21 @@ TEST_CASE("a plain row reads into its fields; any other shape is left to the gen
   CHECK(big->time == 9999999999999999999ULL);
 }
 
+// Only our header in our order lets a row take the plain path: under a header that starts as
+// ours but swaps id and bytes, "0,alloc,5,7,0,other" is 5 bytes under id "7", though the row
+// has the plain shape (read in our order, it would be 7 bytes under id "5").
+TEST_CASE("a plain-shaped row under another column order is read by that order", "[csv]") {
+  const Trace trace =
+      parse_csv_trace("time_ns,op,bytes,id,stream,tag\n0,alloc,5,7,0,other\n1,free,5,7,0,\n2,alloc,9,5,0,temp\n",
+                      "t.csv");
+  REQUIRE(trace.events.size() == 3);
+  CHECK(trace.bytes_of(trace.events[0].id) == 5);
+  CHECK(trace.events[1].id == trace.events[0].id);  // the free of id "7"
+  CHECK(trace.bytes_of(trace.events[2].id) == 9);
+  CHECK_THROWS_WITH(parse_csv_trace("time_ns,op,bytes,id,stream,tag\n0,alloc,5,7,0,other\n1,free,7,5,0,\n", "t.csv"),
+                    "t.csv:3: free of id 5, which is not live");
+}
+
 // One row's fields, written with the columns in `order` (a permutation of the six).
 std::string row_text(const std::array<std::string, 6>& fields, const std::array<int, 6>& order) {
   std::string line;

@@ -91,6 +91,27 @@ TEST_CASE("count() reads a mapped file through a buffer, leaving its mapping unt
   CHECK(piped.count('\n') == newlines);
 }
 
+// count() sums matches in a byte, a part of at most 255 bytes at a time: a text of nothing but
+// the byte counted, far longer than one part (and one part plus one), must not wrap.
+TEST_CASE("count() of a text that is the counted byte throughout", "[mapped_file]") {
+  const test::TempDir dir;
+  for (const std::size_t size : {std::size_t{255}, std::size_t{256}, std::size_t{70'000}}) {
+    INFO(size << " newlines");
+    const std::string text(size, '\n');
+    const MappedFile file(dir.file("t.csv", text));
+    REQUIRE(file.mapped());
+    CHECK(file.count('\n') == size);
+    CHECK(file.count('x') == 0);
+    const std::string fifo = dir.file("pipe" + std::to_string(size) + ".csv");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    std::thread writer([&] { std::ofstream(fifo) << text; });
+    const MappedFile piped(fifo);
+    writer.join();
+    REQUIRE_FALSE(piped.mapped());
+    CHECK(piped.count('\n') == size);
+  }
+}
+
 TEST_CASE("release gives back whole pages in its range, whatever was released before; the bytes stay readable",
           "[mapped_file]") {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
