@@ -100,13 +100,15 @@ po::options_description run_options(RunOptions& options) {
   return description;
 }
 
-// `policy`: --policy or --alloc-conf, read (policy_or_alloc_conf).
-std::vector<TenantChoice> tenant_specs(const RunOptions& options, std::optional<PolicySpec> policy) {
+// `conf_policy`: --alloc-conf's, read (alloc_conf_instead); else --policy is read here, once
+// the options are known to go together.
+std::vector<TenantChoice> tenant_specs(const RunOptions& options, std::optional<PolicySpec> conf_policy) {
   std::vector<TenantChoice> tenants;
-  if (!options.workload.empty() || policy) {
+  if (!options.workload.empty() || !options.policy.empty() || conf_policy) {
     if (options.workload.empty()) throw Error("--policy needs a --workload to replay");
-    if (!policy) throw Error("--workload needs a --policy (see `allocsim policies`)");
-    tenants.push_back(TenantChoice{parse_workload_spec(options.workload), std::move(*policy)});
+    if (options.policy.empty() && !conf_policy) throw Error("--workload needs a --policy (see `allocsim policies`)");
+    PolicySpec policy = conf_policy ? std::move(*conf_policy) : parse_policy_spec(options.policy);
+    tenants.push_back(TenantChoice{parse_workload_spec(options.workload), std::move(policy)});
   }
   for (const std::string& tenant : options.tenants) tenants.push_back(parse_tenant(tenant));
   if (tenants.empty()) throw Error("nothing to run: give --workload and --policy, or --tenant (see --help)");
@@ -205,9 +207,9 @@ int run_command(std::span<const std::string> args, std::ostream& out) {
     out << kAllocsimUsage << '\n' << description << '\n';
     return 0;
   }
+  std::optional<PolicySpec> conf_policy = alloc_conf_instead(options.policy, options.alloc_conf, out);
   const OnOom on_oom = parse_on_oom(options.on_oom);
-  const std::vector<TenantChoice> tenants =
-      tenant_specs(options, policy_or_alloc_conf(options.policy, options.alloc_conf, out));
+  const std::vector<TenantChoice> tenants = tenant_specs(options, std::move(conf_policy));
   check_paths(options, tenants);
   const RunSetup setup = run_scenario(run_choice(options, tenants, on_oom, values.count("batch") > 0));
   if (!options.save_trace.empty()) save_trace(setup.scenario, options.save_trace);

@@ -107,10 +107,13 @@ po::options_description validate_options(ValidateCliOptions& o) {
 }
 
 // The options checked and read, cheap input first: a typo fails before the GPU is opened
-// or a model is lowered. The policy is --policy or --alloc-conf's, read once here.
+// or a model is lowered. The policy is --alloc-conf's or --policy's, read once here: the
+// conf first, --policy last (as every other option is checked before it).
 ValidationOptions validation_options(ValidateCliOptions& o, std::ostream& out) {
-  std::optional<PolicySpec> policy = policy_or_alloc_conf(o.policy, o.alloc_conf, out);
-  if (o.workload.empty() || !policy) throw Error("validate needs --workload and --policy (see validate --help)");
+  std::optional<PolicySpec> conf_policy = alloc_conf_instead(o.policy, o.alloc_conf, out);
+  if (o.workload.empty() || (o.policy.empty() && !conf_policy)) {
+    throw Error("validate needs --workload and --policy (see validate --help)");
+  }
   refuse_workload_list(o.workload);
   if (o.on_oom != "stop" && o.on_oom != "continue") throw Error("--on-oom " + o.on_oom + " is not stop or continue");
   if (o.segments != "malloc" && o.segments != "vmm") throw Error("--segments " + o.segments + " is not malloc or vmm");
@@ -118,7 +121,6 @@ ValidationOptions validation_options(ValidateCliOptions& o, std::ostream& out) {
     throw Error("--backend " + o.backend.backend + " is not cuda or host");
   }
   ValidationOptions options;
-  options.policy = std::move(*policy);
   options.on_oom = o.on_oom == "stop" ? OnOom::stop : OnOom::continue_run;
   options.device.cap = o.cap.empty() ? 0 : parse_bytes(o.cap);
   if (!o.cap.empty() && options.device.cap == 0) throw Error("--cap must be more than 0 bytes");
@@ -126,6 +128,7 @@ ValidationOptions validation_options(ValidateCliOptions& o, std::ostream& out) {
   options.device.source = o.segments == "vmm" ? SegmentSource::vmm : SegmentSource::malloc;
   if (!o.profile.empty()) options.cost = load_cost_profile(o.profile).cost;
   o.backend.host_memory = parse_bytes(o.host_memory);
+  options.policy = conf_policy ? std::move(*conf_policy) : parse_policy_spec(o.policy);
   return options;
 }
 

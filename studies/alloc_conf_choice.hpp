@@ -16,6 +16,9 @@ namespace allocsim {
 // none when neither is. Error when both are, or naming the bad one. Each setting without
 // effect is a warning line on `out`.
 std::optional<PolicySpec> policy_or_alloc_conf(const std::string& policy, const std::string& conf, std::ostream& out);
+// Its first half, for a command that checks what else it was given before it reads --policy:
+// the policy `conf` makes, read; none without a conf. Error when both are given.
+std::optional<PolicySpec> alloc_conf_instead(const std::string& policy, const std::string& conf, std::ostream& out);
 
 // The policy `conf` makes, read; none for an empty conf. Warnings as above.
 std::optional<PolicySpec> alloc_conf_spec(const std::string& conf, std::ostream& out);

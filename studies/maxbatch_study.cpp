@@ -128,10 +128,10 @@ const ModelSpec& maxbatch_model(const WorkloadSpec& workload) {
 
 std::vector<BatchVariant> batch_variants(const ModelSpec& workload, int accumulation) {
   std::vector<BatchVariant> variants{{}};
-  if (workload.options.precision == Precision::fp32) variants.push_back({"with amp", &model_token("amp")});
+  if (workload.options.precision == Precision::fp32) variants.push_back({&model_token("amp")});
   if (workload.generation.given()) return variants;  // a generation has no micro-batches to accumulate
   const ModelToken& acc = model_token("acc");
-  variants.push_back({"with " + spell(acc, accumulation), &acc, accumulation, accumulation});
+  variants.push_back({&acc, accumulation, accumulation});
   return variants;
 }
 

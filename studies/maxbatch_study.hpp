@@ -24,7 +24,6 @@
 namespace allocsim {
 
 struct BatchVariant {
-  std::string label;                  // "" for the workload as given
   const ModelToken* token = nullptr;  // the token the variant sets, on top of the workload's
   std::int64_t value = 0;             // its number, for a numbered token
   std::int64_t per_step = 1;          // micro-batches per optimizer step

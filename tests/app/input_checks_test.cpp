@@ -144,5 +144,22 @@ TEST_CASE("input: --version, and JSON outputs say which version and command line
   CHECK(document["allocsim"]["command_line"].get<std::vector<std::string>>() == expected);
 }
 
+// What a command line lacks, or the options a run checks first, are named before a bad
+// --policy is read: the policy is read last, once.
+TEST_CASE("input: a missing option and the cheap checks come before a bad --policy", "[cli][input]") {
+  const auto first_error = [](std::vector<std::string> args) {
+    const Outcome outcome = cli(std::move(args));
+    CHECK(outcome.status != 0);
+    return outcome.err;
+  };
+  CHECK_THAT(first_error({"--policy", "nosuch"}), Catch::Contains("--policy needs a --workload to replay"));
+  CHECK_THAT(first_error({"--workload", "random:n=10", "--policy", "nosuch", "--on-oom", "x"}),
+             Catch::Contains("--on-oom"));
+  CHECK_THAT(first_error({"--workload", "random:n=10", "--policy", "nosuch"}), Catch::Contains("unknown policy 'nosuch'"));
+  CHECK_THAT(first_error({"validate", "--policy", "nosuch"}), Catch::Contains("validate needs --workload and --policy"));
+  CHECK_THAT(first_error({"validate", "--workload", "random:n=10", "--policy", "nosuch", "--segments", "x"}),
+             Catch::Contains("--segments x is not malloc or vmm"));
+}
+
 }  // namespace
 }  // namespace allocsim
