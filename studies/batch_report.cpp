@@ -151,8 +151,11 @@ std::string batch_report_data(std::string_view title, std::string_view command, 
     }
     // The device's capacity under the run metric's name, and as its one formatter shows it.
     const json shown = {{"capacity_bytes", format_human(facet.capacity, find_metric("capacity_bytes").unit)}};
-    facets.push_back(
-        {{"name", facet.name}, {"capacity_bytes", facet.capacity}, {"text", shown}, {"brief", shown}, {"curves", curves}});
+    facets.push_back({{"name", facet.name},
+                      {"capacity_bytes", facet.capacity},
+                      {"text", shown},
+                      {"brief", shown},
+                      {"curves", curves}});
   }
   const json page = {{"kind", "batch"},  {"title", title},        {"command", command},
                      {"version", allocsim_version()}, {"x_axis", report.x_axis}, {"facets", facets}};

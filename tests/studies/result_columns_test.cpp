@@ -264,7 +264,8 @@ TEST_CASE("a run's metrics: one name each in the CSV, --json and the terminal's 
 // The page of the run above: its lane carries every run metric but the wall-clock two under its
 // CSV name, with --json's value and the table's text; its device under the metrics' names; its
 // verdict and OOMs as --json's objects.
-TEST_CASE("a run's --report page: each field under its one name, as in the CSV, --json and the table", "[columns][report]") {
+TEST_CASE("a run's --report page: each field under its one name, as in the CSV, --json and the table",
+          "[columns][report]") {
   const test::TempDir dir;
   const std::string csv = dir.file("run.csv");
   const std::string json_file = dir.file("run.json");
@@ -303,7 +304,9 @@ TEST_CASE("a run's --report page: each field under its one name, as in the CSV, 
     } else {
       CHECK(std::stod(row[at]) == lane[name].get<double>());
     }
-    if (metric.unit == Unit::bytes || metric.unit == Unit::count) CHECK((lane[name].is_null() || lane[name].is_number_unsigned()));
+    if (metric.unit == Unit::bytes || metric.unit == Unit::count) {
+      CHECK((lane[name].is_null() || lane[name].is_number_unsigned()));
+    }
     CHECK(lane["brief"][name] == lane["text"][name]);  // a metric has one formatter
     if (metric.in_table) CHECK(run_table_cell(shown.out, name) == lane["text"][name].get<std::string>());
   }
@@ -332,7 +335,8 @@ TEST_CASE("a run's --report page: each field under its one name, as in the CSV, 
 // side's lane carries every field of its what-if row with the CSV's and the page's value (a
 // what-if counts without the CUDA context and the recording's start, so its value wins over the
 // run metric's of the same name), and the run metrics the what-if has not.
-TEST_CASE("a recording's --report page: each side's lane has its what-if row under the CSV's names", "[columns][report][replay]") {
+TEST_CASE("a recording's --report page: each side's lane has its what-if row under the CSV's names",
+          "[columns][report][replay]") {
   const test::TempDir dir;
   const std::string path = test::write_snapshot(dir, "oom.pickle", test::kFragmentationOom);
   const std::string csv = dir.file("what_if.csv");
@@ -394,7 +398,8 @@ TEST_CASE("a recording's --report page: each side's lane has its what-if row und
     REQUIRE(replayed.status == 0);
     const std::vector<std::string> lines = test::lines(test::read_file(on_card));
     REQUIRE(lines.size() == 4);
-    const auto at = static_cast<std::size_t>(std::find(header.begin(), header.end(), "peak_reserved_bytes") - header.begin());
+    const auto at =
+        static_cast<std::size_t>(std::find(header.begin(), header.end(), "peak_reserved_bytes") - header.begin());
     const json lanes = report_data(card_page)["lanes"];
     REQUIRE(lanes.size() == 2);
     for (std::size_t side = 1; side < 3; ++side) {

@@ -135,7 +135,9 @@ TEST_CASE("an expandable policy's free blocks at an OOM are its mapped free spac
   // The map's grey is what was mapped: 200 MiB until the release, then only the first 60.
   Bytes mapped_at_end = 0;
   for (const json& segment : page["lanes"][0]["map"]["segments"]) {
-    if (segment[5].get<std::size_t>() == page["lanes"][0]["events_replayed"].get<std::size_t>()) mapped_at_end += segment[1].get<Bytes>();
+    if (segment[5].get<std::size_t>() == page["lanes"][0]["events_replayed"].get<std::size_t>()) {
+      mapped_at_end += segment[1].get<Bytes>();
+    }
   }
   CHECK(mapped_at_end == 60_MiB);
 }
