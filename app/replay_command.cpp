@@ -110,13 +110,8 @@ void print_log_table(std::ostream& out, const LogReplay& replay) {
 }
 
 // The page of a replay, one run per policy: a log's outcomes and a recording's replayed
-// sides alike (each a policy, its scenario, its run and the recorders it kept).
-template <typename Outcome>
-void write_replay_report(const std::string& report, const std::string& file, const std::vector<Outcome>& outcomes) {
-  std::vector<ReportedRun> reported;
-  for (const Outcome& outcome : outcomes) {
-    reported.push_back(ReportedRun{outcome.policy, outcome.scenario, outcome.run, *outcome.recorders});
-  }
+// sides alike, each with its row of the command's column table.
+void write_replay_report(const std::string& report, const std::string& file, std::span<const ReportedRun> reported) {
   const std::string title = "allocsim replay: " + std::filesystem::path(file).filename().string();
   write_report_page(report, title, run_report_data(title, command_text(command_line()), reported));
 }
@@ -143,7 +138,7 @@ int replay_log_command(const std::string& file, std::span<const RecordingPolicy>
     for (const LogReplayOutcome& outcome : replay.outcomes) runs.push_back(outcome.run);
     write_file_atomically(csv, [&](std::ostream& stream) { write_csv(stream, runs); });
   }
-  if (!report.empty()) write_replay_report(report, file, replay.outcomes);
+  if (!report.empty()) write_replay_report(report, file, log_replay_reported(replay));
   return 0;
 }
 
@@ -277,7 +272,7 @@ int replay_command(std::span<const std::string> args, std::ostream& out) {
   if (!options.csv.empty()) {
     write_file_atomically(options.csv, [&](std::ostream& stream) { write_what_if_csv(stream, what_if, file); });
   }
-  if (!options.report.empty()) write_replay_report(options.report, file, what_if.replayed);
+  if (!options.report.empty()) write_replay_report(options.report, file, what_if_reported(what_if, file));
   return what_if.failed.empty() ? 0 : 1;
 }
 

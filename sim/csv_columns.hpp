@@ -102,6 +102,25 @@ nlohmann::json columns_json(std::span<const Column<Row>> columns, const Row& row
   return object;
 }
 
+// A tenant's run metrics (metrics.hpp) in columns_json's shape: {name: value} over each metric
+// `keep(metric)` keeps, and under "text" and "brief" each as the terminal's table shows it (a
+// metric has one formatter, format_human, so the two agree). A --report page keeps all but the
+// wall-clock ones (is_wall_clock): its bytes are the same on every run of the same inputs.
+template <typename Keep>
+nlohmann::json metrics_json(const RunResult& run, const TenantResult& tenant, Keep keep) {
+  nlohmann::json object = nlohmann::json::object();
+  nlohmann::json text = nlohmann::json::object();
+  for (const Metric& metric : metrics()) {
+    if (!keep(metric)) continue;
+    const MetricValue value = metric.get(run, tenant);
+    object[std::string(metric.name)] = metric_json(value);
+    text[std::string(metric.name)] = format_human(value, metric.unit);
+  }
+  object["brief"] = text;
+  object["text"] = std::move(text);
+  return object;
+}
+
 // What each column is, for a page to caption what it shows: [{name, label, help}] in order.
 template <typename Row>
 nlohmann::json columns_legend(std::span<const Column<Row>> columns) {

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdio>
+#include <stdexcept>
 
 #include "sim/float_chars.hpp"
 #include "sim/verdict.hpp"
@@ -167,6 +168,13 @@ std::string fixed(const char* format, double value, const char* suffix) {
 }  // namespace
 
 std::span<const Metric> metrics() { return kMetrics; }
+
+const Metric& find_metric(std::string_view name) {
+  for (const Metric& metric : kMetrics) {
+    if (metric.name == name) return metric;
+  }
+  throw std::logic_error("no metric " + std::string(name));
+}
 
 std::string format_plain(const MetricValue& value) {
   if (const auto* text = std::get_if<std::string>(&value)) return *text;

@@ -25,6 +25,9 @@ struct Metric {
 };
 
 std::span<const Metric> metrics();
+// The metric named `name`: the caller's own spelling of a declared name, so none is a mistake in
+// the code (logic_error).
+const Metric& find_metric(std::string_view name);
 
 // Wall-clock figures (seconds and rates: replay_seconds, events_per_second) differ between
 // runs of the same inputs; outputs that must be reproducible (sweeps) leave them out.

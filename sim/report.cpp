@@ -208,6 +208,40 @@ void write_csv(std::ostream& out, std::span<const RunResult> runs) {
   }
 }
 
+nlohmann::json verdict_json(const RunResult& run, const TenantResult& tenant) {
+  const Verdict verdict = verdict_of(run, tenant);
+  nlohmann::json holders = nlohmann::json::array();
+  for (const Holder& holder : verdict.holders) {
+    nlohmann::json entry{{"kind", name_of(holder.kind)}, {"bytes", holder.bytes}};
+    if (holder.kind == HolderKind::other_tenant) entry["tenant"] = holder.tenant;
+    holders.push_back(std::move(entry));
+  }
+  return {{"verdict", verdict_word(verdict)},
+          {"needs_bytes", verdict.needs},
+          {"gives_bytes", verdict.gives},
+          {"could_give_bytes", verdict.could_give},
+          {"holders", std::move(holders)},
+          {"text", describe_verdict(verdict, run.device.name)}};
+}
+
+nlohmann::json oom_json(const OomRecord& oom) {
+  const OomContext& c = oom.context;
+  return {{"event", oom.event},
+          {"step", oom.step ? nlohmann::json(*oom.step) : nlohmann::json(nullptr)},
+          {"time_ns", oom.time},
+          {"bytes", oom.bytes},
+          {"kind", name_of(oom.kind)},
+          {"request_kind", name_of(oom.request_kind)},
+          {"at_start", oom.at_start},
+          {"live_requested_bytes", c.live_requested},
+          {"usable_bytes", c.usable},
+          {"device_available_bytes", c.device_available},
+          {"allocated_bytes", c.policy.allocated},
+          {"reserved_bytes", c.policy.reserved},
+          {"largest_free_bytes", c.policy.largest_free},
+          {"releasable_bytes", c.releasable}};
+}
+
 void write_json(std::ostream& out, const RunResult& run) {
   nlohmann::json document;
   // What made this file, so that a JSON read later says how to make it again.
@@ -221,37 +255,9 @@ void write_json(std::ostream& out, const RunResult& run) {
     nlohmann::json object;
     for (const Metric& metric : metrics()) object[std::string(metric.name)] = metric_json(metric.get(run, tenant));
     for (const PolicyStat& stat : tenant.extra) object[stat.name] = stat.value;
-    const Verdict verdict = verdict_of(run, tenant);
-    nlohmann::json holders = nlohmann::json::array();
-    for (const Holder& holder : verdict.holders) {
-      nlohmann::json entry{{"kind", name_of(holder.kind)}, {"bytes", holder.bytes}};
-      if (holder.kind == HolderKind::other_tenant) entry["tenant"] = holder.tenant;
-      holders.push_back(std::move(entry));
-    }
-    object["verdict_detail"] = {{"verdict", verdict_word(verdict)},
-                                {"needs_bytes", verdict.needs},
-                                {"gives_bytes", verdict.gives},
-                                {"could_give_bytes", verdict.could_give},
-                                {"holders", std::move(holders)},
-                                {"text", describe_verdict(verdict, run.device.name)}};
+    object["verdict_detail"] = verdict_json(run, tenant);
     object["ooms"] = nlohmann::json::array();
-    for (const OomRecord& oom : tenant.ooms) {
-      const OomContext& c = oom.context;
-      object["ooms"].push_back({{"event", oom.event},
-                                {"step", oom.step ? nlohmann::json(*oom.step) : nlohmann::json(nullptr)},
-                                {"time_ns", oom.time},
-                                {"bytes", oom.bytes},
-                                {"kind", name_of(oom.kind)},
-                                {"request_kind", name_of(oom.request_kind)},
-                                {"at_start", oom.at_start},
-                                {"live_requested_bytes", c.live_requested},
-                                {"usable_bytes", c.usable},
-                                {"device_available_bytes", c.device_available},
-                                {"allocated_bytes", c.policy.allocated},
-                                {"reserved_bytes", c.policy.reserved},
-                                {"largest_free_bytes", c.policy.largest_free},
-                                {"releasable_bytes", c.releasable}});
-    }
+    for (const OomRecord& oom : tenant.ooms) object["ooms"].push_back(oom_json(oom));
     document["tenants"].push_back(std::move(object));
   }
   // Names come from files and specs the user typed: replace bytes that are not UTF-8.

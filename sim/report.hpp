@@ -6,6 +6,8 @@
 #include <span>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "sim/result.hpp"
 
 namespace allocsim {
@@ -22,6 +24,11 @@ std::string csv_field(const std::string& text);
 
 // Opens with "allocsim": the version and the command line (sim/version.hpp) that made it.
 void write_json(std::ostream& out, const RunResult& run);
+// Two objects of a tenant's in --json, which a --report page's lane carries too: its
+// "verdict_detail" (the run verdict, the bytes weighed, what held the rest, the sentence the
+// table opens with) and each of its "ooms".
+nlohmann::json verdict_json(const RunResult& run, const TenantResult& tenant);
+nlohmann::json oom_json(const OomRecord& oom);
 
 // "activation 2.50 GiB, weight 97.5 MiB; top layers: conv1 392 MiB, ..." (empty when the
 // trace has neither tags nor layers to tell).

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
+#include "sim/metrics.hpp"
 #include "sim/version.hpp"
 #include "studies/csv_resume.hpp"
 #include "studies/sweep_grid.hpp"
@@ -148,7 +149,13 @@ std::string batch_report_data(std::string_view title, std::string_view command, 
       for (const BatchPoint& p : curve.points) points.push_back({p.x, p.peak_allocated, p.peak_reserved, p.fits});
       curves.push_back({{"policy", curve.policy}, {"points", points}, {"largest", curve.largest ? json(*curve.largest) : json(nullptr)}});
     }
-    facets.push_back({{"name", facet.name}, {"capacity", facet.capacity}, {"curves", curves}});
+    // The device's capacity under the run metric's name, and as its one formatter shows it.
+    const json shown = {{"capacity_bytes", format_human(facet.capacity, find_metric("capacity_bytes").unit)}};
+    facets.push_back({{"name", facet.name},
+                      {"capacity_bytes", facet.capacity},
+                      {"text", shown},
+                      {"brief", shown},
+                      {"curves", curves}});
   }
   const json page = {{"kind", "batch"},  {"title", title},        {"command", command},
                      {"version", allocsim_version()}, {"x_axis", report.x_axis}, {"facets", facets}};

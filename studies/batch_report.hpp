@@ -49,7 +49,8 @@ BatchReport batch_report_from_sweep(std::istream& csv, const std::string& name);
 // From a maxbatch study: a facet per device and variant, every batch each search tried.
 BatchReport batch_report_from_maxbatch(const MaxBatchResults& results);
 
-// The JSON document of the page.
+// The JSON document of the page; each facet's capacity under the run metric's name,
+// capacity_bytes (with "text" and "brief" as columns_json gives them).
 std::string batch_report_data(std::string_view title, std::string_view command, const BatchReport& report);
 
 }  // namespace allocsim

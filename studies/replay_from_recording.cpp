@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <stdexcept>
 
 #include "policies/caching.hpp"
 #include "policies/registry.hpp"
@@ -433,6 +434,17 @@ std::vector<WhatIfRow> what_if_rows(const WhatIf& what_if, const std::string& re
 
 void write_what_if_csv(std::ostream& out, const WhatIf& what_if, const std::string& recording_name) {
   write_csv_columns<WhatIfRow>(out, kColumns, what_if_rows(what_if, recording_name));
+}
+
+std::vector<ReportedRun> what_if_reported(const WhatIf& what_if, const std::string& recording_name) {
+  std::vector<ReportedRun> reported;
+  for (const WhatIfOutcome& outcome : what_if.replayed) {
+    if (!outcome.recorders) throw std::logic_error("a what-if replayed without the report's recorders");
+    const WhatIfRow row{&recording_name, &what_if, &outcome, false};
+    reported.push_back(ReportedRun{outcome.policy, outcome.scenario, outcome.run, *outcome.recorders,
+                                   columns_json<WhatIfRow>(kColumns, row)});
+  }
+  return reported;
 }
 
 nlohmann::json what_if_sides_json(const WhatIf& what_if, const std::string& recording_name) {

@@ -139,6 +139,10 @@ std::vector<WhatIfRow> what_if_rows(const WhatIf& what_if, const std::string& re
 void write_what_if_csv(std::ostream& out, const WhatIf& what_if, const std::string& recording_name);
 // The same rows as JSON objects, every column by its name, with "text" (the terminal's cells).
 nlohmann::json what_if_sides_json(const WhatIf& what_if, const std::string& recording_name);
+// The replayed sides as a --report page's runs (studies/run_report), each named by its policy
+// and carrying its row of the column table (the recorded side has no run to draw). Needs the
+// recorders (replay_from_recording's `record`).
+std::vector<ReportedRun> what_if_reported(const WhatIf& what_if, const std::string& recording_name);
 // The terminal's table: a row per column in it (its label first), a cell per side.
 std::vector<std::vector<std::string>> what_if_table(const WhatIf& what_if, const std::string& recording_name);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <stdexcept>
 
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
@@ -83,6 +84,16 @@ std::vector<LogReplayRow> log_replay_rows(const LogReplay& replay) {
 
 std::vector<std::vector<std::string>> log_replay_table(const LogReplay& replay) {
   return column_table<LogReplayRow>(kLogColumns, log_replay_rows(replay));
+}
+
+std::vector<ReportedRun> log_replay_reported(const LogReplay& replay) {
+  std::vector<ReportedRun> reported;
+  for (const LogReplayOutcome& outcome : replay.outcomes) {
+    if (!outcome.recorders) throw std::logic_error("a log replayed without the report's recorders");
+    reported.push_back(ReportedRun{outcome.policy, outcome.scenario, outcome.run, *outcome.recorders,
+                                   columns_json<LogReplayRow>(kLogColumns, LogReplayRow{&replay, &outcome})});
+  }
+  return reported;
 }
 
 LogReplay replay_log(const Trace& trace, std::span<const std::size_t> failure_events,

@@ -66,5 +66,8 @@ std::span<const Column<LogReplayRow>> log_replay_columns();
 std::vector<LogReplayRow> log_replay_rows(const LogReplay& replay);
 // The terminal's table: a row per column (its label, then a cell per policy).
 std::vector<std::vector<std::string>> log_replay_table(const LogReplay& replay);
+// The outcomes as a --report page's runs (studies/run_report), each named by its policy and
+// carrying its row of the column table. Needs the recorders (replay_log's `record`).
+std::vector<ReportedRun> log_replay_reported(const LogReplay& replay);
 
 }  // namespace allocsim

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/breakdown.hpp"
+#include "sim/csv_columns.hpp"
 #include "sim/report.hpp"
 #include "sim/verdict.hpp"
 #include "sim/version.hpp"
@@ -212,16 +213,14 @@ json map_of(const TenantBlocks& blocks, const Trace& trace, Nanos end, std::size
           {"palette", palette}};
 }
 
+// --json's object of the OOM, with what the page tells beside it.
 json oom_of(const OomRecord& oom, json free) {
-  return {{"event", oom.event},
-          {"time", oom.time},
-          {"bytes", oom.bytes},
-          {"kind", name_of(oom.kind)},
-          {"request_kind", name_of(oom.request_kind)},
-          {"text", describe_oom(oom)},
-          {"state", oom.policy_state},
-          {"holders", describe_holders(holders_at(oom.context))},
-          {"free", std::move(free)}};
+  json told = oom_json(oom);
+  told["text"] = describe_oom(oom);
+  told["state"] = oom.policy_state;
+  told["holders"] = describe_holders(holders_at(oom.context));
+  told["free"] = std::move(free);
+  return told;
 }
 
 // Each OOM told, the first kOomsShown: where the free blocks are the same as at the OOM
@@ -258,6 +257,35 @@ bool one_program(std::span<const ReportedRun> runs) {
   });
 }
 
+// The tenant's fields, each under its column's name: the run metrics but the wall-clock ones
+// (the page's bytes are the same on every run), then the study's row over them.
+json fields_of(const ReportedRun& run, const TenantResult& tenant) {
+  json fields = metrics_json(run.result, tenant, [](const Metric& metric) { return !is_wall_clock(metric); });
+  if (run.row.is_null()) return fields;
+  if (run.result.tenants.size() != 1) throw std::logic_error("a study's row for a run of several tenants");
+  for (const auto& [name, value] : run.row.items()) {
+    if (name == "text" || name == "brief") {
+      for (const auto& [field, shown] : value.items()) fields[name][field] = shown;
+    } else {
+      fields[name] = value;
+    }
+  }
+  return fields;
+}
+
+// What the page draws of each run's device: its fields of the run metrics.
+json device_of(const RunResult& run) {
+  const TenantResult none;
+  return metrics_json(run, run.tenants.empty() ? none : run.tenants.front(),
+                      [](const Metric& metric) { return metric.name == "device" || metric.name == "capacity_bytes"; });
+}
+
+// A key of the page's own beside the fields: a column of that name would be hidden by it.
+void add_own(json& lane, const char* key, json value) {
+  if (lane.contains(key)) throw std::logic_error(std::string("a column is named ") + key + ", as the report's own key");
+  lane[key] = std::move(value);
+}
+
 }  // namespace
 
 std::string run_title(const RunResult& run) {
@@ -276,13 +304,11 @@ std::string run_report_data(std::string_view title, std::string_view command, st
   const TenantBlocks none;
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const ReportedRun& run = runs[r];
-    devices.push_back({{"name", run.result.device.name}, {"capacity", run.result.device.capacity}});
+    devices.push_back(device_of(run.result));
     for (const TenantResult& tenant : run.result.tenants) {
       const Trace& trace = *run.scenario.tenants[tenant.index].trace;
       const auto& logged = run.recorders.blocks.tenants();
       const TenantBlocks& blocks = tenant.index < logged.size() ? logged[tenant.index] : none;
-      const Nanos end = tenant.end_time;
-      const Verdict verdict = verdict_of(run.result, tenant);
       Breakdown peak = tenant.at_peak;
       // With --on-oom stop nothing was skipped: the trace alone tells every layer alive at the peak.
       if (tenant.peak_allocated > 0 && (tenant.oom_count == 0 || run.scenario.on_oom == OnOom::stop)) {
@@ -290,26 +316,15 @@ std::string run_report_data(std::string_view title, std::string_view command, st
       }
       std::string label = run.result.tenants.size() > 1 ? "tenant " + std::to_string(tenant.index) + ": " : std::string();
       label += run.label.empty() ? tenant.policy : run.label;
-      lanes.push_back({{"label", label},
-                       {"run", r},
-                       {"tenant", tenant.index},
-                       {"workload", tenant.workload},
-                       {"policy", tenant.policy},
-                       {"verdict", describe_verdict(verdict, run.result.device.name)},
-                       {"fits", verdict.fits},
-                       {"end_time", end},
-                       {"end_event", tenant.events_replayed},
-                       {"events", tenant.events},
-                       {"events_replayed", tenant.events_replayed},
-                       {"peak_allocated", tenant.peak_allocated},
-                       {"peak_reserved", tenant.peak_reserved},
-                       {"peak_requested", tenant.peak_requested},
-                       {"live_lower_bound", tenant.live_lower_bound},
-                       {"oom_count", tenant.oom_count},
-                       {"peak", tenant.peak_allocated > 0 ? breakdown_of(peak) : json(nullptr)},
-                       {"series", series_of(run.recorders.timeline, tenant.index)},
-                       {"map", map_of(blocks, trace, end, tenant.events_replayed, map_blocks)},
-                       {"ooms", ooms_of(tenant, blocks)}});
+      json lane = fields_of(run, tenant);
+      add_own(lane, "label", label);
+      add_own(lane, "run", r);
+      add_own(lane, "verdict_detail", verdict_json(run.result, tenant));
+      add_own(lane, "peak", tenant.peak_allocated > 0 ? breakdown_of(peak) : json(nullptr));
+      add_own(lane, "series", series_of(run.recorders.timeline, tenant.index));
+      add_own(lane, "map", map_of(blocks, trace, tenant.end_time, tenant.events_replayed, map_blocks));
+      add_own(lane, "ooms", ooms_of(tenant, blocks));
+      lanes.push_back(std::move(lane));
     }
   }
   json tags = json::array();

@@ -1,14 +1,17 @@
-// The data of a run's HTML page (report_page draws it): for each tenant of each run,
-// allocated, reserved and device bytes over simulated time, the address x time memory
-// map of its blocks and segments, every OOM told at its moment (the verdict, the free
-// blocks then, what held the rest) and the peak by tag and by layer. `run --report` gives
-// one run of one or more tenants; `compare --report` one run per policy.
+// The data of a run's HTML page (report_page draws it): for each tenant of each run, its
+// fields under their column's name (the run metrics, sim/metrics.hpp, and a study's own row:
+// docs/report.md), allocated, reserved and device bytes over simulated time, the address x
+// time memory map of its blocks and segments, every OOM told at its moment (the verdict, the
+// free blocks then, what held the rest) and the peak by tag and by layer. `run --report`
+// gives one run of one or more tenants; `compare --report` one run per policy.
 #pragma once
 
 #include <cstddef>
 #include <span>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "sim/block_log.hpp"
 #include "sim/engine.hpp"
@@ -29,6 +32,11 @@ struct ReportedRun {
   const Scenario& scenario;  // its traces give each block its tag and layer
   const RunResult& result;
   const RunRecorders& recorders;
+  // The study's own row of this run's one tenant (a what-if side, a log's replay), as
+  // columns_json gives it: its fields join the run metrics in the tenant's lane, its value
+  // winning where both have a name (the value that study's CSV and table give). Null: the run
+  // metrics alone.
+  nlohmann::json row = nullptr;
 };
 
 // The memory map draws at most this many blocks per tenant: those with the largest

@@ -12,10 +12,7 @@ namespace allocsim {
 std::string what_if_report(const TorchRecording& recording, const std::string& name,
                            std::span<const RecordingPolicy> policies, std::optional<Bytes> capacity) {
   const WhatIf what_if = replay_from_recording(recording, policies, capacity, {}, true);
-  std::vector<ReportedRun> reported;
-  for (const WhatIfOutcome& outcome : what_if.replayed) {
-    reported.push_back(ReportedRun{outcome.policy, outcome.scenario, outcome.run, *outcome.recorders});
-  }
+  const std::vector<ReportedRun> reported = what_if_reported(what_if, name);
   // What a user types for the same page (app/replay_command.cpp's title, its command line).
   const std::string file = std::filesystem::path(name).filename().string();
   std::string command = "replay " + file + " --policy ";

@@ -3,6 +3,9 @@
 // peak by tag and layer. A sweep's page: peak bytes against the batch, one chart per facet.
 // One script for two pages: the --report page draws the JSON in its #report-data when it
 // loads (below); the browser page (web/page) draws what its module answers.
+// A result field is read by its CSV name (a lane's run metrics and its study's columns, a
+// run's device and capacity_bytes) and shown as its "brief", the command line's own formatter
+// (docs/report.md); fmtBytes is for the axes and the blocks alone.
 function allocsimDrawReport(data, root) {
   'use strict';
   var tooltip = d3.select('#tooltip');
@@ -67,17 +70,19 @@ function allocsimDrawReport(data, root) {
     root.append('h2').text('Verdict');
     var table = root.append('table').attr('id', 'summary');
     var head = table.append('tr');
-    ['', 'workload', 'policy', 'peak allocated', 'peak reserved', 'live lower bound', 'OOMs'].forEach(function (h) { head.append('th').text(h); });
+    // Each cell a field of the lane by its CSV name, as the command line's formatter writes it (brief).
+    var fields = [['peak_allocated_bytes', 'peak allocated'], ['peak_reserved_bytes', 'peak reserved'],
+                  ['live_lower_bound_bytes', 'live lower bound'], ['oom_count', 'OOMs']];
+    ['', 'workload', 'policy'].concat(fields.map(function (f) { return f[1]; })).forEach(function (h) { head.append('th').text(h); });
     lanes.forEach(function (lane, i) {
       var row = table.append('tr').attr('class', 'lane');
       row.append('td').append('span').attr('class', 'swatch').style('display', 'inline-block').style('width', '12px').style('height', '12px').style('background', colour(i));
       row.append('td').attr('class', 'workload').text(lane.workload);
       row.append('td').attr('class', 'policy').text(lane.policy);
-      [lane.peak_allocated, lane.peak_reserved, lane.live_lower_bound].forEach(function (b) { row.append('td').attr('class', 'num').text(fmtBytes(b)); });
-      row.append('td').attr('class', 'num').text(lane.oom_count);
+      fields.forEach(function (f) { row.append('td').attr('class', 'num').attr('data-field', f[0]).text(lane.brief[f[0]]); });
     });
     // A verdict begins with its tenant; in a comparison, the policy goes first.
-    lanes.forEach(function (lane) { root.append('pre').attr('class', 'verdict').text((data.runs.length > 1 ? lane.label + ': ' : '') + lane.verdict); });
+    lanes.forEach(function (lane) { root.append('pre').attr('class', 'verdict').text((data.runs.length > 1 ? lane.label + ': ' : '') + lane.verdict_detail.text); });
 
     // Bytes over time, every tenant and policy on the same axes. Several runs of one program
     // (a comparison) share the trace's event index, since each policy's simulated clock
@@ -86,7 +91,7 @@ function allocsimDrawReport(data, root) {
     root.append('h2').text(x.title);
     root.append('p').attr('class', 'note').text('Solid: allocated; dashed: reserved by the policy; dotted: used on the whole device; red dashes: the device capacity. Sampled on change, at most 2000 points per tenant, peaks kept. ' + x.note);
     var tMax = 0, drawnMax = 0, capacityMax = 0;
-    data.runs.forEach(function (run) { capacityMax = Math.max(capacityMax, run.capacity); });
+    data.runs.forEach(function (run) { capacityMax = Math.max(capacityMax, run.capacity_bytes); });
     lanes.forEach(function (lane) {
       tMax = Math.max(tMax, x.end(lane));
       lane.series.forEach(function (p) { tMax = Math.max(tMax, x.point(p)); drawnMax = Math.max(drawnMax, p[3]); });
@@ -103,7 +108,7 @@ function allocsimDrawReport(data, root) {
       var points = lane.series;
       if (points.length === 0) return;
       var last = points[points.length - 1];
-      if (x.point(last) < x.end(lane)) points = points.concat([[lane.end_time, last[1], last[2], last[3], lane.end_event]]);
+      if (x.point(last) < x.end(lane)) points = points.concat([[lane.end_time_ns, last[1], last[2], last[3], lane.events_replayed]]);
       var kinds = [['allocated', 1], ['reserved', 2]];
       if (!seenDevice[lane.run]) { kinds.push(['device', 3]); seenDevice[lane.run] = true; }
       kinds.forEach(function (kind) {
@@ -112,13 +117,14 @@ function allocsimDrawReport(data, root) {
       });
     });
     data.runs.forEach(function (run) {
-      if (run.capacity > bMax * 1.05) {
+      var capacity = run.capacity_bytes, named = run.device + ' ' + run.brief.capacity_bytes;
+      if (capacity > bMax * 1.05) {
         chart.g.append('text').attr('class', 'capacity-above').attr('x', chart.w - 4).attr('y', 12).attr('text-anchor', 'end')
-            .style('font-size', '11px').text(run.name + ' ' + fmtBytes(run.capacity) + ': above this chart');
+            .style('font-size', '11px').text(named + ': above this chart');
         return;
       }
-      chart.g.append('line').attr('class', 'capacity-line').attr('x1', 0).attr('x2', chart.w).attr('y1', chart.y(run.capacity)).attr('y2', chart.y(run.capacity));
-      chart.g.append('text').attr('x', chart.w - 4).attr('y', chart.y(run.capacity) - 4).attr('text-anchor', 'end').style('font-size', '11px').text(run.name + ' ' + fmtBytes(run.capacity));
+      chart.g.append('line').attr('class', 'capacity-line').attr('x1', 0).attr('x2', chart.w).attr('y1', chart.y(capacity)).attr('y2', chart.y(capacity));
+      chart.g.append('text').attr('x', chart.w - 4).attr('y', chart.y(capacity) - 4).attr('text-anchor', 'end').style('font-size', '11px').text(named);
     });
     lanes.forEach(function (lane) {
       lane.ooms.forEach(function (oom) { chart.g.append('line').attr('class', 'oom-line').attr('x1', chart.x(x.oom(oom))).attr('x2', chart.x(x.oom(oom))).attr('y1', 0).attr('y2', chart.h); });
@@ -143,7 +149,7 @@ function allocsimDrawReport(data, root) {
     peaks.append('h2').text('At the peak: what was alive');
     lanes.forEach(function (lane) {
       if (!lane.peak) return;
-      peaks.append('h3').text(lane.label + ': ' + fmtBytes(lane.peak_allocated) + ' allocated, just after event ' + lane.peak.event);
+      peaks.append('h3').text(lane.label + ': ' + lane.brief.peak_allocated_bytes + ' allocated, just after event ' + lane.peak.event);
       bars(peaks, 'by tag', lane.peak.by_tag, function (name) { return tagColour[data.tags.indexOf(name)]; });
       if (lane.peak.layers.length > 0) bars(peaks, 'by layer (the largest)', lane.peak.layers, function () { return '#4c78a8'; });
     });
@@ -154,12 +160,12 @@ function allocsimDrawReport(data, root) {
     if (kind === 'event') {
       return {title: 'Memory over the trace\'s events', label: 'trace event', format: fmtEvent,
               note: 'x: the index of the event in the trace, the same for every policy (each policy\'s simulated time differs with its allocator\'s costs).',
-              point: function (p) { return p[4]; }, end: function (lane) { return lane.end_event; }, oom: function (oom) { return oom.event; },
-              block: function (b, lane) { return [b[5], b[6] === null ? lane.end_event : b[6]]; },
+              point: function (p) { return p[4]; }, end: function (lane) { return lane.events_replayed; }, oom: function (oom) { return oom.event; },
+              block: function (b, lane) { return [b[5], b[6] === null ? lane.events_replayed : b[6]]; },
               segment: function (s) { return [s[4], s[5]]; }};
     }
     return {title: 'Memory over simulated time', label: 'simulated time', format: fmtTime, note: '',
-            point: function (p) { return p[0]; }, end: function (lane) { return lane.end_time; }, oom: function (oom) { return oom.time; },
+            point: function (p) { return p[0]; }, end: function (lane) { return lane.end_time_ns; }, oom: function (oom) { return oom.time_ns; },
             block: function (b) { return [b[7], b[8]]; }, segment: function (s) { return [s[2], s[3]]; }};
   }
 
@@ -230,7 +236,7 @@ function allocsimDrawReport(data, root) {
 
   function oomPanel(section, lane) {
     section.append('h3').text(lane.label + ': ' + lane.oom_count + ' OOM' + (lane.oom_count === 1 ? '' : 's'));
-    section.append('pre').attr('class', 'verdict').text(lane.verdict);
+    section.append('pre').attr('class', 'verdict').text(lane.verdict_detail.text);
     lane.ooms.forEach(function (oom) {
       var panel = section.append('div').attr('class', 'oom');
       panel.append('pre').attr('class', 'oom-text').text(oom.text);
@@ -284,7 +290,7 @@ function allocsimDrawReport(data, root) {
     data.facets.forEach(function (facet) {
       var cell = grid.append('div').attr('class', 'facet');
       cell.append('h3').attr('class', 'facet-name').text(facet.name || 'every point');
-      var xMin = Infinity, xMax = 0, yMax = facet.capacity;
+      var xMin = Infinity, xMax = 0, yMax = facet.capacity_bytes;
       facet.curves.forEach(function (c) { c.points.forEach(function (p) { xMin = Math.min(xMin, p[0]); xMax = Math.max(xMax, p[0]); yMax = Math.max(yMax, p[2], p[1]); }); });
       if (!isFinite(xMin)) { xMin = 1; xMax = 2; }
       var width = single ? 1000 : 520, height = single ? 460 : 300;
@@ -304,8 +310,8 @@ function allocsimDrawReport(data, root) {
       g.append('g').attr('class', 'axis x').attr('transform', 'translate(0,' + h + ')').call(xAxis);
       g.append('g').attr('class', 'axis y').call(d3.svg.axis().scale(y).orient('left').tickValues(byteTicks(yMax * 1.05, 6)).tickFormat(fmtBytes));
       g.append('text').attr('x', w).attr('y', h - 4).attr('text-anchor', 'end').style('font-size', '11px').text(data.x_axis);
-      g.append('line').attr('class', 'capacity-line').attr('x1', 0).attr('x2', w).attr('y1', y(facet.capacity)).attr('y2', y(facet.capacity));
-      g.append('text').attr('x', 4).attr('y', y(facet.capacity) - 4).style('font-size', '11px').style('fill', '#c00').text('device ' + fmtBytes(facet.capacity));
+      g.append('line').attr('class', 'capacity-line').attr('x1', 0).attr('x2', w).attr('y1', y(facet.capacity_bytes)).attr('y2', y(facet.capacity_bytes));
+      g.append('text').attr('x', 4).attr('y', y(facet.capacity_bytes) - 4).style('font-size', '11px').style('fill', '#c00').text('device ' + facet.brief.capacity_bytes);
       facet.curves.forEach(function (curve) {
         var c = colour(curve.policy);
         [[2, 'reserved'], [1, 'allocated']].forEach(function (kind) {

@@ -82,7 +82,10 @@ void check_names(const RunResult& run, const TenantResult& tenant, const nlohman
   CHECK(lane["ooms"][0]["kind"] == verdict);
   CHECK(lane["ooms"][0]["request_kind"] == at_request);
   CHECK(lane["ooms"][0]["text"] == line);
-  CHECK_THAT(lane["verdict"].get<std::string>(), Catch::StartsWith("tenant 0 does not fit (" + verdict + ")"));
+  CHECK(lane["verdict"] == verdict);
+  CHECK(lane["first_oom_request_kind"] == at_request);
+  CHECK_THAT(lane["verdict_detail"]["text"].get<std::string>(),
+             Catch::StartsWith("tenant 0 does not fit (" + verdict + ")"));
 }
 
 // One tenant of `trace` under `policy` on `capacity`, with the report's recorders.

@@ -1,8 +1,8 @@
 // One column table for every output: each field of a result walked through each output that
-// shows it (CSV header and row, --json, the page's JSON, the Python package's table, the
-// terminal's table or sentences), which must carry it under its one name with the same
-// value, and in the terminal with its column's text. The names are the CSV's, written out
-// here: a field renamed or dropped in any output fails.
+// shows it (CSV header and row, --json, the page's JSON, a --report page's JSON, the Python
+// package's table, the terminal's table or sentences), which must carry it under its one name
+// with the same value, and in the terminal with its column's text. The names are the CSV's,
+// written out here: a field renamed or dropped in any output fails.
 #include <algorithm>
 #include <cstdio>
 #include <regex>
@@ -17,6 +17,7 @@
 #include "policies/registry.hpp"
 #include "recording_policies.hpp"
 #include "sim/csv_columns.hpp"
+#include "sim/device_presets.hpp"
 #include "sim/metrics.hpp"
 #include "studies/advise.hpp"
 #include "studies/maxbatch_study.hpp"
@@ -76,6 +77,30 @@ std::vector<std::string> spaced_cells(const std::string& line) {
   }
   return cells;
 }
+
+// The JSON a --report page carries (studies/report_page: one script element, '<' escaped).
+json report_data(const std::string& page_file) {
+  const std::string page = test::read_file(page_file);
+  const std::string open = "<script type=\"application/json\" id=\"report-data\">";
+  const std::size_t from = page.find(open);
+  REQUIRE(from != std::string::npos);
+  const std::size_t to = page.find("</script>", from);
+  REQUIRE(to != std::string::npos);
+  return json::parse(page.substr(from + open.size(), to - from - open.size()));
+}
+
+// The cell of a one-tenant run's table on the row of `name` ("name   value", right-aligned).
+std::string run_table_cell(const std::string& out, const std::string& name) {
+  for (const std::string& line : test::lines(out)) {
+    if (line.rfind(name + "  ", 0) != 0) continue;
+    return line.substr(line.find_first_not_of(' ', name.size()));
+  }
+  return "(no row " + name + ")";
+}
+
+// A lane's keys of the page's own; every other key is a field of a column table.
+const std::vector<std::string> kLaneOwnKeys{"label", "run", "verdict_detail", "peak", "series", "map", "ooms",
+                                            "text", "brief"};
 
 template <typename Row>
 std::vector<std::string> declared_names(std::span<const Column<Row>> columns) {
@@ -234,6 +259,224 @@ TEST_CASE("a run's metrics: one name each in the CSV, --json and the terminal's 
   // A run out of memory has its first OOM in every output.
   CHECK(tenant["oom_count"].get<std::uint64_t>() > 0);
   CHECK(tenant["first_oom_bytes"].is_number_unsigned());
+}
+
+// The page of the run above: its lane carries every run metric but the wall-clock two under its
+// CSV name, with --json's value and the table's text; its device under the metrics' names; its
+// verdict and OOMs as --json's objects.
+TEST_CASE("a run's --report page: each field under its one name, as in the CSV, --json and the table",
+          "[columns][report]") {
+  const test::TempDir dir;
+  const std::string csv = dir.file("run.csv");
+  const std::string json_file = dir.file("run.json");
+  const std::string page = dir.file("run.html");
+  const test::Outcome shown = test::cli({"run", "--workload", "random:n=2000,seed=3,live=64MiB", "--policy", "bfc",
+                                         "--capacity", "48MiB", "--on-oom", "continue", "--csv", csv, "--json",
+                                         json_file, "--report", page});
+  INFO(shown.out << shown.err);
+  REQUIRE(shown.status == 0);
+  const std::vector<std::string> csv_lines = test::lines(test::read_file(csv));
+  REQUIRE(csv_lines.size() == 2);
+  const std::vector<std::string> header = csv_cells(csv_lines[0]);
+  const std::vector<std::string> row = csv_cells(csv_lines[1]);
+  const json tenant = json::parse(test::read_file(json_file))["tenants"].at(0);
+  const json data = report_data(page);
+  REQUIRE(data["lanes"].size() == 1);
+  const json& lane = data["lanes"][0];
+  for (const Metric& metric : metrics()) {
+    const std::string name(metric.name);
+    INFO("field " << name);
+    if (is_wall_clock(metric)) {  // the page is the same bytes on every run
+      CHECK(!lane.contains(name));
+      CHECK(!lane["text"].contains(name));
+      continue;
+    }
+    REQUIRE(lane.contains(name));
+    CHECK(lane[name] == tenant[name]);
+    const auto at = static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+    REQUIRE(at < row.size());
+    if (lane[name].is_null()) {
+      CHECK(row[at].empty());
+    } else if (lane[name].is_string()) {
+      CHECK(row[at] == lane[name].get<std::string>());
+    } else if (lane[name].is_number_unsigned()) {
+      CHECK(row[at] == std::to_string(lane[name].get<std::uint64_t>()));
+    } else {
+      CHECK(std::stod(row[at]) == lane[name].get<double>());
+    }
+    if (metric.unit == Unit::bytes || metric.unit == Unit::count) {
+      CHECK((lane[name].is_null() || lane[name].is_number_unsigned()));
+    }
+    CHECK(lane["brief"][name] == lane["text"][name]);  // a metric has one formatter
+    if (metric.in_table) CHECK(run_table_cell(shown.out, name) == lane["text"][name].get<std::string>());
+  }
+  for (const auto& [key, value] : lane.items()) {
+    INFO("key " << key);
+    const bool own = std::find(kLaneOwnKeys.begin(), kLaneOwnKeys.end(), key) != kLaneOwnKeys.end();
+    const bool metric = std::any_of(metrics().begin(), metrics().end(), [&](const Metric& m) { return m.name == key; });
+    CHECK(own != metric);
+  }
+  CHECK(lane["verdict_detail"] == tenant["verdict_detail"]);
+  REQUIRE(!lane["ooms"].empty());
+  for (std::size_t i = 0; i < lane["ooms"].size(); ++i) {
+    INFO("OOM " << i);
+    for (const auto& [key, value] : tenant["ooms"].at(i).items()) CHECK(lane["ooms"][i][key] == value);
+  }
+  // The device as the run metrics name it; 48 MiB worked by hand in each form.
+  REQUIRE(data["runs"].size() == 1);
+  CHECK(data["runs"][0]["device"] == tenant["device"]);
+  CHECK(data["runs"][0]["capacity_bytes"] == 48 * 1048576);
+  CHECK(data["runs"][0]["brief"]["capacity_bytes"] == "48 MiB");
+  CHECK(lane["capacity_bytes"] == 48 * 1048576);
+  CHECK(lane["oom_count"].get<std::uint64_t>() > 0);
+}
+
+// test::kFragmentationOom replayed as in the what-if's case above, with --report: each replayed
+// side's lane carries every field of its what-if row with the CSV's and the page's value (a
+// what-if counts without the CUDA context and the recording's start, so its value wins over the
+// run metric's of the same name), and the run metrics the what-if has not.
+TEST_CASE("a recording's --report page: each side's lane has its what-if row under the CSV's names",
+          "[columns][report][replay]") {
+  const test::TempDir dir;
+  const std::string path = test::write_snapshot(dir, "oom.pickle", test::kFragmentationOom);
+  const std::string csv = dir.file("what_if.csv");
+  const std::string page = dir.file("what_if.html");
+  const test::Outcome shown = test::cli({"replay", path, "--policy", "caching,caching:max_split_size=20MiB", "--csv",
+                                         csv, "--report", page});
+  INFO(shown.out << shown.err);
+  REQUIRE(shown.status == 0);
+  const std::vector<RecordingPolicy> policies = test::recording_policies({"caching", "caching:max_split_size=20MiB"});
+  const WhatIf what_if = replay_from_recording(read_torch_recording(path), policies, {});
+  const json sides = what_if_sides_json(what_if, path);
+  REQUIRE(sides.size() == 3);
+  const std::vector<std::string> csv_lines = test::lines(test::read_file(csv));
+  REQUIRE(csv_lines.size() == 4);
+  const std::vector<std::string> header = csv_cells(csv_lines[0]);
+  const json data = report_data(page);
+  REQUIRE(data["lanes"].size() == 2);
+  for (std::size_t side = 1; side < sides.size(); ++side) {
+    INFO("side " << side);
+    const json& lane = data["lanes"][side - 1];
+    for (const Column<WhatIfRow>& column : what_if_columns()) {
+      const std::string name(column.name);
+      INFO("field " << name);
+      REQUIRE(lane.contains(name));
+      CHECK(lane[name] == sides[side][name]);
+      CHECK(lane["text"][name] == sides[side]["text"][name]);
+      CHECK(lane["brief"][name] == sides[side]["brief"][name]);
+      const auto at = static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+      CHECK((at < header.size()) == column.in_csv);
+      if (at < header.size()) {
+        const std::string cell = csv_cells(csv_lines[side + 1]).at(at);
+        CHECK(cell == (lane[name].is_string() ? lane[name].get<std::string>()
+                       : lane[name].is_null() ? std::string()
+                                              : std::to_string(lane[name].get<std::uint64_t>())));
+      }
+    }
+    // The run metrics the what-if does not declare are there too, under their names.
+    for (const char* name : {"live_lower_bound_bytes", "peak_requested_bytes", "events", "end_time_ns"}) {
+      CHECK(lane.contains(name));
+    }
+    CHECK(lane["label"] == sides[side]["policy"]);
+  }
+  // Worked by hand (the what-if's case above): max_split_size=20MiB reserves 60 MiB in 2 segments.
+  const json& split = data["lanes"][1];
+  CHECK(split["peak_reserved_bytes"] == 60 * 1048576);
+  CHECK(split["text"]["peak_reserved_bytes"] == "60 MiB (62914560 B)");
+  CHECK(split["brief"]["peak_reserved_bytes"] == "60 MiB");
+  CHECK(split["device_mallocs"] == 2);
+  CHECK(split["oom_count"] == 0);
+  CHECK(split["verdict"] == "fits");
+
+  SECTION("on a card with a CUDA context, the what-if's reserved peak (without it) is the lane's, as in --csv") {
+    REQUIRE(device_spec("v100-16gb").context_overhead > 0);
+    const std::string on_card = dir.file("v100.csv");
+    const std::string card_page = dir.file("v100.html");
+    const test::Outcome replayed = test::cli({"replay", path, "--policy", "caching,caching:max_split_size=20MiB",
+                                              "--device", "v100-16gb", "--csv", on_card, "--report", card_page});
+    INFO(replayed.out << replayed.err);
+    REQUIRE(replayed.status == 0);
+    const std::vector<std::string> lines = test::lines(test::read_file(on_card));
+    REQUIRE(lines.size() == 4);
+    const auto at =
+        static_cast<std::size_t>(std::find(header.begin(), header.end(), "peak_reserved_bytes") - header.begin());
+    const json lanes = report_data(card_page)["lanes"];
+    REQUIRE(lanes.size() == 2);
+    for (std::size_t side = 1; side < 3; ++side) {
+      CHECK(std::to_string(lanes[side - 1]["peak_reserved_bytes"].get<Bytes>()) == csv_cells(lines[side + 1]).at(at));
+    }
+  }
+}
+
+// The log above, replayed with --report: each lane has its row of the log's table (the log's own
+// fields beside the run metrics'), and its in_csv fields hold --csv's value.
+TEST_CASE("a log's --report page: each lane has its row of the log's table", "[columns][report][replay]") {
+  const test::TempDir dir;
+  const std::string csv = dir.file("log.csv");
+  const std::string page = dir.file("log.html");
+  const std::string log = std::string(ALLOCSIM_TEST_DATA) + "/rmm_pool_oom.dev0.csv";
+  const test::Outcome shown = test::cli({"replay", log, "--capacity", "64MiB", "--policy", "rmm-pool,bfc", "--csv", csv,
+                                         "--report", page});
+  INFO(shown.out << shown.err);
+  REQUIRE(shown.status == 0);
+  const std::vector<std::string> csv_lines = test::lines(test::read_file(csv));
+  REQUIRE(csv_lines.size() == 3);
+  const std::vector<std::string> header = csv_cells(csv_lines[0]);
+  const json data = report_data(page);
+  REQUIRE(data["lanes"].size() == 2);
+  for (const Column<LogReplayRow>& column : log_replay_columns()) {
+    const std::string name(column.name);
+    INFO("field " << name);
+    std::vector<std::string> texts;
+    for (std::size_t side = 0; side < 2; ++side) {
+      const json& lane = data["lanes"][side];
+      REQUIRE(lane.contains(name));
+      texts.push_back(lane["text"][name]);
+      const auto at = static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+      CHECK((at < header.size()) == column.in_csv);
+      if (at < header.size() && lane[name].is_number_unsigned()) {
+        CHECK(csv_cells(csv_lines[side + 1]).at(at) == std::to_string(lane[name].get<std::uint64_t>()));
+      } else if (at < header.size() && lane[name].is_string()) {
+        CHECK(csv_cells(csv_lines[side + 1]).at(at) == lane[name].get<std::string>());
+      }
+    }
+    CHECK(table_cells(shown.out, std::string(column_label(column))) == texts);
+  }
+  // Worked by hand (the log's case above): 4 OOMs, the log's one failure among them, 3 elsewhere.
+  CHECK(data["lanes"][0]["oom_count"] == 4);
+  CHECK(data["lanes"][0]["failures_reproduced"] == 1);
+  CHECK(data["lanes"][0]["text"]["failures_reproduced"] == "1 of 1");
+  CHECK(data["lanes"][0]["ooms_elsewhere"] == 3);
+  CHECK(data["lanes"][0]["live_lower_bound_bytes"].is_number_unsigned());
+}
+
+// A sweep's page: each facet's capacity under the CSV's name, with its value and the metric's text.
+TEST_CASE("a sweep's --report page: the capacity under its CSV name", "[columns][report]") {
+  const test::TempDir dir;
+  const std::string csv = dir.file("sweep.csv");
+  const std::string page = dir.file("sweep.html");
+  const test::Outcome shown = test::cli({"sweep", "--workload", "random:n=200,live=1MiB", "--policy", "direct",
+                                         "--capacity", "256MiB,1GiB", "--quiet", "--csv", csv, "--report", page});
+  INFO(shown.out << shown.err);
+  REQUIRE(shown.status == 0);
+  const std::vector<std::string> csv_lines = test::lines(test::read_file(csv));
+  const std::vector<std::string> header = csv_cells(csv_lines.at(0));
+  const auto at = static_cast<std::size_t>(std::find(header.begin(), header.end(), "capacity_bytes") - header.begin());
+  REQUIRE(at < header.size());
+  std::vector<std::string> capacities;
+  for (std::size_t line = 1; line < csv_lines.size(); ++line) capacities.push_back(csv_cells(csv_lines[line]).at(at));
+  const json data = report_data(page);
+  REQUIRE(data["facets"].size() == 2);
+  for (const json& facet : data["facets"]) {
+    INFO(facet["name"]);
+    REQUIRE(facet.contains("capacity_bytes"));
+    CHECK(std::find(capacities.begin(), capacities.end(), std::to_string(facet["capacity_bytes"].get<Bytes>())) !=
+          capacities.end());
+    CHECK(facet["brief"]["capacity_bytes"] == format_human(facet["capacity_bytes"].get<Bytes>(), Unit::bytes));
+    CHECK(!facet.contains("capacity"));
+  }
+  CHECK(data["facets"][0]["brief"]["capacity_bytes"] == "256 MiB");
+  CHECK(data["facets"][1]["brief"]["capacity_bytes"] == "1 GiB");
 }
 
 // ResNet-50 at batch 256 under TensorFlow on a V100 16 GB: lines that fit (accumulation, amp,

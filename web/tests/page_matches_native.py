@@ -256,12 +256,16 @@ class Checker:
         self.expect(charts["policies"] == ",".join(policies), f"{label}: charts of {charts['policies']!r}, not {policies}")
         expected = native_report(native, pickle, policies, folder)
         drawn = dict(charts["data"] or {})
-        # The command differs (the file's path, the report's name), and the workload is the file's
-        # path on the command line, its name on the page; every number is compared.
+        # The command differs (the file's path, the report's name), and the workload and the
+        # recording are the file's path on the command line, its name on the page (a field, its
+        # text and its brief); every number is compared.
         for data in (drawn, expected):
             data.pop("command", None)
             for lane in data.get("lanes", []):
-                lane["workload"] = Path(lane["workload"]).name
+                for fields in (lane, lane.get("text", {}), lane.get("brief", {})):
+                    for key in ("workload", "recording"):
+                        if key in fields:
+                            fields[key] = Path(fields[key]).name
         same = drawn == expected
         if not same:
             differing = sorted(k for k in set(drawn) | set(expected) if drawn.get(k) != expected.get(k))
