@@ -63,26 +63,38 @@ enum class OomSync : std::uint8_t { none, stream, device };
 constexpr std::array<ParamInfo, 12> async_params(std::string_view threshold, std::string_view reuse_extra,
                                                   std::string_view oom_sync, std::string_view one_stream) {
   return {{
-      {"granularity", "2MiB", "a new chunk is the request rounded up to this (CUDA leaves it undocumented)"},
-      {"release_threshold", threshold, "cudaMemPoolAttrReleaseThreshold: bytes kept at a sync; max = never trim; "
-                                       "tf = TensorFlow's memory limit (free memory minus MinSystemMemory)"},
-      {"follow_event_dependencies", "true", "cudaMemPoolReuseFollowEventDependencies: reuse another stream's free "
-                                            "once this stream waited for it"},
-      {"opportunistic", reuse_extra, "cudaMemPoolReuseAllowOpportunistic: reuse another stream's free once it has "
-                                     "completed on the GPU (see completion_ns)"},
-      {"completion_ns", "0", "simulated time after which a free counts as completed on the GPU (opportunistic "
-                             "reuse); 0 = at once"},
-      {"internal_dependencies", reuse_extra, "cudaMemPoolReuseAllowInternalDependencies: reuse any free of another "
-                                             "stream, inserting a wait"},
-      {"trim_to", "0", "cudaMemPoolTrimTo(pool, bytes) at release_cached (empty_cache), after a device sync"},
-      {"fraction", "0", "PyTorch's set_per_process_memory_fraction: requested bytes in use + a request over this "
-                        "share of total memory fail without calling CUDA; 0 = no cap"},
-      {"prealloc", "0", "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC: allocate and free this many bytes before the "
-                        "first request; threshold = the release threshold (TensorFlow's -1)"},
-      {"deterministic", "false", "TF_DETERMINISTIC_ALLOCATOR: opportunistic and internal_dependencies off"},
-      {"oom_sync", oom_sync, "when the device refuses a chunk: none, or synchronise the stream / device (trimming) "
-                             "and retry once"},
-      {"one_stream", one_stream, "every request allocated and freed on one stream (TensorFlow's allocator has one)"},
+      {"granularity", ParamKind::bytes, "2MiB",
+       "a new chunk is the request rounded up to this (CUDA leaves it undocumented)"},
+      {"release_threshold", ParamKind::text, threshold,
+       "cudaMemPoolAttrReleaseThreshold: bytes kept at a sync; max = never trim; "
+       "tf = TensorFlow's memory limit (free memory minus MinSystemMemory)"},
+      {"follow_event_dependencies", ParamKind::boolean, "true",
+       "cudaMemPoolReuseFollowEventDependencies: reuse another stream's free "
+       "once this stream waited for it"},
+      {"opportunistic", ParamKind::boolean, reuse_extra,
+       "cudaMemPoolReuseAllowOpportunistic: reuse another stream's free once it has "
+       "completed on the GPU (see completion_ns)"},
+      {"completion_ns", ParamKind::count, "0",
+       "simulated time after which a free counts as completed on the GPU (opportunistic "
+       "reuse); 0 = at once"},
+      {"internal_dependencies", ParamKind::boolean, reuse_extra,
+       "cudaMemPoolReuseAllowInternalDependencies: reuse any free of another "
+       "stream, inserting a wait"},
+      {"trim_to", ParamKind::bytes, "0",
+       "cudaMemPoolTrimTo(pool, bytes) at release_cached (empty_cache), after a device sync"},
+      {"fraction", ParamKind::number, "0",
+       "PyTorch's set_per_process_memory_fraction: requested bytes in use + a request over this "
+       "share of total memory fail without calling CUDA; 0 = no cap"},
+      {"prealloc", ParamKind::text, "0",
+       "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC: allocate and free this many bytes before the "
+       "first request; threshold = the release threshold (TensorFlow's -1)"},
+      {"deterministic", ParamKind::boolean, "false",
+       "TF_DETERMINISTIC_ALLOCATOR: opportunistic and internal_dependencies off"},
+      {"oom_sync", ParamKind::text, oom_sync,
+       "when the device refuses a chunk: none, or synchronise the stream / device (trimming) "
+       "and retry once"},
+      {"one_stream", ParamKind::boolean, one_stream,
+       "every request allocated and freed on one stream (TensorFlow's allocator has one)"},
   }};
 }
 

@@ -43,18 +43,25 @@ Bytes tf_min_system_memory(Bytes available, int cc_major);
 constexpr std::array<ParamInfo, 7> bfc_params(std::string_view growth, std::string_view fraction,
                                               std::string_view gc) {
   return {{
-      {"growth", growth, "allow_growth (set_memory_growth): regions from 2 MiB doubling instead of one of the whole limit"},
-      {"limit", "auto", "a virtual device's memory_limit, exact, with a unit (4GiB); auto = the framework's rule below",
+      {"growth", ParamKind::boolean, growth,
+       "allow_growth (set_memory_growth): regions from 2 MiB doubling instead of one of the whole limit"},
+      {"limit", ParamKind::text, "auto",
+       "a virtual device's memory_limit, exact, with a unit (4GiB); auto = the framework's rule below",
        "memory_limit_mb", "MiB"},
-      {"fraction", fraction, "per_process_gpu_memory_fraction (TF) or XLA_PYTHON_CLIENT_MEM_FRACTION (JAX), of total "
-                             "memory; 0 = TensorFlow's default: free memory at start minus reserve"},
-      {"reserve", "auto", "limit = free memory at start minus this, applied last and "
-                          "only if it fits; auto = TensorFlow's MinSystemMemory (225 MiB to 1800 MiB by free "
-                          "memory and compute capability) when fraction is 0", "gpu_system_memory_size_in_mb", "MiB"},
-      {"gc", gc, "free wholly free regions and grow again before an OOM (TF_ENABLE_GPU_GARBAGE_COLLECTION)"},
-      {"frag_fraction", "0", "internal_fragmentation_fraction: split when the excess >= this x limit; 0 = 128 MiB"},
-      {"version", "2025-10", "backpedal when the device refuses a region: 2023 (once per allocator lifetime), "
-                             "2024-02 (every time), 2025-10 (every time, with a progress guard)"},
+      {"fraction", ParamKind::number, fraction,
+       "per_process_gpu_memory_fraction (TF) or XLA_PYTHON_CLIENT_MEM_FRACTION (JAX), of total "
+       "memory; 0 = TensorFlow's default: free memory at start minus reserve"},
+      {"reserve", ParamKind::text, "auto",
+       "limit = free memory at start minus this, applied last and "
+       "only if it fits; auto = TensorFlow's MinSystemMemory (225 MiB to 1800 MiB by free "
+       "memory and compute capability) when fraction is 0", "gpu_system_memory_size_in_mb", "MiB"},
+      {"gc", ParamKind::boolean, gc,
+       "free wholly free regions and grow again before an OOM (TF_ENABLE_GPU_GARBAGE_COLLECTION)"},
+      {"frag_fraction", ParamKind::number, "0",
+       "internal_fragmentation_fraction: split when the excess >= this x limit; 0 = 128 MiB"},
+      {"version", ParamKind::text, "2025-10",
+       "backpedal when the device refuses a region: 2023 (once per allocator lifetime), "
+       "2024-02 (every time), 2025-10 (every time, with a progress guard)"},
   }};
 }
 

@@ -24,8 +24,9 @@ namespace allocsim {
 class BuddyPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
-      ParamInfo{"region", "0", "bytes of the region (rounded down to a power of two); 0 = all free device memory"},
-      ParamInfo{"min_block", "256", "the smallest block, a power of two >= 256"},
+      ParamInfo{"region", ParamKind::bytes, "0",
+                "bytes of the region (rounded down to a power of two); 0 = all free device memory"},
+      ParamInfo{"min_block", ParamKind::bytes, "256", "the smallest block, a power of two >= 256"},
   };
 
   // What a spec sets, read once and checked without a device.

@@ -60,20 +60,26 @@ Bytes torch_allocation_size(Bytes rounded);
 // The caching allocator's options; `expandable` differs only in expandable_segments' default.
 constexpr std::array<ParamInfo, 7> caching_params(std::string_view expandable_default) {
   return {
-      ParamInfo{"max_split_size", "unlimited", "blocks this large are never split or given to smaller requests",
+      ParamInfo{"max_split_size", ParamKind::text, "unlimited",
+                "blocks this large are never split or given to smaller requests",
                 "max_split_size_mb", "MiB"},
-      ParamInfo{"max_non_split_rounding", "20MiB", "how much larger than an oversize request a cached block may be",
+      ParamInfo{"max_non_split_rounding", ParamKind::text, "20MiB",
+                "how much larger than an oversize request a cached block may be",
                 "max_non_split_rounding_mb", "MiB"},
-      ParamInfo{"roundup_power2_divisions", "0", "divisions of each power of two to round sizes up to: one number, "
-                                                 "or per interval as [256:1,512:2,>:4] (MB)"},
-      ParamInfo{"gc_threshold", "0", "free old cached blocks above t x the cap (0 < t < 1, needs fraction)",
+      ParamInfo{"roundup_power2_divisions", ParamKind::text, "0",
+                "divisions of each power of two to round sizes up to: one number, "
+                "or per interval as [256:1,512:2,>:4] (MB)"},
+      ParamInfo{"gc_threshold", ParamKind::number, "0",
+                "free old cached blocks above t x the cap (0 < t < 1, needs fraction)",
                 "garbage_collection_threshold"},
-      ParamInfo{"fraction", "0", "set_per_process_memory_fraction: cap reserved bytes at this share of total; "
-                                 "0 = no cap", "per_process_memory_fraction"},
-      ParamInfo{"expandable_segments", expandable_default,
+      ParamInfo{"fraction", ParamKind::number, "0",
+                "set_per_process_memory_fraction: cap reserved bytes at this share of total; "
+                "0 = no cap", "per_process_memory_fraction"},
+      ParamInfo{"expandable_segments", ParamKind::boolean, expandable_default,
                 "one virtual segment per stream and pool, mapped in 2 MiB / 20 MiB pages on demand"},
-      ParamInfo{"conf", "", "a PYTORCH_CUDA_ALLOC_CONF string with '+' (or a quoted ';') between entries, e.g. "
-                            "max_split_size_mb:128+roundup_power2_divisions:4; applied after the keys above"},
+      ParamInfo{"conf", ParamKind::text, "",
+                "a PYTORCH_CUDA_ALLOC_CONF string with '+' (or a quoted ';') between entries, e.g. "
+                "max_split_size_mb:128+roundup_power2_divisions:4; applied after the keys above"},
   };
 }
 

@@ -40,13 +40,19 @@ namespace allocsim {
 class CompactPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
-      ParamInfo{"trigger", "failure", "when to compact: failure (a request no free range fits) or threshold"},
-      ParamInfo{"threshold", "0.5", "trigger=threshold: compact after a free leaves external fragmentation above this"},
-      ParamInfo{"strategy", "gap", "gap (move the fewest bytes that open one gap) or slide (every block down)"},
-      ParamInfo{"segment", "64MiB", "smallest segment taken from the device when the pool grows"},
-      ParamInfo{"grow", "merge", "merge (re-make the top segment larger, copying its blocks) or add (a new segment)"},
-      ParamInfo{"region", "0", "bytes of one fixed region taken at the first request; 0 = grow by segments"},
-      ParamInfo{"prealloc", "false", "one fixed region of all free device memory at the first request, like bestfit and bfc"},
+      ParamInfo{"trigger", ParamKind::text, "failure",
+                "when to compact: failure (a request no free range fits) or threshold"},
+      ParamInfo{"threshold", ParamKind::number, "0.5",
+                "trigger=threshold: compact after a free leaves external fragmentation above this"},
+      ParamInfo{"strategy", ParamKind::text, "gap",
+                "gap (move the fewest bytes that open one gap) or slide (every block down)"},
+      ParamInfo{"segment", ParamKind::bytes, "64MiB", "smallest segment taken from the device when the pool grows"},
+      ParamInfo{"grow", ParamKind::text, "merge",
+                "merge (re-make the top segment larger, copying its blocks) or add (a new segment)"},
+      ParamInfo{"region", ParamKind::bytes, "0",
+                "bytes of one fixed region taken at the first request; 0 = grow by segments"},
+      ParamInfo{"prealloc", ParamKind::boolean, "false",
+                "one fixed region of all free device memory at the first request, like bestfit and bfc"},
   };
 
   // What a spec sets, read once and checked without a device.

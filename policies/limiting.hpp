@@ -20,9 +20,11 @@ namespace allocsim {
 class LimitingPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
-      ParamInfo{"limit", "0", "allocation_limit: the most bytes (each request aligned) live at once; 0 = none"},
-      ParamInfo{"alignment", "256", "what each request is rounded up to before it is counted"},
-      ParamInfo{"upstream", "cuda", "the resource it forwards to: cuda (the device) or a policy spec in [...]"},
+      ParamInfo{"limit", ParamKind::bytes, "0",
+                "allocation_limit: the most bytes (each request aligned) live at once; 0 = none"},
+      ParamInfo{"alignment", ParamKind::bytes, "256", "what each request is rounded up to before it is counted"},
+      ParamInfo{"upstream", ParamKind::text, "cuda",
+                "the resource it forwards to: cuda (the device) or a policy spec in [...]"},
   };
 
   // What a spec sets, read once and checked without a device.

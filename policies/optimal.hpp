@@ -27,7 +27,7 @@ namespace allocsim {
 class OptimalPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
-      ParamInfo{"max_pairs", "30000000",
+      ParamInfo{"max_pairs", ParamKind::count, "30000000",
                 "run the greedy heuristics when at most this many pairs of allocations overlap in time "
                 "(their cost); above it, online best fit alone plans"},
   };

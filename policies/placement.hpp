@@ -42,9 +42,12 @@ constexpr bool searches_by_address(Fit fit) { return fit == Fit::first || fit ==
 
 // The options of every fit, whichever pool serves it.
 inline constexpr std::array kPlacementParams{
-    ParamInfo{"region", "0", "bytes of the one region; 0 = all free device memory at the first request"},
-    ParamInfo{"alignment", "256", "every block's size and address are multiples of this (a power of two >= 256)"},
-    ParamInfo{"grow", "0", "0 = one region; else grow on demand by segments of at least this many bytes"},
+    ParamInfo{"region", ParamKind::bytes, "0",
+              "bytes of the one region; 0 = all free device memory at the first request"},
+    ParamInfo{"alignment", ParamKind::bytes, "256",
+              "every block's size and address are multiples of this (a power of two >= 256)"},
+    ParamInfo{"grow", ParamKind::bytes, "0",
+              "0 = one region; else grow on demand by segments of at least this many bytes"},
 };
 // What a spec of any fit sets, read once and checked without a device.
 struct PlacementSettings {

@@ -37,8 +37,9 @@ namespace allocsim {
 class RmmArenaPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
-      ParamInfo{"arena_size", "free", "bytes of the one upstream allocation; free = all free memory at the first "
-                                      "request (the replay benchmark's -s); half = RMM's own default"},
+      ParamInfo{"arena_size", ParamKind::text, "free",
+                "bytes of the one upstream allocation; free = all free memory at the first "
+                "request (the replay benchmark's -s); half = RMM's own default"},
       kUpstreamParam,
   };
 

@@ -33,11 +33,14 @@ namespace allocsim {
 class RmmBinningPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
-      ParamInfo{"min_exp", "none", "the smallest bin is 2^min_exp bytes; none = no bins (every request upstream)"},
-      ParamInfo{"max_exp", "none", "the largest bin is 2^max_exp bytes"},
-      ParamInfo{"blocks", "128", "blocks_to_preallocate: blocks in each chunk a bin takes from the upstream"},
-      ParamInfo{"upstream", "rmm-pool", "the resource bins and large requests use: cuda (the device) or a policy "
-                                        "spec in [...]"},
+      ParamInfo{"min_exp", ParamKind::text, "none",
+                "the smallest bin is 2^min_exp bytes; none = no bins (every request upstream)"},
+      ParamInfo{"max_exp", ParamKind::text, "none", "the largest bin is 2^max_exp bytes"},
+      ParamInfo{"blocks", ParamKind::count, "128",
+                "blocks_to_preallocate: blocks in each chunk a bin takes from the upstream"},
+      ParamInfo{"upstream", ParamKind::text, "rmm-pool",
+                "the resource bins and large requests use: cuda (the device) or a policy "
+                "spec in [...]"},
   };
 
   // What a spec sets, read once and checked without a device.

@@ -33,9 +33,10 @@ namespace allocsim {
 class RmmPoolPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
-      ParamInfo{"initial", "0", "initial_pool_size, taken at the first request; 0 = RMM's replay benchmark without "
-                                "-s (grow by doubling); half = Python's default, percent_of_free_device_memory(50)"},
-      ParamInfo{"maximum", "none", "maximum_pool_size; none = as much as the upstream gives"},
+      ParamInfo{"initial", ParamKind::text, "0",
+                "initial_pool_size, taken at the first request; 0 = RMM's replay benchmark without "
+                "-s (grow by doubling); half = Python's default, percent_of_free_device_memory(50)"},
+      ParamInfo{"maximum", ParamKind::text, "none", "maximum_pool_size; none = as much as the upstream gives"},
       kUpstreamParam,
   };
 

@@ -37,8 +37,10 @@ namespace allocsim {
 class VmmPolicy final : public Policy {
  public:
   static constexpr std::array kParams{
-      ParamInfo{"page", "2MiB", "physical page (mapping granularity): a multiple of 256 B; requests of a page or more are stitched"},
-      ParamInfo{"cache", "true", "keep freed stitched ranges mapped for reuse by a request of the same page count"},
+      ParamInfo{"page", ParamKind::bytes, "2MiB",
+                "physical page (mapping granularity): a multiple of 256 B; requests of a page or more are stitched"},
+      ParamInfo{"cache", ParamKind::boolean, "true",
+                "keep freed stitched ranges mapped for reuse by a request of the same page count"},
   };
 
   // What a spec sets, read once and checked without a device.

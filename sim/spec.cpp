@@ -23,6 +23,17 @@ std::size_t next_comma_outside_brackets(std::string_view text) {
   return std::string_view::npos;
 }
 
+std::string_view kind_name(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::bytes: return "bytes";
+    case ParamKind::count: return "a count";
+    case ParamKind::number: return "a number";
+    case ParamKind::boolean: return "true or false";
+    case ParamKind::text: return "text";
+  }
+  return "?";
+}
+
 std::string_view trim_spaces(std::string_view text) {
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
   while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
@@ -105,7 +116,9 @@ std::string list_keys(std::span<const ParamInfo> declared) {
 
 Params::Params(const Spec& spec, std::span<const ParamInfo> declared, std::string owner)
     : owner_(std::move(owner)) {
-  for (const ParamInfo& param : declared) values_.emplace_back(param.key, std::string(param.default_value));
+  for (const ParamInfo& param : declared) {
+    values_.push_back({param.key, param.kind, std::string(param.default_value), {}});
+  }
   std::vector<std::string> given(declared.size());  // as written, for the message on a repeat
   for (const auto& arg : spec.args) {
     const std::string& key = arg.first;  // named, not bound: clang 14 (the fuzz build) captures no bindings
@@ -122,7 +135,7 @@ Params::Params(const Spec& spec, std::span<const ParamInfo> declared, std::strin
       throw Error(owner_ + ": " + std::string(found->key) + " is given twice (" + given[index] + " and " + written + ")");
     }
     given[index] = written;
-    std::string& stored = values_[index].second;
+    std::string& stored = values_[index].text;
     stored = value;
     if (key != found->key && !found->native_unit.empty()) {
       // The native spelling counts in its unit: a plain number, as the framework takes it.
@@ -135,61 +148,83 @@ Params::Params(const Spec& spec, std::span<const ParamInfo> declared, std::strin
       stored += found->native_unit;
     }
   }
+  for (Value& param : values_) param.typed = read(param.key, param.kind, param.text);
 }
 
-std::string_view Params::text(std::string_view key) const {
-  for (const auto& [name, value] : values_) {
-    if (name == key) return value;
+Params::Typed Params::read(std::string_view key, ParamKind kind, std::string_view text) const {
+  const auto bad_value = [&](std::string_view expected) {
+    throw Error(owner_ + ": " + std::string(key) + "=" + std::string(text) + " is not " + std::string(expected));
+  };
+  switch (kind) {
+    case ParamKind::bytes:
+      try {
+        return parse_bytes(text);
+      } catch (const Error& error) {
+        throw Error(owner_ + ": " + std::string(key) + ": " + error.what());
+      }
+    case ParamKind::count:
+      return parse_unsigned(text, owner_ + ": " + std::string(key) + "=" + std::string(text));
+    case ParamKind::number: {
+      double out = 0;
+      const auto [end, ec] = double_from_chars(text.data(), text.data() + text.size(), out);
+      if (ec != std::errc{} || end != text.data() + text.size() || text.empty() || !std::isfinite(out)) {
+        bad_value("a number");
+      }
+      return out;
+    }
+    case ParamKind::boolean: {
+      // Python's True and False too (expandable_segments:True).
+      std::string value(text);
+      for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (value == "true" || value == "1" || value == "yes" || value == "on") return true;
+      if (value == "false" || value == "0" || value == "no" || value == "off") return false;
+      bad_value("true or false");
+      break;
+    }
+    case ParamKind::text:
+      break;
+  }
+  return std::monostate{};
+}
+
+const Params::Value& Params::value(std::string_view key) const {
+  for (const Value& param : values_) {
+    if (param.key == key) return param;
   }
   throw Error(owner_ + ": parameter '" + std::string(key) + "' is read but was never declared");
 }
+
+Params::Typed Params::typed(std::string_view key, ParamKind kind) const {
+  const Value& param = value(key);
+  if (param.kind == kind) return param.typed;
+  if (param.kind == ParamKind::text) return read(key, kind, param.text);  // a word or a size: the word was read first
+  throw Error(owner_ + ": parameter '" + std::string(key) + "' is declared " + std::string(kind_name(param.kind)) +
+              " but read as " + std::string(kind_name(kind)));
+}
+
+std::string_view Params::text(std::string_view key) const { return value(key).text; }
 
 Params Params::with(const std::vector<std::pair<std::string, std::string>>& values) const {
   Params changed = *this;
   for (const auto& entry : values) {
     const std::string& key = entry.first;  // named, not bound: clang 14 (the fuzz and wasm builds) captures no bindings
     const auto found = std::find_if(changed.values_.begin(), changed.values_.end(),
-                                    [&](const auto& declared) { return declared.first == key; });
+                                    [&](const Value& declared) { return declared.key == key; });
     if (found == changed.values_.end()) throw Error(owner_ + ": unknown key '" + key + "'");
-    found->second = entry.second;
+    found->text = entry.second;
+    found->typed = read(found->key, found->kind, found->text);
   }
   return changed;
 }
 
-void Params::bad_value(std::string_view key, std::string_view expected) const {
-  throw Error(owner_ + ": " + std::string(key) + "=" + std::string(text(key)) + " is not " +
-              std::string(expected));
-}
-
-Bytes Params::bytes(std::string_view key) const {
-  try {
-    return parse_bytes(text(key));
-  } catch (const Error& error) {
-    throw Error(owner_ + ": " + std::string(key) + ": " + error.what());
-  }
-}
+Bytes Params::bytes(std::string_view key) const { return std::get<std::uint64_t>(typed(key, ParamKind::bytes)); }
 
 std::uint64_t Params::count(std::string_view key) const {
-  return parse_unsigned(text(key), owner_ + ": " + std::string(key) + "=" + std::string(text(key)));
+  return std::get<std::uint64_t>(typed(key, ParamKind::count));
 }
 
-double Params::number(std::string_view key) const {
-  const std::string_view value = text(key);
-  double out = 0;
-  const auto [end, ec] = double_from_chars(value.data(), value.data() + value.size(), out);
-  if (ec != std::errc{} || end != value.data() + value.size() || value.empty() || !std::isfinite(out)) {
-    bad_value(key, "a number");
-  }
-  return out;
-}
+double Params::number(std::string_view key) const { return std::get<double>(typed(key, ParamKind::number)); }
 
-bool Params::boolean(std::string_view key) const {
-  // Python's True and False too (expandable_segments:True).
-  std::string value(text(key));
-  for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (value == "true" || value == "1" || value == "yes" || value == "on") return true;
-  if (value == "false" || value == "0" || value == "no" || value == "off") return false;
-  bad_value(key, "true or false");
-}
+bool Params::boolean(std::string_view key) const { return std::get<bool>(typed(key, ParamKind::boolean)); }
 
 }  // namespace allocsim

@@ -7,14 +7,21 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "sim/units.hpp"
 
 namespace allocsim {
 
+// What a parameter's value is, read once when a spec's Params are made. A key whose value
+// may be a word or a size ("auto", "half", "none") is text: its settings function reads the
+// word, and else the size or count, by the getter of that kind.
+enum class ParamKind { bytes, count, number, boolean, text };
+
 struct ParamInfo {
   std::string_view key;
+  ParamKind kind;
   std::string_view default_value;  // as the user would type it: "256", "2MiB", "true"
   std::string_view help;
   // The framework's own spelling of the key, accepted as well ("max_split_size_mb"), and
@@ -50,28 +57,42 @@ std::string to_string(const Spec& spec);
 // empty: the framework's spelling, which the new value replaces), else appends it.
 void set_arg(Spec& spec, std::string_view key, std::string value, std::string_view native = "");
 
-// A spec's arguments checked against declared parameters, read with typed getters.
-// `owner` names the thing in messages ("policy bestfit"). Contract: an unknown key, and a
-// key given twice (in either spelling), are errors.
+// A spec's arguments checked against declared parameters, each value (the default or the
+// given one) read once by its kind. `owner` names the thing in messages ("policy bestfit").
+// Contract: an unknown key, a key given twice (in either spelling), and a value that is not
+// of its key's kind are errors when the Params are made. A getter returns the value read;
+// asking a key for a kind it was not declared as is an Error (a program's mistake), except
+// that a text key may be read as any kind, parsed then (after its settings read the word).
 class Params {
  public:
   Params() = default;  // none declared: a value to assign a read one to
   Params(const Spec& spec, std::span<const ParamInfo> declared, std::string owner);
 
-  std::string_view text(std::string_view key) const;
+  std::string_view text(std::string_view key) const;  // as written, whatever the kind
   Bytes bytes(std::string_view key) const;           // "2MiB", "4096"
   std::uint64_t count(std::string_view key) const;   // a non-negative integer
   double number(std::string_view key) const;         // a finite real
   bool boolean(std::string_view key) const;          // true/false, 1/0, yes/no, on/off
   const std::string& owner() const { return owner_; }  // "policy bestfit"
-  // A copy with these values (declared key, value as the key spells it) in place of the given.
+  // A copy with these values (declared key, value as the key spells it) in place of the given,
+  // each read by its key's kind.
   Params with(const std::vector<std::pair<std::string, std::string>>& values) const;
 
  private:
-  [[noreturn]] void bad_value(std::string_view key, std::string_view expected) const;
+  using Typed = std::variant<std::monostate, std::uint64_t, double, bool>;  // text; bytes or count; number; boolean
+  struct Value {
+    std::string_view key;
+    ParamKind kind;
+    std::string text;  // as written (a native spelling's number with its unit)
+    Typed typed;
+  };
+
+  Typed read(std::string_view key, ParamKind kind, std::string_view text) const;
+  const Value& value(std::string_view key) const;
+  Typed typed(std::string_view key, ParamKind kind) const;
 
   std::string owner_;
-  std::vector<std::pair<std::string_view, std::string>> values_;  // every declared key
+  std::vector<Value> values_;  // every declared key, in declared order
 };
 
 // "alignment=256, region=0" style listing, for help texts and error messages.

@@ -25,16 +25,18 @@
 namespace allocsim {
 
 inline constexpr std::array kFragTraceParams{
-    ParamInfo{"pattern", "seed", "seed, alternating, sawtooth, padded or bucketed"},
-    ParamInfo{"unit", "0", "base block size; 0 = the pattern's (seed 1GiB, alternating/sawtooth 64MiB, "
-                           "padded/bucketed 256KiB per token and layer)"},
-    ParamInfo{"count", "0", "blocks per step (layers for padded/bucketed); 0 = the pattern's (8, 16, 8, 24)"},
-    ParamInfo{"steps", "8", "rounds, teeth or batches (not seed)"},
-    ParamInfo{"request", "3GiB", "seed: the request that no hole holds"},
-    ParamInfo{"min_len", "32", "padded/bucketed: shortest sequence, tokens"},
-    ParamInfo{"max_len", "512", "padded/bucketed: longest sequence, tokens"},
-    ParamInfo{"bucket", "64", "bucketed: lengths round up to a multiple of this"},
-    ParamInfo{"seed", "1", "padded/bucketed: the sequence lengths' seed"},
+    ParamInfo{"pattern", ParamKind::text, "seed", "seed, alternating, sawtooth, padded or bucketed"},
+    ParamInfo{"unit", ParamKind::bytes, "0",
+              "base block size; 0 = the pattern's (seed 1GiB, alternating/sawtooth 64MiB, "
+              "padded/bucketed 256KiB per token and layer)"},
+    ParamInfo{"count", ParamKind::count, "0",
+              "blocks per step (layers for padded/bucketed); 0 = the pattern's (8, 16, 8, 24)"},
+    ParamInfo{"steps", ParamKind::count, "8", "rounds, teeth or batches (not seed)"},
+    ParamInfo{"request", ParamKind::bytes, "3GiB", "seed: the request that no hole holds"},
+    ParamInfo{"min_len", ParamKind::count, "32", "padded/bucketed: shortest sequence, tokens"},
+    ParamInfo{"max_len", ParamKind::count, "512", "padded/bucketed: longest sequence, tokens"},
+    ParamInfo{"bucket", ParamKind::count, "64", "bucketed: lengths round up to a multiple of this"},
+    ParamInfo{"seed", ParamKind::count, "1", "padded/bucketed: the sequence lengths' seed"},
 };
 
 Trace make_frag_trace(const Params& params, std::string name);  // throws Error on bad values

@@ -32,16 +32,18 @@ struct RandomTraceOptions {
 };
 
 inline constexpr std::array kRandomTraceParams{
-    ParamInfo{"n", "1000000", "number of events; every block is freed by the end when n is even"},
-    ParamInfo{"seed", "1", "the same seed gives the same trace on every machine"},
-    ParamInfo{"min", "256", "smallest request"},
-    ParamInfo{"max", "16MiB", "largest request"},
-    ParamInfo{"sizes", "loguniform", "size distribution between min and max: loguniform or uniform"},
-    ParamInfo{"live", "1GiB", "live bytes wander around this target"},
-    ParamInfo{"order", "random", "which live block a free picks: random (memoryless lifetimes), fifo or lifo"},
-    ParamInfo{"streams", "1", "requests spread uniformly over this many streams"},
-    ParamInfo{"gap", "1000", "nanoseconds between consecutive events"},
-    ParamInfo{"sync_every", "0", "a device synchronisation after every this many requests (not counted in n); 0 = none"},
+    ParamInfo{"n", ParamKind::count, "1000000", "number of events; every block is freed by the end when n is even"},
+    ParamInfo{"seed", ParamKind::count, "1", "the same seed gives the same trace on every machine"},
+    ParamInfo{"min", ParamKind::bytes, "256", "smallest request"},
+    ParamInfo{"max", ParamKind::bytes, "16MiB", "largest request"},
+    ParamInfo{"sizes", ParamKind::text, "loguniform", "size distribution between min and max: loguniform or uniform"},
+    ParamInfo{"live", ParamKind::bytes, "1GiB", "live bytes wander around this target"},
+    ParamInfo{"order", ParamKind::text, "random",
+              "which live block a free picks: random (memoryless lifetimes), fifo or lifo"},
+    ParamInfo{"streams", ParamKind::count, "1", "requests spread uniformly over this many streams"},
+    ParamInfo{"gap", ParamKind::count, "1000", "nanoseconds between consecutive events"},
+    ParamInfo{"sync_every", ParamKind::count, "0",
+              "a device synchronisation after every this many requests (not counted in n); 0 = none"},
 };
 
 RandomTraceOptions random_trace_options(const Params& params);  // throws on bad values

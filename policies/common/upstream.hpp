@@ -70,7 +70,8 @@ class LayeredPolicy final : public Policy {
 // The `upstream` parameter of a resource that takes its memory from another (RMM's pool
 // and arena), read by read_upstream.
 inline constexpr ParamInfo kUpstreamParam{
-    "upstream", "cuda", "the resource it takes memory from: cuda (the device) or a policy spec in [...]"};
+    "upstream", ParamKind::text, "cuda",
+    "the resource it takes memory from: cuda (the device) or a policy spec in [...]"};
 
 // The policy a spec's `upstream` value names, read and checked once; empty for "" or "cuda"
 // (cuda_memory_resource: the device itself). One pair of brackets around it is dropped.

@@ -14,10 +14,14 @@ namespace {
 
 using namespace allocsim;
 
-// One key per getter, as a policy declares them; "split" also in its native spelling (MiB).
+// One key per kind, as a policy declares them; "split" also in its native spelling (MiB).
 constexpr ParamInfo kDeclared[] = {
-    {"size", "2MiB", "a size"}, {"count", "1", "a count"}, {"ratio", "0.5", "a real"},
-    {"flag", "false", "a flag"}, {"split", "256MiB", "a size in MiB natively", "split_mb", "MiB"},
+    {"size", ParamKind::bytes, "2MiB", "a size"},
+    {"count", ParamKind::count, "1", "a count"},
+    {"ratio", ParamKind::number, "0.5", "a real"},
+    {"flag", ParamKind::boolean, "false", "a flag"},
+    {"split", ParamKind::bytes, "256MiB", "a size in MiB natively", "split_mb", "MiB"},
+    {"word", ParamKind::text, "none", "a word or a size"},
 };
 
 void check(bool holds) {
@@ -40,11 +44,17 @@ void one_spec(std::string_view text) {
   check(to_string(spec) == written);
   check(parse_spec(to_string(spec)) == spec);
   const Params params(spec, kDeclared, "fuzz");
-  read_or_error([&] { params.bytes("size"); });
-  read_or_error([&] { params.count("count"); });
-  read_or_error([&] { params.number("ratio"); });
-  read_or_error([&] { params.boolean("flag"); });
-  read_or_error([&] { params.bytes("split"); });
+  // Every value was read by its kind where the Params were made: its getter cannot fail.
+  try {
+    params.bytes("size");
+    params.count("count");
+    params.number("ratio");
+    params.boolean("flag");
+    params.bytes("split");
+  } catch (const Error&) {
+    std::abort();
+  }
+  read_or_error([&] { params.bytes("word"); });  // a text key is read as a size when asked
 }
 
 }  // namespace

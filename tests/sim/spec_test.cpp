@@ -11,10 +11,10 @@ namespace allocsim {
 namespace {
 
 constexpr std::array kParams{
-    ParamInfo{"limit", "4GiB", "a size"},
-    ParamInfo{"growth", "false", "a switch"},
-    ParamInfo{"fraction", "0.5", "a real"},
-    ParamInfo{"steps", "3", "a count"},
+    ParamInfo{"limit", ParamKind::bytes, "4GiB", "a size"},
+    ParamInfo{"growth", ParamKind::boolean, "false", "a switch"},
+    ParamInfo{"fraction", ParamKind::number, "0.5", "a real"},
+    ParamInfo{"steps", ParamKind::count, "3", "a count"},
 };
 
 TEST_CASE("specs split into a name and key=value arguments", "[spec]") {
@@ -51,22 +51,51 @@ TEST_CASE("params take defaults, typed values, and reject unknown keys with the 
 
   CHECK_THROWS_WITH(Params(parse_spec("x:limt=1"), kParams, "policy x"),
                     "policy x: unknown key 'limt'; valid keys: limit=4GiB, growth=false, fraction=0.5, steps=3");
-  const Params bad(parse_spec("x:limit=4QB,growth=maybe,fraction=half,steps=-1"), kParams, "policy x");
-  CHECK_THROWS_WITH(bad.bytes("limit"), Catch::Contains("policy x: limit:") && Catch::Contains("unknown unit"));
-  CHECK_THROWS_WITH(bad.boolean("growth"), "policy x: growth=maybe is not true or false");
-  CHECK_THROWS_WITH(bad.number("fraction"), "policy x: fraction=half is not a number");
+  // A bad value is refused where the Params are made, whether or not it is read.
+  const auto made = [](const char* text) { return Params(parse_spec(text), kParams, "policy x"); };
+  CHECK_THROWS_WITH(made("x:limit=4QB"), Catch::Contains("policy x: limit:") && Catch::Contains("unknown unit"));
+  CHECK_THROWS_WITH(made("x:growth=maybe"), "policy x: growth=maybe is not true or false");
+  CHECK_THROWS_WITH(made("x:fraction=half"), "policy x: fraction=half is not a number");
+  CHECK_THROWS_WITH(made("x:fraction=inf"), "policy x: fraction=inf is not a number");
   // Issue 14: a negative count says so rather than "not a number".
-  CHECK_THROWS_WITH(bad.count("steps"), "policy x: steps=-1 is negative");
-  const Params huge(parse_spec("x:steps=99999999999999999999"), kParams, "policy x");
-  CHECK_THROWS_WITH(huge.count("steps"), Catch::StartsWith("policy x: steps=99999999999999999999 is too large"));
-  const Params word(parse_spec("x:steps=many"), kParams, "policy x");
-  CHECK_THROWS_WITH(word.count("steps"), "policy x: steps=many is not a non-negative integer");
+  CHECK_THROWS_WITH(made("x:steps=-1"), "policy x: steps=-1 is negative");
+  CHECK_THROWS_WITH(made("x:steps=99999999999999999999"),
+                    Catch::StartsWith("policy x: steps=99999999999999999999 is too large"));
+  CHECK_THROWS_WITH(made("x:steps=many"), "policy x: steps=many is not a non-negative integer");
+  // Two bad values: the first declared is named, whatever the order written.
+  CHECK_THROWS_WITH(made("x:steps=-1,growth=maybe"), "policy x: growth=maybe is not true or false");
+  // An unknown key is found before any value is read.
+  CHECK_THROWS_WITH(made("x:growth=maybe,limt=1"), Catch::StartsWith("policy x: unknown key 'limt'"));
+}
+
+TEST_CASE("params keep each value by its kind and its text as written", "[spec]") {
+  const Params given(parse_spec("x:limit=512MiB,growth=on,fraction=0.25"), kParams, "policy x");
+  CHECK(given.text("limit") == "512MiB");
+  CHECK(given.text("growth") == "on");
+  CHECK(given.text("steps") == "3");
+  // Asking a key for a kind it was not declared as is a program's mistake, named.
+  CHECK_THROWS_WITH(given.count("limit"), "policy x: parameter 'limit' is declared bytes but read as a count");
+  CHECK_THROWS_WITH(given.bytes("steps"), "policy x: parameter 'steps' is declared a count but read as bytes");
+  CHECK_THROWS_WITH(given.boolean("fraction"), "policy x: parameter 'fraction' is declared a number but read as true or false");
+  CHECK_THROWS_WITH(given.number("nothing"), "policy x: parameter 'nothing' is read but was never declared");
+
+  // with() reads its values by kind too, and leaves the original as it was.
+  const Params changed = given.with({{"limit", "1GiB"}, {"growth", "off"}, {"steps", "7"}});
+  CHECK(changed.bytes("limit") == 1_GiB);
+  CHECK_FALSE(changed.boolean("growth"));
+  CHECK(changed.count("steps") == 7);
+  CHECK(changed.text("limit") == "1GiB");
+  CHECK(given.bytes("limit") == 512_MiB);
+  CHECK(given.boolean("growth"));
+  CHECK_THROWS_WITH(given.with({{"fraction", "half"}}), "policy x: fraction=half is not a number");
+  CHECK_THROWS_WITH(given.with({{"steps", "-2"}}), "policy x: steps=-2 is negative");
+  CHECK_THROWS_WITH(given.with({{"limt", "1"}}), "policy x: unknown key 'limt'");
 }
 
 constexpr std::array kNativeParams{
-    ParamInfo{"max_split_size", "unlimited", "a size", "max_split_size_mb", "MiB"},
-    ParamInfo{"gc_threshold", "0", "a real", "garbage_collection_threshold"},
-    ParamInfo{"expandable_segments", "false", "a switch"},
+    ParamInfo{"max_split_size", ParamKind::text, "unlimited", "a size or a word", "max_split_size_mb", "MiB"},
+    ParamInfo{"gc_threshold", ParamKind::number, "0", "a real", "garbage_collection_threshold"},
+    ParamInfo{"expandable_segments", ParamKind::boolean, "false", "a switch"},
 };
 
 TEST_CASE("params take the framework's own spelling, in its unit, and refuse a key given twice", "[spec]") {
@@ -88,6 +117,12 @@ TEST_CASE("params take the framework's own spelling, in its unit, and refuse a k
   // The valid keys listed are ours.
   CHECK_THROWS_WITH(Params(parse_spec("c:max_split=1"), kNativeParams, "policy c"),
                     Catch::Contains("valid keys: max_split_size=unlimited"));
+  // A text key (a word or a size) is read as a size only when asked, after its word.
+  const Params word(parse_spec("c"), kNativeParams, "policy c");
+  CHECK(word.text("max_split_size") == "unlimited");
+  CHECK_THROWS_WITH(word.bytes("max_split_size"), Catch::StartsWith("policy c: max_split_size: "));
+  CHECK_THROWS_WITH(Params(parse_spec("c:garbage_collection_threshold=high"), kNativeParams, "policy c"),
+                    "policy c: gc_threshold=high is not a number");
 }
 
 TEST_CASE("a list of specs splits the way one spec parses", "[spec]") {
