@@ -89,6 +89,20 @@ json report_data(const std::string& page_file) {
   return json::parse(page.substr(from + open.size(), to - from - open.size()));
 }
 
+// A CSV cell holds the JSON's value: empty for null, the text, the integer's digits, or a
+// real's shortest text (which reads back as the same double).
+void check_cell(const std::string& cell, const json& value) {
+  if (value.is_null()) {
+    CHECK(cell.empty());
+  } else if (value.is_string()) {
+    CHECK(cell == value.get<std::string>());
+  } else if (value.is_number_unsigned()) {
+    CHECK(cell == std::to_string(value.get<std::uint64_t>()));
+  } else {
+    CHECK(std::stod(cell) == value.get<double>());
+  }
+}
+
 // The cell of a one-tenant run's table on the row of `name` ("name   value", right-aligned).
 std::string run_table_cell(const std::string& out, const std::string& name) {
   for (const std::string& line : test::lines(out)) {
@@ -242,15 +256,7 @@ TEST_CASE("a run's metrics: one name each in the CSV, --json and the terminal's 
     CHECK(header[at] == name);  // in the table's order, before the policy's own statistics
     REQUIRE(tenant.contains(name));
     // The same value in the CSV and the JSON (a real's shortest text is the JSON's too).
-    if (tenant[name].is_null()) {
-      CHECK(row[at].empty());
-    } else if (tenant[name].is_string()) {
-      CHECK(row[at] == tenant[name].get<std::string>());
-    } else if (tenant[name].is_number_unsigned()) {
-      CHECK(row[at] == std::to_string(tenant[name].get<std::uint64_t>()));
-    } else {
-      CHECK(std::stod(row[at]) == tenant[name].get<double>());
-    }
+    check_cell(row[at], tenant[name]);
     const bool has_row = std::any_of(table.begin(), table.end(),
                                      [&](const std::string& line) { return line.rfind(name + "  ", 0) == 0; });
     CHECK(has_row == metric.in_table);
@@ -295,15 +301,7 @@ TEST_CASE("a run's --report page: each field under its one name, as in the CSV, 
     CHECK(lane[name] == tenant[name]);
     const auto at = static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
     REQUIRE(at < row.size());
-    if (lane[name].is_null()) {
-      CHECK(row[at].empty());
-    } else if (lane[name].is_string()) {
-      CHECK(row[at] == lane[name].get<std::string>());
-    } else if (lane[name].is_number_unsigned()) {
-      CHECK(row[at] == std::to_string(lane[name].get<std::uint64_t>()));
-    } else {
-      CHECK(std::stod(row[at]) == lane[name].get<double>());
-    }
+    check_cell(row[at], lane[name]);
     if (metric.unit == Unit::bytes || metric.unit == Unit::count) {
       CHECK((lane[name].is_null() || lane[name].is_number_unsigned()));
     }
