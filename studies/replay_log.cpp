@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "sim/engine.hpp"
+#include "sim/metrics.hpp"
 #include "sim/error.hpp"
 #include "sim/observer.hpp"
 #include "sim/oom.hpp"
@@ -27,54 +28,57 @@ class OomEvents final : public Observer {
 const TenantResult& replayed(const LogReplayRow& r) { return r.outcome->run.tenants.front(); }
 MetricValue log_count(std::size_t n) { return std::uint64_t{n}; }
 
-// The run metrics' names (sim/metrics.cpp) where the CSV has the field (in_csv); the
-// terminal's table shows every one, a row each, in this order.
-const std::array<Column<LogReplayRow>, 11> kLogColumns{{
-    {.name = "policy", .unit = Unit::text, .help = "the policy spec",
-     .get = [](const LogReplayRow& r) -> MetricValue { return replayed(r).policy; }},
-    {.name = "peak_reserved_bytes", .unit = Unit::bytes, .help = "most bytes the policy held from the device",
-     .get = [](const LogReplayRow& r) -> MetricValue { return replayed(r).peak_reserved; },
-     .shown = [](const LogReplayRow& r) { return format_bytes_exact(replayed(r).peak_reserved); },
-     .label = "peak reserved"},
-    {.name = "peak_allocated_bytes", .unit = Unit::bytes,
-     .help = "most bytes in live blocks, after the policy's rounding",
-     .get = [](const LogReplayRow& r) -> MetricValue { return replayed(r).peak_allocated; },
-     .shown = [](const LogReplayRow& r) { return format_bytes_exact(replayed(r).peak_allocated); },
-     .label = "peak allocated"},
-    {.name = "fragmentation_at_peak", .unit = Unit::ratio,
-     .help = "1 - allocated / reserved when allocated bytes peaked",
-     .get = [](const LogReplayRow& r) -> MetricValue { return replayed(r).fragmentation_at_peak(); },
-     .label = "fragmentation at peak"},
-    {.name = "oom_count", .unit = Unit::count, .help = "requests the policy could not serve",
-     .get = [](const LogReplayRow& r) -> MetricValue { return replayed(r).oom_count; }, .label = "OOMs"},
-    {.name = "verdict", .unit = Unit::text, .help = "fits, or why not over the whole run",
-     .get = [](const LogReplayRow& r) -> MetricValue {
-       return std::string(verdict_word(verdict_of(r.outcome->run, replayed(r))));
-     },
-     .label = kRunVerdict.data()},
-    {.name = "at_the_request", .unit = Unit::text,
-     .help = "the OOMs counted by their kind at the request, the first OOM's first",
-     .get = [](const LogReplayRow& r) -> MetricValue { return describe_request_kinds(replayed(r)); },
-     .label = "OOMs at the request", .in_csv = false},
-    {.name = "failures_reproduced", .unit = Unit::count, .help = "the log's failed requests that failed here too",
-     .get = [](const LogReplayRow& r) { return log_count(r.outcome->failures_reproduced); },
-     .shown = [](const LogReplayRow& r) {
-       if (r.replay->failures == 0) return std::string("no failure logged");
-       return std::to_string(r.outcome->failures_reproduced) + " of " + std::to_string(r.replay->failures);
-     },
-     .label = "log's failures failed too", .in_csv = false},
-    {.name = "ooms_elsewhere", .unit = Unit::count, .help = "requests the log served and this replay did not",
-     .get = [](const LogReplayRow& r) { return log_count(r.outcome->ooms_elsewhere); },
-     .label = "OOMs where the log succeeded", .in_csv = false},
-    {.name = "allocator_time_ns", .unit = Unit::nanos, .help = "simulated time spent in device calls",
-     .get = [](const LogReplayRow& r) -> MetricValue { return replayed(r).allocator_time; }, .label = "allocator time"},
-    {.name = "device_mallocs", .unit = Unit::count, .help = "successful device allocations (cudaMalloc)",
-     .get = [](const LogReplayRow& r) -> MetricValue { return replayed(r).device_mallocs; }, .label = "device mallocs"},
-}};
+// A run metric (sim/metrics.cpp) as a column of the log's table: its name, unit, help and
+// value are the metric's, declared there once; `get` reads it by the same name.
+Column<LogReplayRow> metric_column(std::string_view name, MetricValue (*get)(const LogReplayRow&), const char* label,
+                                   std::string (*shown)(const LogReplayRow&) = nullptr) {
+  const Metric& metric = find_metric(name);
+  return {.name = metric.name, .unit = metric.unit, .help = metric.help, .get = get, .shown = shown, .label = label};
+}
+MetricValue run_metric(const LogReplayRow& r, std::string_view name) {
+  return find_metric(name).get(r.outcome->run, replayed(r));
+}
 
 }  // namespace
 
-std::span<const Column<LogReplayRow>> log_replay_columns() { return kLogColumns; }
+// The run metrics where the CSV has the field (in_csv); the log's own three after the
+// verdict. The terminal's table shows every one, a row each, in this order. Made at the
+// first call, after the metric table it reads.
+std::span<const Column<LogReplayRow>> log_replay_columns() {
+  static const std::array<Column<LogReplayRow>, 11> columns{{
+      metric_column("policy", [](const LogReplayRow& r) { return run_metric(r, "policy"); }, nullptr),
+      metric_column(
+          "peak_reserved_bytes", [](const LogReplayRow& r) { return run_metric(r, "peak_reserved_bytes"); },
+          "peak reserved", [](const LogReplayRow& r) { return format_bytes_exact(replayed(r).peak_reserved); }),
+      metric_column(
+          "peak_allocated_bytes", [](const LogReplayRow& r) { return run_metric(r, "peak_allocated_bytes"); },
+          "peak allocated", [](const LogReplayRow& r) { return format_bytes_exact(replayed(r).peak_allocated); }),
+      metric_column(
+          "fragmentation_at_peak", [](const LogReplayRow& r) { return run_metric(r, "fragmentation_at_peak"); },
+          "fragmentation at peak"),
+      metric_column("oom_count", [](const LogReplayRow& r) { return run_metric(r, "oom_count"); }, "OOMs"),
+      metric_column("verdict", [](const LogReplayRow& r) { return run_metric(r, "verdict"); }, kRunVerdict.data()),
+      {.name = "at_the_request", .unit = Unit::text,
+       .help = "the OOMs counted by their kind at the request, the first OOM's first",
+       .get = [](const LogReplayRow& r) -> MetricValue { return describe_request_kinds(replayed(r)); },
+       .label = "OOMs at the request", .in_csv = false},
+      {.name = "failures_reproduced", .unit = Unit::count, .help = "the log's failed requests that failed here too",
+       .get = [](const LogReplayRow& r) { return log_count(r.outcome->failures_reproduced); },
+       .shown = [](const LogReplayRow& r) {
+         if (r.replay->failures == 0) return std::string("no failure logged");
+         return std::to_string(r.outcome->failures_reproduced) + " of " + std::to_string(r.replay->failures);
+       },
+       .label = "log's failures failed too", .in_csv = false},
+      {.name = "ooms_elsewhere", .unit = Unit::count, .help = "requests the log served and this replay did not",
+       .get = [](const LogReplayRow& r) { return log_count(r.outcome->ooms_elsewhere); },
+       .label = "OOMs where the log succeeded", .in_csv = false},
+      metric_column("allocator_time_ns", [](const LogReplayRow& r) { return run_metric(r, "allocator_time_ns"); },
+                    "allocator time"),
+      metric_column("device_mallocs", [](const LogReplayRow& r) { return run_metric(r, "device_mallocs"); },
+                    "device mallocs"),
+  }};
+  return columns;
+}
 
 std::vector<LogReplayRow> log_replay_rows(const LogReplay& replay) {
   std::vector<LogReplayRow> rows;
@@ -83,7 +87,7 @@ std::vector<LogReplayRow> log_replay_rows(const LogReplay& replay) {
 }
 
 std::vector<std::vector<std::string>> log_replay_table(const LogReplay& replay) {
-  return column_table<LogReplayRow>(kLogColumns, log_replay_rows(replay));
+  return column_table<LogReplayRow>(log_replay_columns(), log_replay_rows(replay));
 }
 
 std::vector<ReportedRun> log_replay_reported(const LogReplay& replay) {
@@ -91,7 +95,7 @@ std::vector<ReportedRun> log_replay_reported(const LogReplay& replay) {
   for (const LogReplayOutcome& outcome : replay.outcomes) {
     if (!outcome.recorders) throw std::logic_error("a log replayed without the report's recorders");
     reported.push_back(ReportedRun{outcome.policy, outcome.scenario, outcome.run, *outcome.recorders,
-                                   columns_json<LogReplayRow>(kLogColumns, LogReplayRow{&replay, &outcome})});
+                                   columns_json<LogReplayRow>(log_replay_columns(), LogReplayRow{&replay, &outcome})});
   }
   return reported;
 }
