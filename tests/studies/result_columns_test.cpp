@@ -234,19 +234,35 @@ TEST_CASE("the what-if's fields: one name each in the CSV, the page's JSON and t
   }
 }
 
-TEST_CASE("a run's metrics: one name each in the CSV, --json and the terminal's table", "[columns][metrics]") {
-  const test::TempDir dir;
+// A run of bfc on too small a device (every output has its first OOM) with --csv and --json
+// and `more` options: what it printed, its CSV header and row, and --json's tenant.
+struct RunOutputs {
+  test::Outcome shown;
+  std::vector<std::string> header;
+  std::vector<std::string> row;
+  json tenant;
+};
+RunOutputs run_out_of_memory(const test::TempDir& dir, const std::vector<std::string>& more) {
   const std::string csv = dir.file("run.csv");
   const std::string json_file = dir.file("run.json");
-  const test::Outcome shown = test::cli({"run", "--workload", "random:n=2000,seed=3,live=64MiB", "--policy", "bfc",
-                                         "--capacity", "48MiB", "--on-oom", "continue", "--csv", csv, "--json", json_file});
-  INFO(shown.out << shown.err);
-  REQUIRE(shown.status == 0);
+  std::vector<std::string> args{"run",        "--workload", "random:n=2000,seed=3,live=64MiB", "--policy", "bfc",
+                                "--capacity", "48MiB",      "--on-oom", "continue", "--csv", csv, "--json", json_file};
+  args.insert(args.end(), more.begin(), more.end());
+  RunOutputs run{test::cli(args), {}, {}, {}};
+  INFO(run.shown.out << run.shown.err);
+  REQUIRE(run.shown.status == 0);
   const std::vector<std::string> csv_lines = test::lines(test::read_file(csv));
   REQUIRE(csv_lines.size() == 2);
-  const std::vector<std::string> header = csv_cells(csv_lines[0]);
-  const std::vector<std::string> row = csv_cells(csv_lines[1]);
-  const json tenant = json::parse(test::read_file(json_file))["tenants"].at(0);
+  run.header = csv_cells(csv_lines[0]);
+  run.row = csv_cells(csv_lines[1]);
+  run.tenant = json::parse(test::read_file(json_file))["tenants"].at(0);
+  return run;
+}
+
+TEST_CASE("a run's metrics: one name each in the CSV, --json and the terminal's table", "[columns][metrics]") {
+  const test::TempDir dir;
+  const RunOutputs run = run_out_of_memory(dir, {});
+  const auto& [shown, header, row, tenant] = run;
   const std::vector<std::string> table = test::lines(shown.out);
   std::size_t at = 0;
   for (const Metric& metric : metrics()) {
@@ -273,19 +289,9 @@ TEST_CASE("a run's metrics: one name each in the CSV, --json and the terminal's 
 TEST_CASE("a run's --report page: each field under its one name, as in the CSV, --json and the table",
           "[columns][report]") {
   const test::TempDir dir;
-  const std::string csv = dir.file("run.csv");
-  const std::string json_file = dir.file("run.json");
   const std::string page = dir.file("run.html");
-  const test::Outcome shown = test::cli({"run", "--workload", "random:n=2000,seed=3,live=64MiB", "--policy", "bfc",
-                                         "--capacity", "48MiB", "--on-oom", "continue", "--csv", csv, "--json",
-                                         json_file, "--report", page});
-  INFO(shown.out << shown.err);
-  REQUIRE(shown.status == 0);
-  const std::vector<std::string> csv_lines = test::lines(test::read_file(csv));
-  REQUIRE(csv_lines.size() == 2);
-  const std::vector<std::string> header = csv_cells(csv_lines[0]);
-  const std::vector<std::string> row = csv_cells(csv_lines[1]);
-  const json tenant = json::parse(test::read_file(json_file))["tenants"].at(0);
+  const RunOutputs run = run_out_of_memory(dir, {"--report", page});
+  const auto& [shown, header, row, tenant] = run;
   const json data = report_data(page);
   REQUIRE(data["lanes"].size() == 1);
   const json& lane = data["lanes"][0];
